@@ -1,0 +1,92 @@
+"""One exception root, split by whose fault it is.
+
+``AgentVisibleError`` is part of the episode: the agent sees it and is judged on how it copes.
+``HarnessError`` means chaoseval, a plugin or a scenario broke: the trial is *not evaluable*
+and is never counted as the agent's failure.
+"""
+
+from __future__ import annotations
+
+
+class ChaosevalError(Exception):
+    """Root of every exception chaoseval raises on purpose."""
+
+
+# --- shown to the agent -------------------------------------------------------------------
+
+
+class AgentVisibleError(ChaosevalError):
+    """An error the agent receives from a tool. Recorded in the trajectory, judged as behaviour."""
+
+    kind = "error"
+
+
+class ToolError(AgentVisibleError):
+    """The world said no: unknown id, permission denied, failed precondition, bad arguments."""
+
+    kind = "tool_error"
+
+
+class ToolTimeout(AgentVisibleError, TimeoutError):
+    """The tool did not answer before its deadline."""
+
+    kind = "timeout"
+
+
+class ToolHTTPError(AgentVisibleError):
+    """An HTTP-style failure: 429 or 5xx, with an optional Retry-After in seconds."""
+
+    kind = "http_error"
+
+    def __init__(self, status: int, message: str = "", retry_after: float | None = None):
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(message or f"HTTP {status}")
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 429 or self.status >= 500
+
+
+class ToolConnectionError(AgentVisibleError, ConnectionError):
+    """The connection to the tool was reset before an answer arrived."""
+
+    kind = "connection_reset"
+
+
+# --- the harness's own faults ---------------------------------------------------------------
+
+
+class HarnessError(ChaosevalError):
+    """chaoseval, a plugin or a scenario broke. The trial is not evaluable."""
+
+
+class PluginError(HarnessError):
+    """A perturbation plugin raised something other than a fault meant for the agent."""
+
+    def __init__(self, plugin: str, error: BaseException):
+        self.plugin = plugin
+        self.error = error
+        super().__init__(f"perturbation plugin {plugin!r} raised {type(error).__name__}: {error}")
+
+
+class ScenarioError(HarnessError):
+    """A scenario is invalid or its own code (tool, verifier) raised."""
+
+    def __init__(self, message: str, *, source: str | None = None, where: str | None = None):
+        self.source = source
+        self.where = where
+        prefix = ""
+        if source:
+            prefix = f"{source}: "
+        if where:
+            prefix += f"{where}: "
+        super().__init__(prefix + message)
+
+
+class JournalError(HarnessError):
+    """A journal file is unreadable, corrupt or belongs to another run."""
+
+
+class ConfigError(ChaosevalError):
+    """The user asked for something that does not exist or does not fit together."""
