@@ -196,9 +196,7 @@ def test_adjustments_are_valid(p: list[float]) -> None:
         order = np.argsort(p, kind="stable")
         sorted_adj = np.array(adj)[order]
         assert np.all(np.diff(sorted_adj) >= -1e-15)
-    assert all(
-        b <= h + 1e-15 for b, h in zip(benjamini_hochberg(p), holm(p), strict=True)
-    )
+    assert all(b <= h + 1e-15 for b, h in zip(benjamini_hochberg(p), holm(p), strict=True))
 
 
 def test_adjustment_rejects_bad_p() -> None:
