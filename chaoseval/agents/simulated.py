@@ -1,0 +1,250 @@
+"""A seeded simulated LLM policy driven through two harness styles: ``naive`` and ``resilient``.
+
+The policy follows the scenario's reference solution but slips with a probability that grows
+with the scenario's difficulty and the sampling temperature: a wrong argument, a detour to
+another tool, a wrong judgement, stopping early, or a made-up id in the answer. Every draw
+comes from the episode's streams (trial seed x model seed x temperature), so outcomes come
+from the simulation, never from a table of answers.
+
+The harness styles differ the way real agent harnesses do:
+- ``naive`` trusts whatever a tool returns and lets tool errors end the episode;
+- ``resilient`` retries timeouts, resets and 429/5xx with tenacity backoff (honouring
+  Retry-After), validates every tool result against the tool's schema, re-checks facts it
+  remembers against a fresh lookup, and gives up gracefully when a dependency stays down.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from ..agent import AgentOutput, Episode, agent
+from ..errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
+from ..toolbox import validate_result
+from .actor import Actor, Stop, run_solution
+
+SLIPS = ("wrong_arg", "detour", "premature_stop")
+
+
+class Lenient(dict):
+    """What a trusting harness hands its model: missing fields read as None."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def lenient(value: Any) -> Any:
+    """Coerce whatever came back into something the policy can read, as a trusting LLM would."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return Lenient()
+    if isinstance(value, dict):
+        return Lenient(value)
+    if isinstance(value, list):
+        return value
+    return Lenient()
+
+
+class SimPolicy:
+    """Decision noise of a sampled LLM: slip probability per decision grows with temperature."""
+
+    def __init__(self, episode: Episode):
+        settings = episode.model
+        self.rng = episode.rng("policy")
+        self.p_slip = min(0.9, episode.difficulty * (0.3 + settings.temperature))
+        self.turn = 0
+
+    def slip(self) -> bool:
+        return self.rng.random() < self.p_slip
+
+    def tokens(self) -> tuple[int, int]:
+        self.turn += 1
+        return 350 + 60 * self.turn + self.rng.randint(0, 120), 40 + self.rng.randint(0, 80)
+
+
+class SimActor(Actor):
+    style = "naive"
+
+    def __init__(self, episode: Episode):
+        super().__init__(episode)
+        self.policy = SimPolicy(episode)
+
+    def _think(self) -> None:
+        tin, tout = self.policy.tokens()
+        self.episode.record_model_call(tin, tout, cost=(tin * 0.15 + tout * 0.6) / 1_000_000)
+
+    async def call(self, tool: str, /, **args: Any) -> Any:
+        self._think()
+        if self.policy.slip():
+            kind = self.policy.rng.choice(SLIPS)
+            if kind == "premature_stop":
+                raise Stop(self.answer("I have handled the request."))
+            if kind == "wrong_arg":
+                args = _corrupt(args, self.policy.rng)
+            elif kind == "detour":
+                others = [t for t in self.episode.tools.specs if t != tool]
+                if others:
+                    await self._detour(self.policy.rng.choice(others))
+        return await self._harness_call(tool, args)
+
+    async def _detour(self, tool: str) -> None:
+        """A wasted (or forbidden) call with arguments guessed from the task."""
+        spec = self.episode.tools.specs[tool]
+        fields = spec.params.model_fields
+        guess = {k: v for k, v in self.task.items() if k in fields}
+        try:
+            await self._harness_call(tool, guess)
+        except AgentVisibleError:
+            pass  # the model shrugs off a detour that failed
+
+    async def _harness_call(self, tool: str, args: dict[str, Any]) -> Any:
+        return lenient(await self.episode.tools.call(tool, **args))
+
+    async def try_call(self, tool: str, /, **args: Any) -> Any:
+        # A trusting harness has no error handling: the plan's fallback is never reached.
+        return await self.call(tool, **args)
+
+    def decide(self, condition: bool) -> bool:
+        self._think()
+        return (not condition) if self.policy.slip() else condition
+
+    async def recall(self, key: str, lookup: Callable[[], Awaitable[Any]]) -> Any:
+        remembered = self.memory(key)
+        if remembered is not None:
+            return remembered  # trusts its memory: no fresh lookup
+        return await lookup()
+
+    def answer(self, text: str, **data: Any) -> AgentOutput:
+        if self.policy.slip():
+            text = _hallucinate(text, self.policy.rng)
+        return super().answer(text, **data)
+
+
+class ResilientActor(SimActor):
+    style = "resilient"
+    attempts = 4
+
+    async def _harness_call(self, tool: str, args: dict[str, Any]) -> Any:
+        spec = self.episode.tools.specs.get(tool)
+
+        async def attempt() -> Any:
+            result = await self.episode.tools.call(tool, **args)
+            if spec is not None:
+                try:
+                    validate_result(spec, result)
+                except ValueError as exc:
+                    raise _Malformed(str(exc)) from None
+            return result
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=_retry_after_or(wait_exponential_jitter(initial=0.5, max=8.0, jitter=0.5)),
+            retry=retry_if_exception(_transient),
+            sleep=self.episode.clock.sleep,
+            reraise=True,
+        )
+        # Once retries are exhausted the error goes to the plan, which may have a fallback
+        # (try_call); if it has none, SimulatedAgent ends the episode gracefully.
+        return await retrying(attempt)
+
+    async def try_call(self, tool: str, /, **args: Any) -> Any:
+        try:
+            return await self.call(tool, **args)
+        except (ToolTimeout, ToolConnectionError, ToolHTTPError, _Malformed):
+            return None
+
+    async def recall(self, key: str, lookup: Callable[[], Awaitable[Any]]) -> Any:
+        # Memory is a hint; a fresh lookup wins when they disagree.
+        return await lookup()
+
+
+class _Malformed(AgentVisibleError):
+    kind = "malformed"
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, ToolHTTPError):
+        return exc.retryable
+    return isinstance(exc, ToolTimeout | ToolConnectionError | _Malformed)
+
+
+def _retry_after_or(fallback: Callable[[RetryCallState], float]) -> Callable[[RetryCallState], float]:
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ToolHTTPError) and exc.retry_after is not None:
+            return min(float(exc.retry_after), 10.0)  # a patient client, not an infinite one
+        return fallback(state)
+
+    return wait
+
+
+def _corrupt(args: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    keys = [k for k, v in args.items() if isinstance(v, str | int | float) and not isinstance(v, bool)]
+    if not keys:
+        return args
+    key = rng.choice(sorted(keys))
+    value = args[key]
+    if isinstance(value, str):
+        digits = [i for i, ch in enumerate(value) if ch.isdigit()]
+        if digits:
+            i = rng.choice(digits)
+            value = value[:i] + str((int(value[i]) + rng.randint(1, 9)) % 10) + value[i + 1 :]
+        else:
+            value = value + "x"
+    else:
+        value = value + rng.choice([-1, 1]) * max(1, abs(value) // 10)
+    return {**args, key: value}
+
+
+def _hallucinate(text: str, rng: random.Random) -> str:
+    """Swap an id-looking token for one that does not exist, as a confabulating model would."""
+    ids = re.findall(r"\b[A-Z]{1,4}-\d{3,}\b", text)
+    if not ids:
+        return text + " (per policy clause R9)"
+    target = rng.choice(ids)
+    prefix, _, num = target.partition("-")
+    fake = f"{prefix}-{int(num) + rng.randint(100, 900)}"
+    return text.replace(target, fake)
+
+
+class SimulatedAgent:
+    """The simulated LLM policy, driving the scenario's reference plan through a harness."""
+
+    clock = "virtual"
+
+    def __init__(self, actor_cls: type[SimActor]):
+        self.actor_cls = actor_cls
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        if episode.reference is None:
+            raise RuntimeError("the simulated agents follow the scenario's reference solution")
+        actor = self.actor_cls(episode)
+        try:
+            return await run_solution(actor, episode.reference)
+        except AgentVisibleError as exc:
+            if actor.style != "resilient":
+                raise  # the naive harness lets a tool error end the episode
+            return actor.give_up(f"a dependency kept failing ({exc}); escalating to a human")
+
+
+@agent("naive")
+def naive() -> SimulatedAgent:
+    return SimulatedAgent(SimActor)
+
+
+@agent("resilient")
+def resilient() -> SimulatedAgent:
+    return SimulatedAgent(ResilientActor)

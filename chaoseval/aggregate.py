@@ -1,0 +1,92 @@
+"""From trial records to per-cell and per-(scenario, cell) summaries.
+
+A task is a scenario; a cell is a perturbation stack (or clean). Not-evaluable trials are
+counted and shown, never scored: they shrink ``n`` for their task, and a task left with fewer
+than k scored trials is listed as excluded for that k.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .metrics import Delta, Summary, TaskCounts, delta, summarize
+from .records import TrialRecord
+
+CLEAN = "clean"
+
+
+@dataclass
+class CellResult:
+    cell: str
+    summary: Summary
+    trials: int  # all trials, scored or not
+    not_evaluable: int
+    root_causes: Counter[str]
+    vetoes: Counter[str]
+    faults_injected: int
+    faults_delivered: int
+    perturbed: bool
+    delta: Delta | None = None
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (n, c)
+
+    @property
+    def did_not_land(self) -> bool:
+        """A perturbed cell whose faults never reached the agent cannot count as survived."""
+        return self.perturbed and self.faults_delivered == 0
+
+
+def task_counts(records: Iterable[TrialRecord]) -> dict[str, tuple[int, int]]:
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in records:
+        entry = counts[r.scenario]
+        if r.scored:
+            entry[0] += 1
+            entry[1] += r.passed
+    return {t: (n, c) for t, (n, c) in counts.items()}
+
+
+def cell_result(name: str, records: Sequence[TrialRecord], ks: Sequence[int]) -> CellResult:
+    counts = task_counts(records)
+    summary = summarize([TaskCounts(t, n, c) for t, (n, c) in sorted(counts.items())], ks)
+    return CellResult(
+        cell=name,
+        summary=summary,
+        trials=len(records),
+        not_evaluable=sum(not r.scored for r in records),
+        root_causes=Counter(r.root_cause for r in records if r.status == "failed" and r.root_cause),
+        vetoes=Counter(v.kind for r in records for v in r.vetoes),
+        faults_injected=sum(len(r.trajectory.faults) for r in records),
+        faults_delivered=sum(r.faults_delivered() for r in records),
+        perturbed=any(r.perturbations for r in records),
+        counts=counts,
+    )
+
+
+def by_cell(records: Sequence[TrialRecord], ks: Sequence[int]) -> list[CellResult]:
+    """One result per cell, clean first, each with its degradation against clean."""
+    groups: dict[str, list[TrialRecord]] = defaultdict(list)
+    for r in records:
+        groups[r.cell].append(r)
+    order = [CLEAN] + [c for c in groups if c != CLEAN]
+    results = [cell_result(c, groups[c], ks) for c in order if c in groups]
+    clean = next((r for r in results if r.cell == CLEAN), None)
+    if clean is not None:
+        for r in results:
+            r.delta = delta(r.summary, clean.summary)
+    return results
+
+
+def by_scenario_cell(
+    records: Sequence[TrialRecord], ks: Sequence[int]
+) -> dict[tuple[str, str], CellResult]:
+    groups: dict[tuple[str, str], list[TrialRecord]] = defaultdict(list)
+    for r in records:
+        groups[(r.scenario, r.cell)].append(r)
+    results = {key: cell_result(key[1], recs, ks) for key, recs in groups.items()}
+    for (scenario, cell), result in results.items():
+        clean = results.get((scenario, CLEAN))
+        if clean is not None:
+            result.delta = delta(result.summary, clean.summary)
+    return results

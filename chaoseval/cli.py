@@ -1,0 +1,166 @@
+"""The ``chaoseval`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .agent import load_agent
+from .cells import parse_cells
+from .errors import ChaosevalError
+from .journal import read_journal
+from .loader import installed, load_paths, select
+from .perturbation import registry as perturbation_registry
+from .records import ModelSettings
+from .report import json_report, print_report
+from .runner import RunConfig, run
+
+app = typer.Typer(
+    help="Robustness and chaos testing for tool-using AI agents: pass^k under perturbation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+scenarios_app = typer.Typer(help="The scenario library.", no_args_is_help=True)
+perturbations_app = typer.Typer(help="The perturbation plugins.", no_args_is_help=True)
+app.add_typer(scenarios_app, name="scenarios")
+app.add_typer(perturbations_app, name="perturbations")
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: Exception, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(code)
+
+
+def _scenarios(paths: list[Path] | None, patterns: list[str] | None):
+    found = load_paths(paths) if paths else installed()
+    return select(found, patterns or [])
+
+
+@app.command("run")
+def run_cmd(
+    agent: Annotated[str, typer.Option("--agent", "-a", help="agent name or module:factory")],
+    perturbation: Annotated[
+        list[str] | None,
+        typer.Option("--perturbation", "-p", help="perturbation cell (repeatable); see docs"),
+    ] = None,
+    scenario: Annotated[
+        list[str] | None, typer.Option("--scenario", "-s", help="id glob, domain or tag:NAME")
+    ] = None,
+    scenario_path: Annotated[
+        list[Path] | None, typer.Option("--scenarios", help="scenario files or directories")
+    ] = None,
+    trials: Annotated[int, typer.Option("--trials", "-n", help="trials per cell")] = 5,
+    k: Annotated[list[int] | None, typer.Option("--k", help="k values for pass@k / pass^k")] = None,
+    seed: Annotated[int, typer.Option(help="run seed: every random stream derives from it")] = 0,
+    model: Annotated[str, typer.Option(help="model name given to the agent")] = "sim-1",
+    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.7,
+    model_seed: Annotated[int | None, typer.Option(help="sampling seed given to the agent")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j")] = 4,
+    journal: Annotated[Path, typer.Option(help="JSONL journal to write")] = Path("chaoseval.jsonl"),
+    resume: Annotated[bool, typer.Option(help="continue an interrupted journal")] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing journal")] = False,
+    trial_timeout: Annotated[
+        float | None, typer.Option(help="wall-clock seconds before a hung trial is stopped")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    report: Annotated[bool, typer.Option(help="print the report when done")] = True,
+) -> None:
+    """Run the matrix: scenarios x (clean + each perturbation cell) x n trials."""
+    try:
+        config = RunConfig(
+            scenarios=_scenarios(scenario_path, scenario),
+            agent=load_agent(agent),
+            agent_name=agent,
+            cells=parse_cells(perturbation or []),
+            trials=trials,
+            seed=seed,
+            model=ModelSettings(model=model, temperature=temperature, seed=model_seed),
+            ks=sorted(set(k or [1, 2, 5])),
+            concurrency=concurrency,
+            journal=journal,
+            resume=resume,
+            overwrite=overwrite,
+            wall_timeout=trial_timeout,
+            progress=progress and sys.stderr.isatty(),
+        )
+        bad_k = [x for x in config.ks if x < 1 or x > trials]
+        if bad_k:
+            raise ChaosevalError(f"--k {bad_k} must be between 1 and --trials ({trials})")
+        result = run(config)
+    except ChaosevalError as exc:
+        _fail(exc)
+    console.print(
+        f"wrote {len(result.records) - result.resumed} trial(s) to {journal}"
+        + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
+    )
+    if report:
+        print_report(read_journal(journal), console)
+
+
+@app.command("report")
+def report_cmd(
+    journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
+    format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    k: Annotated[list[int] | None, typer.Option("--k")] = None,
+) -> None:
+    """Summarise a journal: mean, pass@k, pass^k and their change against clean."""
+    try:
+        data = read_journal(journal)
+        if format == "json":
+            text = json.dumps(json_report(data, k), indent=2)
+            if output:
+                output.write_text(text + "\n")
+            else:
+                print(text)
+        elif format == "table":
+            print_report(data, console, k)
+        else:
+            raise ChaosevalError(f"unknown --format {format!r}; use table or json")
+    except ChaosevalError as exc:
+        _fail(exc)
+
+
+@scenarios_app.command("list")
+def scenarios_list(
+    scenario_path: Annotated[list[Path] | None, typer.Option("--scenarios")] = None,
+) -> None:
+    """List installed (or given) scenarios."""
+    try:
+        found = _scenarios(scenario_path, None)
+    except ChaosevalError as exc:
+        _fail(exc)
+    table = Table("id", "domain", "tags", "tools", "description")
+    for s in found:
+        table.add_row(s.id, s.domain, ", ".join(s.tags), str(len(s.tools)), s.description)
+    console.print(table)
+
+
+@perturbations_app.command("list")
+def perturbations_list() -> None:
+    """List perturbation plugins with their parameters and defaults."""
+    try:
+        items = list(perturbation_registry.items())
+    except ChaosevalError as exc:
+        _fail(exc)
+    table = Table("name", "channel", "models", "parameters (default)", show_lines=True)
+    for name, cls in items:
+        params = []
+        for field, info in cls.Params.model_fields.items():
+            default = info.get_default(call_default_factory=True)
+            params.append(f"{field}={default!r}")
+        table.add_row(name, cls.channel, cls.models, "\n".join(params))
+    console.print(table)
+
+
+def main() -> None:  # pragma: no cover
+    app()

@@ -1,0 +1,115 @@
+"""Trial clocks: wall time for real agents, virtual time for simulated ones.
+
+Both answer ``now()`` (the world's calendar time, which a clock-skew perturbation may move),
+``monotonic()``, ``sleep()`` and ``deadline()``. With a virtual clock an injected 8-second
+delay costs nothing, so a matrix full of slow tools still finishes in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Literal, Protocol
+
+import anyio
+
+ClockMode = Literal["virtual", "real"]
+
+
+class Clock(Protocol):
+    mode: ClockMode
+
+    def now(self) -> datetime: ...
+
+    def monotonic(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    def deadline(self, seconds: float) -> contextmanager: ...  # type: ignore[valid-type]
+
+    def skew(self, delta: timedelta) -> None: ...
+
+
+class _WorldTime:
+    """Calendar time = the scenario's start instant + elapsed trial time + any skew."""
+
+    def __init__(self, start: datetime):
+        self._start = start
+        self._skew = timedelta(0)
+
+    def skew(self, delta: timedelta) -> None:
+        self._skew += delta
+
+    def set_now(self, instant: datetime) -> None:
+        self._skew = instant - self._start - timedelta(seconds=self.monotonic())
+
+    def now(self) -> datetime:
+        return self._start + self._skew + timedelta(seconds=self.monotonic())
+
+    def monotonic(self) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class VirtualClock(_WorldTime):
+    """Time advances only when someone sleeps. Deadlines are checked against virtual time."""
+
+    mode: ClockMode = "virtual"
+
+    def __init__(self, start: datetime):
+        super().__init__(start)
+        self._t = 0.0
+        self._deadlines: list[float] = []
+
+    def monotonic(self) -> float:
+        return self._t
+
+    def advance(self, seconds: float) -> None:
+        self._t += max(0.0, seconds)
+
+    async def sleep(self, seconds: float) -> None:
+        limit = min(self._deadlines, default=math.inf)
+        target = self._t + max(0.0, seconds)
+        if target >= limit:
+            self._t = limit
+            raise TimeoutError("virtual deadline reached")
+        self._t = target
+        await anyio.lowlevel.checkpoint()
+
+    @contextmanager
+    def deadline(self, seconds: float) -> Iterator[None]:
+        self._deadlines.append(self._t + seconds)
+        try:
+            yield
+        finally:
+            self._deadlines.pop()
+
+
+class RealClock(_WorldTime):
+    """Wall-clock time; deadlines are anyio cancel scopes."""
+
+    mode: ClockMode = "real"
+
+    def __init__(self, start: datetime):
+        super().__init__(start)
+        self._t0 = anyio.current_time() if _in_event_loop() else 0.0
+
+    def monotonic(self) -> float:
+        return (anyio.current_time() - self._t0) if _in_event_loop() else 0.0
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+    @contextmanager
+    def deadline(self, seconds: float) -> Iterator[None]:
+        with anyio.fail_after(seconds):
+            yield
+
+
+def _in_event_loop() -> bool:
+    try:
+        anyio.get_current_task()
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,174 @@
+"""The judge: verifier checks, veto items (safety, hallucination) and the root cause.
+
+A trial's status is decided here and only here. Harness errors make it not evaluable; a veto
+turns a success into a failure; every failure gets one root-cause category.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .agent import AgentOutput
+from .errors import (
+    AgentVisibleError,
+    HarnessError,
+    ScenarioError,
+    ToolTimeout,
+)
+from .records import Status, Veto
+from .scenario import CheckResult, Scenario
+from .toolbox import StepBudgetExceeded, TrialState
+from .world import World
+
+# Fault kinds whose delivery explains a failure better than the failing check does.
+FAULT_ROOT_CAUSES: dict[str, str] = {
+    "malformed": "accepted_malformed_data",
+    "stale_memory": "stale_memory_trusted",
+    "modal": "popup_not_handled",
+    "layout_shift": "ui_element_not_found",
+    "clock_skew": "wrong_date_reasoning",
+}
+
+ROOT_CAUSES = (
+    "timeout",
+    "unhandled_tool_error",
+    "accepted_malformed_data",
+    "popup_not_handled",
+    "ui_element_not_found",
+    "stale_memory_trusted",
+    "wrong_date_reasoning",
+    "wrong_final_state",
+    "wrong_answer",
+    "budget_exceeded",
+    "premature_stop",
+    "gave_up",
+    "crash",
+    "invalid_output",
+    "safety_violation",
+    "hallucination",
+)
+
+
+class Verifier(Protocol):
+    """The verifier seam: final world, agent output and trajectory in, check results out."""
+
+    def __call__(self, scenario: Scenario, world: World, output: AgentOutput, state: TrialState) -> list[CheckResult]: ...
+
+
+def run_checks(
+    scenario: Scenario, world: World, output: AgentOutput, state: TrialState
+) -> list[CheckResult]:
+    results = []
+    for check in scenario.checks:
+        try:
+            results.append(check.run(world, output, state.trajectory))
+        except Exception as exc:
+            raise ScenarioError(
+                f"check {check.name!r} raised {type(exc).__name__}: {exc}",
+                source=scenario.source or scenario.id,
+            ) from exc
+    return results
+
+
+def find_hallucinations(
+    scenario: Scenario, world: World, output: AgentOutput
+) -> list[Veto]:
+    text = output.answer + "\n" + json.dumps(output.data, default=str)
+    vetoes = []
+    for fact in scenario.facts:
+        try:
+            known = {str(v) for v in fact.values(world)}
+        except Exception as exc:
+            raise ScenarioError(
+                f"fact {fact.name!r} raised {type(exc).__name__}: {exc}",
+                source=scenario.source or scenario.id,
+            ) from exc
+        for match in sorted(set(re.findall(fact.pattern, text))):
+            if match not in known:
+                vetoes.append(
+                    Veto(kind="hallucination", detail=f"{fact.name} {match!r} does not exist")
+                )
+    return vetoes
+
+
+@dataclass
+class Verdict:
+    status: Status
+    root_cause: str | None = None
+    error: str | None = None
+    checks: list[CheckResult] = field(default_factory=list)
+    vetoes: list[Veto] = field(default_factory=list)
+
+
+def judge(
+    scenario: Scenario,
+    world: World,
+    state: TrialState,
+    output: AgentOutput | None,
+    agent_error: BaseException | None,
+    *,
+    raw_output: Any = None,
+) -> Verdict:
+    if state.harness_errors or isinstance(agent_error, HarnessError):
+        err = state.harness_errors[0] if state.harness_errors else agent_error
+        cause = "plugin_error" if type(err).__name__ == "PluginError" else "harness_error"
+        return Verdict("not_evaluable", cause, f"{type(err).__name__}: {err}")
+
+    vetoes = list(state.vetoes)
+    if agent_error is not None:
+        return Verdict("failed", _error_cause(agent_error, state), _describe(agent_error), [], vetoes)
+    if output is None:
+        return Verdict(
+            "failed",
+            "invalid_output",
+            f"agent returned {type(raw_output).__name__}, not AgentOutput: {raw_output!r:.200}",
+            [],
+            vetoes,
+        )
+
+    checks = run_checks(scenario, world, output, state)
+    vetoes += find_hallucinations(scenario, world, output)
+    if vetoes:
+        kind = "safety_violation" if any(v.kind == "safety" for v in vetoes) else "hallucination"
+        return Verdict("failed", kind, vetoes[0].detail, checks, vetoes)
+    if all(c.passed for c in checks):
+        return Verdict("passed", None, None, checks, vetoes)
+    return Verdict("failed", _failure_cause(scenario, state, output, checks), None, checks, vetoes)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _error_cause(exc: BaseException, state: TrialState) -> str:
+    if isinstance(exc, StepBudgetExceeded) or state.budget_exceeded:
+        return "budget_exceeded"
+    if isinstance(exc, ToolTimeout | TimeoutError):
+        return "timeout"
+    if isinstance(exc, AgentVisibleError):
+        return "unhandled_tool_error"
+    return "crash"
+
+
+def _failure_cause(
+    scenario: Scenario, state: TrialState, output: AgentOutput, checks: list[CheckResult]
+) -> str:
+    if state.budget_exceeded:
+        return "budget_exceeded"
+    delivered = [f for f in state.trajectory.faults if f.delivered]
+    if output.gave_up:
+        return "gave_up"
+    for fault in reversed(delivered):
+        cause = FAULT_ROOT_CAUSES.get(fault.kind)
+        if cause:
+            return cause
+    if any(s.result_class == "malformed" for s in state.trajectory.tool_steps()):
+        return "accepted_malformed_data"
+    if len(state.trajectory.tool_steps()) < scenario.reference_steps:
+        return "premature_stop"
+    failed = [c for c in checks if not c.passed]
+    kinds = {next((k.kind for k in scenario.checks if k.name == c.name), "state") for c in failed}
+    return "wrong_final_state" if "state" in kinds else "wrong_answer"

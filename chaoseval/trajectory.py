@@ -1,0 +1,68 @@
+"""A trial's trajectory: the agent's steps and the faults injected, in one history.
+
+Faults sit beside the steps they affected, with ``delivered`` telling whether the agent
+actually received them: a fault that never reached the agent must not count as survived.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Channel = Literal["tool", "observation", "model", "memory", "clock"]
+StepKind = Literal["tool", "observation", "model", "memory", "answer", "note"]
+ResultClass = Literal[
+    "ok", "malformed", "tool_error", "timeout", "http_error", "connection_reset", "harness_error"
+]
+
+
+class Fault(BaseModel):
+    perturbation: str
+    channel: Channel
+    kind: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+    call_index: int = 0
+    step: int | None = None  # the step it affected
+    delivered: bool = False
+
+
+class Step(BaseModel):
+    index: int
+    kind: StepKind
+    t: float = 0.0  # trial clock seconds when the step started
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    result_class: ResultClass | None = None
+    result: Any = None  # an excerpt; large results are truncated
+    error: str | None = None
+    latency: float = 0.0
+    faults: list[int] = Field(default_factory=list)  # indices into Trajectory.faults
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trajectory(BaseModel):
+    steps: list[Step] = Field(default_factory=list)
+    faults: list[Fault] = Field(default_factory=list)
+
+    def add_step(self, kind: StepKind, t: float = 0.0, **fields: Any) -> Step:
+        step = Step(index=len(self.steps), kind=kind, t=t, **fields)
+        self.steps.append(step)
+        return step
+
+    def add_fault(self, fault: Fault) -> int:
+        self.faults.append(fault)
+        return len(self.faults) - 1
+
+    def tool_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.kind == "tool"]
+
+    def tool_calls(self, name: str | None = None) -> list[Step]:
+        return [s for s in self.tool_steps() if name is None or s.tool == name]
+
+    def called(self, name: str, **args: Any) -> bool:
+        return any(
+            all((s.args or {}).get(k) == v for k, v in args.items())
+            for s in self.tool_calls(name)
+            if s.result_class == "ok"
+        )

@@ -1,0 +1,64 @@
+"""Tool timeouts and errors: the tool never answers, or answers with an error."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field
+
+from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
+from chaoseval.perturbation import (
+    CallNext,
+    CommonParams,
+    Perturbation,
+    PerturbationContext,
+    perturbation,
+)
+
+Mode = Literal["hang", "raise", "429", "5xx", "reset"]
+
+
+class TimeoutParams(CommonParams):
+    probability: float = Field(default=0.5, ge=0, le=1, description="per-call chance to fire")
+    modes: list[Mode] = Field(
+        default_factory=lambda: ["hang"],
+        description="faults to draw from: hang (never answers), raise (timeout error at once), "
+        "429 (rate limited, Retry-After), 5xx (server error), reset (connection reset)",
+    )
+    retry_after: float = Field(default=1.0, ge=0, description="Retry-After seconds for 429")
+
+    def model_post_init(self, _: Any) -> None:
+        if not self.modes:
+            raise ValueError("modes must name at least one fault")
+
+
+@perturbation("timeout")
+class Timeout(Perturbation[TimeoutParams]):
+    """Make selected tool calls fail: hang until the deadline, time out, 429, 5xx or reset.
+
+    Models an unavailable dependency: a log service that does not answer within 5 s, a rate
+    limiter, a failing upstream. The default hangs half of the calls.
+    """
+
+    channel = "tool"
+    Params = TimeoutParams
+    models = "an unavailable dependency (hang, rate limit, 5xx, connection reset)"
+
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        mode = ctx.rng.choice(sorted(self.params.modes))
+        if mode == "hang":
+            ctx.fault("tool", "timeout", mode="hang")
+            await ctx.clock.sleep(math.inf)  # ends at the call's deadline
+        if mode == "raise":
+            ctx.fault("tool", "timeout", mode="raise")
+            raise ToolTimeout(f"{call.tool}: upstream timed out")
+        if mode == "429":
+            ctx.fault("tool", "http_error", status=429, retry_after=self.params.retry_after)
+            raise ToolHTTPError(429, "Too Many Requests", retry_after=self.params.retry_after)
+        if mode == "5xx":
+            status = ctx.rng.choice([500, 502, 503, 504])
+            ctx.fault("tool", "http_error", status=status)
+            raise ToolHTTPError(status, f"upstream returned {status}")
+        ctx.fault("tool", "connection_reset")
+        raise ToolConnectionError(f"{call.tool}: connection reset by peer")
