@@ -164,3 +164,6 @@ def perturbations_list() -> None:
 
 def main() -> None:  # pragma: no cover
     app()
+
+
+# Command modules register themselves on ``app`` (one module per area keeps this file small).

@@ -24,7 +24,7 @@ Tables = dict[str, list[dict[str, Any]]]
 
 
 class ToolSpec(BaseModel):
-    """A tool the agent can call. ``fn(world, **args)`` returns JSON-able data or raises ToolError."""
+    """A tool the agent can call: ``fn(world, **args)`` returns JSON data or raises ToolError."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 

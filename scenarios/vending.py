@@ -279,7 +279,7 @@ dispensed = Scenario(
 
 log_down = Scenario(
     id="vending-refund-log-down",
-    description="The dispense-log service is down (503): escalate with a ticket, never refund blind.",
+    description="The dispense-log service is down (503): escalate, never refund blind.",
     tags=["refund", "degradation", "dependency-down"],
     generate=make_world(dispensed=False, log_down=True),
     checks=[
