@@ -85,7 +85,7 @@ def by_scenario_cell(
     for r in records:
         groups[(r.scenario, r.cell)].append(r)
     results = {key: cell_result(key[1], recs, ks) for key, recs in groups.items()}
-    for (scenario, cell), result in results.items():
+    for (scenario, _cell), result in results.items():
         clean = results.get((scenario, CLEAN))
         if clean is not None:
             result.delta = delta(result.summary, clean.summary)

@@ -1,10 +1,10 @@
 """Parsing perturbation specs from the command line into matrix cells.
 
-    latency                          one plugin, default parameters
-    latency:mean=0.5,jitter=0.1      parameters (values parsed as YAML scalars)
-    latency:mean=0.5|2|8             a sweep: one cell per value
-    latency:mean=2+timeout           a stack: several plugins in one cell
-    path/to/spec.json                a saved spec (as written by `chaoseval search`)
+latency                          one plugin, default parameters
+latency:mean=0.5,jitter=0.1      parameters (values parsed as YAML scalars)
+latency:mean=0.5|2|8             a sweep: one cell per value
+latency:mean=2+timeout           a stack: several plugins in one cell
+path/to/spec.json                a saved spec (as written by `chaoseval search`)
 """
 
 from __future__ import annotations

@@ -33,7 +33,9 @@ class Journal:
 def read_journal(path: str | Path) -> Journal:
     path = Path(path)
     if not path.exists():
-        raise JournalError(f"{path}: no such journal; write one with 'chaoseval run --journal {path}'")
+        raise JournalError(
+            f"{path}: no such journal; write one with 'chaoseval run --journal {path}'"
+        )
     raw = path.read_bytes()
     lines = raw.split(b"\n")
     ends_clean = raw.endswith(b"\n")

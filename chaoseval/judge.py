@@ -55,7 +55,9 @@ ROOT_CAUSES = (
 class Verifier(Protocol):
     """The verifier seam: final world, agent output and trajectory in, check results out."""
 
-    def __call__(self, scenario: Scenario, world: World, output: AgentOutput, state: TrialState) -> list[CheckResult]: ...
+    def __call__(
+        self, scenario: Scenario, world: World, output: AgentOutput, state: TrialState
+    ) -> list[CheckResult]: ...
 
 
 def run_checks(
@@ -73,9 +75,7 @@ def run_checks(
     return results
 
 
-def find_hallucinations(
-    scenario: Scenario, world: World, output: AgentOutput
-) -> list[Veto]:
+def find_hallucinations(scenario: Scenario, world: World, output: AgentOutput) -> list[Veto]:
     text = output.answer + "\n" + json.dumps(output.data, default=str)
     vetoes = []
     for fact in scenario.facts:
@@ -119,7 +119,9 @@ def judge(
 
     vetoes = list(state.vetoes)
     if agent_error is not None:
-        return Verdict("failed", _error_cause(agent_error, state), _describe(agent_error), [], vetoes)
+        return Verdict(
+            "failed", _error_cause(agent_error, state), _describe(agent_error), [], vetoes
+        )
     if output is None:
         return Verdict(
             "failed",

@@ -37,7 +37,9 @@ def describe_validation(exc: ValidationError, source: str) -> ScenarioError:
     for e in exc.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(scenario)"
         found = e.get("input")
-        found_text = f" (found {found!r:.60})" if found is not None and e["type"] != "missing" else ""
+        found_text = (
+            f" (found {found!r:.60})" if found is not None and e["type"] != "missing" else ""
+        )
         lines.append(f"field {where}: {e['msg']}{found_text}")
     return ScenarioError("invalid scenario:\n  " + "\n  ".join(lines), source=source)
 
@@ -133,8 +135,10 @@ def installed() -> list[Scenario]:
             errors.append(exc)
         except Exception as exc:
             errors.append(
-                ScenarioError(f"scenario pack failed to load: {type(exc).__name__}: {exc}",
-                              source=f"entry point {ep.name} ({ep.value})")
+                ScenarioError(
+                    f"scenario pack failed to load: {type(exc).__name__}: {exc}",
+                    source=f"entry point {ep.name} ({ep.value})",
+                )
             )
     if errors:
         raise ScenarioLoadErrors(errors)

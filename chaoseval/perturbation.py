@@ -58,7 +58,6 @@ class CommonParams(BaseModel):
     after_n: int | None = Field(default=None, ge=0, description="only calls after the first N")
     on_turn: int | None = Field(default=None, ge=0, description="only the call at agent turn t")
 
-
     @field_validator("tools", mode="before")
     @classmethod
     def _one_glob(cls, v: Any) -> Any:
@@ -208,6 +207,8 @@ def _wrap(
     return handler
 
 
-def ctx_stream(run_seed: int, scenario: str, perturbation: str, trial: int, index: int) -> random.Random:
+def ctx_stream(
+    run_seed: int, scenario: str, perturbation: str, trial: int, index: int
+) -> random.Random:
     """The random stream for one plugin at one call of one trial."""
     return stream(run_seed, scenario, perturbation, trial, index)

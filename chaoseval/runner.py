@@ -147,7 +147,9 @@ async def run_matrix(
     records: list[TrialRecord] = [done[p.trial_id] for p in plans if p.trial_id in done]
     limiter = anyio.CapacityLimiter(max(1, config.concurrency))
     wall = config.wall_timeout or (
-        30.0 if config.clock_mode == "virtual" else max(s.budgets.trial_timeout for s in config.scenarios) + 5
+        30.0
+        if config.clock_mode == "virtual"
+        else max(s.budgets.trial_timeout for s in config.scenarios) + 5
     )
 
     progress = Progress(
@@ -182,15 +184,12 @@ async def run_matrix(
         progress.update(
             task_id,
             advance=1,
-            status=f"pass {counts['passed']} fail {counts['failed']} "
-            f"n/e {counts['not_evaluable']}",
+            status=f"pass {counts['passed']} fail {counts['failed']} n/e {counts['not_evaluable']}",
         )
 
     try:
         with progress:
-            task_id = progress.add_task(
-                f"{config.agent_name}", total=len(todo), status=""
-            )
+            task_id = progress.add_task(f"{config.agent_name}", total=len(todo), status="")
             async with anyio.create_task_group() as tg:
                 for p in todo:
                     tg.start_soon(one, p, task_id)

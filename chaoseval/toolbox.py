@@ -128,8 +128,12 @@ class ToolBox:
             with clock.deadline(self._scenario.budgets.call_timeout):
                 result = await chain(call)
         except TimeoutError as exc:
-            err = exc if isinstance(exc, ToolTimeout) else ToolTimeout(
-                f"{name} did not answer within {self._scenario.budgets.call_timeout:g}s"
+            err = (
+                exc
+                if isinstance(exc, ToolTimeout)
+                else ToolTimeout(
+                    f"{name} did not answer within {self._scenario.budgets.call_timeout:g}s"
+                )
             )
             self._finish(step, contexts, started, "timeout", error=str(err))
             raise err from None

@@ -152,10 +152,14 @@ async def run_trial(
             except HarnessError as exc:
                 agent_error = exc
             except TimeoutError as exc:
-                agent_error = TimeoutError(
-                    f"trial exceeded its time budget ({scenario.budgets.trial_timeout:g}s "
-                    f"{clock.mode} / {wall_timeout:g}s wall)"
-                ) if not str(exc) else exc
+                agent_error = (
+                    TimeoutError(
+                        f"trial exceeded its time budget ({scenario.budgets.trial_timeout:g}s "
+                        f"{clock.mode} / {wall_timeout:g}s wall)"
+                    )
+                    if not str(exc)
+                    else exc
+                )
             except Exception as exc:  # the agent crashed: its failure, recorded with the cause
                 agent_error = exc
             if output is not None:

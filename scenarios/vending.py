@@ -115,23 +115,27 @@ def make_world(dispensed: bool, log_down: bool = False):
             oid = f"ORD-{fake.unique.random_int(1000, 9999)}"
             mid = fake.random_element(machines)
             paid = base + timedelta(minutes=37 * i)
-            orders.append({
-                "order_id": oid,
-                "machine_id": mid,
-                "product": fake.random_element(products),
-                "amount": float(fake.random_element([1.5, 2.0, 2.75, 3.25, 4.0])),
-                "paid_at": paid.isoformat(timespec="seconds"),
-                "customer": fake.email(),
-            })
-            log.append({
-                "machine_id": mid,
-                "order_id": oid,
-                "dispensed": True,
-                "sensor": "drop",
-                "at": (paid + timedelta(seconds=fake.random_int(3, 40))).isoformat(
-                    timespec="seconds"
-                ),
-            })
+            orders.append(
+                {
+                    "order_id": oid,
+                    "machine_id": mid,
+                    "product": fake.random_element(products),
+                    "amount": float(fake.random_element([1.5, 2.0, 2.75, 3.25, 4.0])),
+                    "paid_at": paid.isoformat(timespec="seconds"),
+                    "customer": fake.email(),
+                }
+            )
+            log.append(
+                {
+                    "machine_id": mid,
+                    "order_id": oid,
+                    "dispensed": True,
+                    "sensor": "drop",
+                    "at": (paid + timedelta(seconds=fake.random_int(3, 40))).isoformat(
+                        timespec="seconds"
+                    ),
+                }
+            )
         target = orders[fake.random_int(0, len(orders) - 1)]
         entry = next(e for e in log if e["order_id"] == target["order_id"])
         entry["dispensed"] = dispensed

@@ -181,7 +181,9 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, ToolTimeout | ToolConnectionError | _Malformed)
 
 
-def _retry_after_or(fallback: Callable[[RetryCallState], float]) -> Callable[[RetryCallState], float]:
+def _retry_after_or(
+    fallback: Callable[[RetryCallState], float],
+) -> Callable[[RetryCallState], float]:
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, ToolHTTPError) and exc.retry_after is not None:
@@ -192,7 +194,9 @@ def _retry_after_or(fallback: Callable[[RetryCallState], float]) -> Callable[[Re
 
 
 def _corrupt(args: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    keys = [k for k, v in args.items() if isinstance(v, str | int | float) and not isinstance(v, bool)]
+    keys = [
+        k for k, v in args.items() if isinstance(v, str | int | float) and not isinstance(v, bool)
+    ]
     if not keys:
         return args
     key = rng.choice(sorted(keys))
