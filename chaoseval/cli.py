@@ -31,7 +31,8 @@ perturbations_app = typer.Typer(help="The perturbation plugins.", no_args_is_hel
 app.add_typer(scenarios_app, name="scenarios")
 app.add_typer(perturbations_app, name="perturbations")
 
-console = Console()
+# Matrix tables are wide: in a pipe or CI log, do not squeeze them into 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 180)
 err = Console(stderr=True)
 
 
