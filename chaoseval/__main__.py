@@ -1,0 +1,3 @@
+from chaoseval.cli import app
+
+app(prog_name="chaoseval")

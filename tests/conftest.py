@@ -1,0 +1,75 @@
+"""Shared fixtures: a tiny self-contained scenario and misbehaving agents and plugins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from chaoseval.scenario import Budgets, Check, FactSpec, Scenario, tool
+
+
+class Item(BaseModel):
+    sku: str
+    price: float
+
+
+@tool(returns=Item)
+def get_item(world, sku: str) -> dict[str, Any]:
+    """Look up an item."""
+    return dict(world.get("items", "sku", sku, what="item"))
+
+
+@tool(returns=Item, writes=["cart"])
+def add_to_cart(world, sku: str) -> dict[str, Any]:
+    """Put an item in the cart."""
+    item = world.get("items", "sku", sku, what="item")
+    world.insert("cart", {"id": world.next_id("C"), "sku": sku}, key="id")
+    return dict(item)
+
+
+async def solve(actor) -> Any:
+    item = await actor.call("get_item", sku=actor.task["sku"])
+    await actor.call("add_to_cart", sku=item["sku"])
+    return actor.answer(f"Added {item['sku']} at {item['price']}.")
+
+
+def make_scenario(**overrides: Any) -> Scenario:
+    fields: dict[str, Any] = dict(
+        id="tiny-cart",
+        description="Add one item to the cart.",
+        domain="test",
+        tags=["test"],
+        instruction="Add {sku} to the cart.",
+        tables={"items": [{"sku": "SKU-100", "price": 3.5}, {"sku": "SKU-200", "price": 1.0}]},
+        givens={"sku": "SKU-100"},
+        tools=[get_item, add_to_cart],
+        checks=[
+            Check(
+                name="item in cart",
+                fn=lambda w, o, t: [r["sku"] for r in w.table("cart")] == ["SKU-100"],
+            )
+        ],
+        facts=[
+            FactSpec(
+                name="sku",
+                pattern=r"\bSKU-\d+\b",
+                values=lambda w: {i["sku"] for i in w.table("items")},
+            )
+        ],
+        budgets=Budgets(max_steps=6, call_timeout=5, trial_timeout=30),
+        solution=solve,
+        reference_steps=2,
+        difficulty=0.3,
+        tables_extra=None,
+    )
+    fields.pop("tables_extra")
+    fields["tables"] = {**fields["tables"], "cart": []}
+    fields.update(overrides)
+    return Scenario(**fields)
+
+
+@pytest.fixture
+def tiny() -> Scenario:
+    return make_scenario()

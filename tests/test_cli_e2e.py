@@ -1,0 +1,100 @@
+"""The CLI as a user runs it: a subprocess, real files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+CHAOSEVAL = [sys.executable, "-m", "chaoseval"]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CHAOSEVAL, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_run_then_report_json(tmp_path):
+    out = cli(
+        "run",
+        "--agent",
+        "naive",
+        "-n",
+        "5",
+        "--seed",
+        "7",
+        "-s",
+        "vending-*",
+        "-p",
+        "latency",
+        "-p",
+        "timeout",
+        "--journal",
+        "j.jsonl",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "pass^5" in out.stdout and "timeout" in out.stdout
+
+    rep = cli("report", "j.jsonl", "--format", "json", cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    data = json.loads(rep.stdout)
+    assert data["schema_version"] >= 1
+    names = [p["name"] for p in data["perturbations"]]
+    assert names == ["clean", "latency", "timeout"]
+    for p in data["perturbations"]:
+        assert set(p["pass_at"]) == set(p["pass_hat"]) == {"1", "2", "5"}
+        assert p["trials"] == 15 and p["tasks"] == 3
+        assert 0 <= p["pass_hat"]["5"] <= p["mean"] <= p["pass_at"]["5"] <= 1
+    clean, _, timeout = data["perturbations"]
+    assert timeout["delta_pass_hat"]["1"] == pytest.approx(
+        timeout["pass_hat"]["1"] - clean["pass_hat"]["1"]
+    )
+    assert timeout["faults_delivered"] > 0
+    assert len(data["cells"]) == 9
+    assert {c["scenario"] for c in data["cells"]} >= {"vending-refund-log-down"}
+
+
+def test_unknown_agent_and_bad_k_are_clear_errors(tmp_path):
+    out = cli("run", "--agent", "naiv", "--journal", "j.jsonl", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "did you mean 'naive'" in out.stderr
+
+    out = cli(
+        "run", "--agent", "naive", "-n", "2", "--k", "5", "--journal", "j.jsonl", cwd=tmp_path
+    )
+    assert out.returncode == 2
+    assert "between 1 and --trials" in out.stderr
+
+
+def test_broken_scenario_file_stops_the_run_naming_file_and_field(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from chaoseval.scenario import Scenario\n"
+        "s = Scenario(id='Bad Id', description='x', domain='d', instruction='x',\n"
+        "             tools=[], checks=[], solution=None, reference_steps=0)\n"
+    )
+    out = cli(
+        "run", "--agent", "naive", "--scenarios", str(bad), "--journal", "j.jsonl", cwd=tmp_path
+    )
+    assert out.returncode == 2
+    assert str(bad) in out.stderr
+    assert "field id" in out.stderr and "field checks" in out.stderr
+    assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_lists(tmp_path):
+    out = cli("perturbations", "list", cwd=tmp_path)
+    assert out.returncode == 0 and "latency" in out.stdout and "probability" in out.stdout
+    out = cli("scenarios", "list", cwd=tmp_path)
+    assert out.returncode == 0 and "vending-refund-log-down" in out.stdout

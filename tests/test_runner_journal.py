@@ -1,0 +1,124 @@
+"""The matrix runner and its journal: reproducible, resumable, honest about damage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaoseval.agent import load_agent
+from chaoseval.cells import parse_cells
+from chaoseval.errors import ConfigError, JournalError
+from chaoseval.journal import read_journal
+from chaoseval.loader import installed, select
+from chaoseval.runner import RunConfig, run
+
+VOLATILE = {"run_id", "started_at", "wall_seconds"}
+
+
+def _config(journal: Path | None, seed: int = 3, agent: str = "naive", **kw) -> RunConfig:
+    return RunConfig(
+        scenarios=select(installed(), ["vending-*"]),
+        agent=load_agent(agent),
+        agent_name=agent,
+        cells=parse_cells(["latency", "timeout"]),
+        trials=4,
+        seed=seed,
+        journal=journal,
+        **kw,
+    )
+
+
+def _stable(path: Path) -> list[dict]:
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    trials = [x for x in lines if x["type"] == "trial"]
+    for t in trials:
+        for key in VOLATILE:
+            t.pop(key)
+    return sorted(trials, key=lambda t: t["trial_id"])
+
+
+def test_same_seed_gives_identical_journals(tmp_path):
+    run(_config(tmp_path / "a.jsonl"))
+    run(_config(tmp_path / "b.jsonl", concurrency=1))
+    a, b = _stable(tmp_path / "a.jsonl"), _stable(tmp_path / "b.jsonl")
+    assert len(a) == 3 * 3 * 4
+    assert a == b
+
+
+def test_different_seed_changes_outcomes(tmp_path):
+    run(_config(tmp_path / "a.jsonl", seed=3))
+    run(_config(tmp_path / "b.jsonl", seed=4))
+    a = [(t["trial_id"], t["status"], t["steps"]) for t in _stable(tmp_path / "a.jsonl")]
+    b = [(t["trial_id"], t["status"], t["steps"]) for t in _stable(tmp_path / "b.jsonl")]
+    assert a != b
+
+
+def test_manifest_records_what_reproduces_the_run(tmp_path):
+    run(_config(tmp_path / "a.jsonl"))
+    j = read_journal(tmp_path / "a.jsonl")
+    m = j.manifest
+    assert m.seed == 3 and m.agent == "naive" and m.clock == "virtual"
+    assert [c.name for c in m.cells] == ["clean", "latency", "timeout"]
+    assert {s["id"] for s in m.scenarios} == {r.scenario for r in j.records}
+    assert m.packages["anyio"] != "unknown"
+    assert all(r.seed and r.world_seed for r in j.records)
+
+
+def test_existing_journal_is_not_overwritten_silently(tmp_path):
+    path = tmp_path / "a.jsonl"
+    run(_config(path))
+    with pytest.raises(ConfigError, match="--resume"):
+        run(_config(path))
+
+
+def test_interrupted_journal_resumes_without_losing_records(tmp_path):
+    path = tmp_path / "a.jsonl"
+    run(_config(path))
+    full = _stable(path)
+    lines = path.read_text().splitlines(keepends=True)
+    # Keep the manifest and 10 trials, then half of the 11th line: an interrupted write.
+    path.write_text("".join(lines[:11]) + lines[11][: len(lines[11]) // 2])
+    j = read_journal(path)
+    assert len(j.records) == 10
+    assert j.cut_off_line == 12
+    assert "cut off" in j.warnings[0] and "--resume" in j.warnings[0]
+
+    result = run(_config(path, resume=True))
+    assert result.resumed == 10
+    assert (tmp_path / "a.jsonl.partial").exists()  # the torn line is kept aside, not lost
+    assert _stable(path) == full
+
+
+def test_resume_refuses_a_different_configuration(tmp_path):
+    path = tmp_path / "a.jsonl"
+    run(_config(path))
+    with pytest.raises(ConfigError, match="different run configuration"):
+        run(_config(path, seed=99, resume=True))
+
+
+def test_corrupt_line_in_the_middle_names_the_line(tmp_path):
+    path = tmp_path / "a.jsonl"
+    run(_config(path))
+    lines = path.read_text().splitlines(keepends=True)
+    lines[5] = "{not json\n"
+    path.write_text("".join(lines))
+    with pytest.raises(JournalError, match=r"a\.jsonl:6: not valid JSON"):
+        read_journal(path)
+
+
+def test_missing_journal_says_how_to_make_one(tmp_path):
+    with pytest.raises(JournalError, match="chaoseval run --journal"):
+        read_journal(tmp_path / "nope.jsonl")
+
+
+def test_sweeps_and_stacks_expand_into_named_cells():
+    cells = parse_cells(["latency:mean=0.5|2|8", "latency:mean=2+timeout:probability=1"])
+    assert [c.name for c in cells] == [
+        "latency(mean=0.5)",
+        "latency(mean=2)",
+        "latency(mean=8)",
+        "latency(mean=2)+timeout(probability=1)",
+    ]
+    assert [s.name for s in cells[-1].perturbations] == ["latency", "timeout"]
