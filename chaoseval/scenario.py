@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from faker import Faker
+from freezegun import freeze_time
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 if TYPE_CHECKING:
@@ -205,7 +206,10 @@ class Scenario(BaseModel):
             return self.tables, dict(self.givens)
         fake = Faker()
         fake.seed_instance(world_seed)
-        tables, givens = self.generate(fake)
+        # Faker's relative dates ("-30d") read the wall clock; pin it to the world's start so
+        # the same seed builds the same world on any day.
+        with freeze_time(self.start_time):
+            tables, givens = self.generate(fake)
         return {**self.tables, **tables}, {**self.givens, **givens}
 
     def render_instruction(self, givens: dict[str, Any]) -> str:
