@@ -82,6 +82,9 @@ class PerturbationContext:
     step: int | None = None
     rng: random.Random = field(default_factory=random.Random)
     fired: list[int] = field(default_factory=list)
+    # Tool channel only: the called tool's ToolSpec, so a plugin can shape payloads from the
+    # tool's declared result model (``spec.returns``). None on the other channels.
+    spec: Any = None
 
     def fault(self, channel: Channel, kind: str, **detail: Any) -> Fault:
         """Log a fault in the trajectory; the harness marks it delivered when the agent gets it."""

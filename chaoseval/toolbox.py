@@ -118,6 +118,7 @@ class ToolBox:
                 call_index=index,
                 step=step.index,
                 rng=ctx_stream(self._run_seed, self._scenario.id, plugin.label, self._trial, index),
+                spec=self.specs.get(name),
             )
             contexts.append(ctx)
             return ctx
