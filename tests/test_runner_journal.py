@@ -122,3 +122,15 @@ def test_sweeps_and_stacks_expand_into_named_cells():
         "latency(mean=2)+timeout(probability=1)",
     ]
     assert [s.name for s in cells[-1].perturbations] == ["latency", "timeout"]
+
+
+def test_generated_world_does_not_depend_on_the_day_it_is_built():
+    from freezegun import freeze_time
+
+    scenario = select(installed(), ["vending-refund-not-dispensed"])[0]
+    with freeze_time("2026-01-01"):
+        a = scenario.build(123)
+    with freeze_time("2031-07-19 23:59:59"):
+        b = scenario.build(123)
+    assert a == b
+    assert scenario.build(124) != a
