@@ -242,7 +242,7 @@ COMMON: dict[str, Any] = {
         ),
         FactSpec(name="policy clause", pattern=r"\bR\d+\b", values=lambda w: set(POLICY)),
     ],
-    "budgets": Budgets(max_steps=8, call_timeout=5.0, trial_timeout=60.0),
+    "budgets": Budgets(max_steps=12, call_timeout=5.0, trial_timeout=60.0),
     "solution": solve,
     "instruction": (
         "Customer {customer} says they paid {amount:.2f} for {product} at machine "
