@@ -168,3 +168,5 @@ def main() -> None:  # pragma: no cover
 
 
 # Command modules register themselves on ``app`` (one module per area keeps this file small).
+from . import cli_investigate  # noqa: E402, F401
+from . import cli_summary  # noqa: E402, F401

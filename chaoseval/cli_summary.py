@@ -1,0 +1,25 @@
+"""``chaoseval summary``: several harnesses' degradation in one table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli import _fail, app, console
+from .errors import ChaosevalError
+from .journal import read_journal
+from .summary import print_summary
+
+
+@app.command("summary")
+def summary_cmd(
+    journals: Annotated[list[Path], typer.Argument(help="journals, one per harness")],
+    k: Annotated[int | None, typer.Option("--k", help="k for pass^k (default: largest)")] = None,
+) -> None:
+    """Per perturbation: each journal's mean, pass^k and change against its clean baseline."""
+    try:
+        print_summary([read_journal(p) for p in journals], console, k)
+    except ChaosevalError as exc:
+        _fail(exc)
