@@ -469,6 +469,7 @@ class Analysis:
     scenarios: list[str]
     warnings: list[str]
     reference_note: str | None = None
+    plugins: dict[str, list[str]] = field(default_factory=dict)  # cell -> plugin names
 
     @property
     def k_main(self) -> int:
@@ -619,6 +620,9 @@ def analyze(
         scenarios=sorted({r.scenario for r in records}),
         warnings=warnings,
         reference_note=note,
+        plugins={
+            c: sorted({p.name for r in rs for p in r.perturbations}) for c, rs in groups.items()
+        },
     )
 
 
