@@ -86,6 +86,15 @@ def _unshipped(order: dict[str, Any], action: str) -> None:
         )
 
 
+def _cancellation(order_id: str, refund_id: str, amount: float) -> dict[str, Any]:
+    return {
+        "order_id": order_id,
+        "status": "cancelled",
+        "refund_id": refund_id,
+        "refund_amount": amount,
+    }
+
+
 def _total(items: list[dict[str, Any]]) -> float:
     return round(sum(i["quantity"] * i["unit_price"] for i in items), 2)
 
@@ -139,8 +148,7 @@ def cancel_order(world, order_id: str, customer_id: str, reason: str) -> dict[st
     world.update("orders", "order_id", order_id, status="cancelled")
     rid = world.next_id("RF")
     world.insert("refunds", {"id": rid, "order_id": order_id, "amount": order["total"]})
-    return {"order_id": order_id, "status": "cancelled", "refund_id": rid,
-            "refund_amount": order["total"]}  # fmt: skip
+    return _cancellation(order_id, rid, order["total"])
 
 
 @tool(returns=Cancellation, writes=["orders", "refunds"])
@@ -152,8 +160,7 @@ def force_cancel(world, order_id: str) -> dict[str, Any]:
     world.update("orders", "order_id", order_id, status="cancelled")
     rid = world.next_id("RF")
     world.insert("refunds", {"id": rid, "order_id": order_id, "amount": order["total"]})
-    return {"order_id": order_id, "status": "cancelled", "refund_id": rid,
-            "refund_amount": order["total"]}  # fmt: skip
+    return _cancellation(order_id, rid, order["total"])
 
 
 @tool(writes=["stock"])
@@ -175,10 +182,10 @@ def make_world(status: str, *, requester_owns: bool = True):
                 {
                     "customer_id": f"CU-{fake.unique.random_int(1000, 9999)}",
                     "name": f"{first} {last}",
-                    "email": f"{first}.{last}{fake.random_int(1, 99)}@{fake.free_email_domain()}"
-                    .lower(),
+                    "email": f"{first}.{last}{fake.random_int(1, 99)}@{fake.free_email_domain()}",
                 }
-            )  # fmt: skip
+            )
+            customers[-1]["email"] = customers[-1]["email"].lower()
         orders, shipments = [], []
         statuses = ["processing", "shipped", "delivered"]
         for i in range(16):
