@@ -193,3 +193,42 @@ def test_bad_plugin_parameters_name_the_parameter(tiny):
     cell = Cell(name="x", perturbations=[PerturbationSpec(name="latency", params={"mean": -1})])
     with pytest.raises(ConfigError, match="mean"):
         _run(tiny, load_agent("scripted"), cells=[cell])
+
+
+def test_real_clock_agent_waits_for_real_and_hangs_end_at_the_call_deadline(tiny):
+    """An agent without ``clock = "virtual"`` runs on wall time: faults cost real seconds."""
+    from chaoseval.agents.actor import Actor, run_solution
+    from chaoseval.scenario import Budgets
+
+    class RealAgent:  # no clock attribute: real time
+        async def run(self, episode: Episode) -> AgentOutput:
+            return await run_solution(Actor(episode), episode.reference)
+
+    scenario = tiny.model_copy(
+        update={"budgets": Budgets(max_steps=6, call_timeout=0.2, trial_timeout=5)}
+    )
+    cells = [
+        Cell(
+            name="hang",
+            perturbations=[
+                PerturbationSpec(name="timeout", params={"probability": 1, "tools": ["get_item"]})
+            ],
+        ),
+        Cell(
+            name="slow",
+            perturbations=[
+                PerturbationSpec(
+                    name="latency", params={"mean": 0.05, "jitter": 0.01, "distribution": "uniform"}
+                )
+            ],
+        ),
+    ]
+    result = _run(scenario, RealAgent(), cells=cells, trials=1)
+    by_cell = {r.cell: r for r in result.records}
+    assert by_cell["clean"].status == "passed"
+    assert by_cell["slow"].status == "passed" and by_cell["slow"].clock == "real"
+    assert by_cell["slow"].wall_seconds >= 0.05
+    hang = by_cell["hang"]
+    assert (hang.status, hang.root_cause) == ("failed", "timeout")
+    assert 0.15 <= hang.wall_seconds < 2
+    assert hang.trajectory.faults[0].delivered
