@@ -113,6 +113,8 @@ def load_paths(paths: Iterable[Path]) -> list[Scenario]:
         for f in files:
             try:
                 scenarios.extend(load_file(f))
+            except ScenarioLoadErrors as exc:
+                errors.extend(exc.errors)
             except ScenarioError as exc:
                 errors.append(exc)
     if errors:
@@ -175,3 +177,13 @@ def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
             f"no scenario matches {patterns}; known ids: {', '.join(s.id for s in scenarios)}"
         )
     return chosen
+
+
+def _register_yaml() -> None:
+    from .yaml_scenarios import load_yaml_file
+
+    FILE_LOADERS.setdefault(".yaml", load_yaml_file)
+    FILE_LOADERS.setdefault(".yml", load_yaml_file)
+
+
+_register_yaml()
