@@ -1,0 +1,185 @@
+"""Inline SVG plots, generated here: no JavaScript, no CDN, so the report works offline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from ..aggregate import CLEAN
+from ..analysis import Analysis
+
+__all__ = ["heatmap", "pass_hat_curves", "root_cause_bars"]
+
+PALETTE = (
+    "#4e79a7", "#f28e2b", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+    "#1f77b4", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#aec7e8",
+)  # fmt: skip
+PASSED = "#59a14f"
+VETO_COLORS = {"safety_violation": "#b00020", "hallucination": "#e15759"}
+NOT_EVALUABLE = "#c7c7c7"
+FONT = "font-family='system-ui, sans-serif'"
+
+
+def _t(x: float, y: float, text: str, size: int = 11, anchor: str = "middle", **kw: str) -> str:
+    extra = " ".join(f"{k.replace('_', '-')}='{v}'" for k, v in kw.items())
+    return (
+        f"<text x='{x:.1f}' y='{y:.1f}' font-size='{size}' text-anchor='{anchor}' {FONT} "
+        f"{extra}>{escape(text)}</text>"
+    )
+
+
+def _xy(box: tuple[float, float, float, float, int], k: int, v: float) -> tuple[float, float]:
+    left, top, w, h, kmax = box
+    x = left + (w * (k - 1) / (kmax - 1) if kmax > 1 else w / 2)
+    return x, top + h * (1 - v)
+
+
+def pass_hat_curves(a: Analysis, panel_w: int = 290, panel_h: int = 210) -> str:
+    """pass^k against k: one panel per perturbed cell, clean drawn beside it in grey."""
+    cells = a.perturbed or [CLEAN]
+    per_row = 4
+    rows = (len(cells) + per_row - 1) // per_row
+    width, height = panel_w * min(len(cells), per_row), panel_h * rows
+    clean = a.curves.get(CLEAN, {})
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-passk' "
+        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
+        f"aria-label='pass^k against k per perturbation, beside clean'>"
+    ]
+    for i, cell in enumerate(cells):
+        ox, oy = (i % per_row) * panel_w, (i // per_row) * panel_h
+        left, top, w, h = ox + 40, oy + 26, panel_w - 60, panel_h - 62
+        curve = a.curves.get(cell, {})
+        kmax = max([*curve.keys(), *clean.keys(), 1])
+        parts.append(_t(ox + panel_w / 2, oy + 16, cell, 12, font_weight="bold"))
+        parts.append(
+            f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='#fafafa' stroke='#ccc'/>"
+        )
+        for v in (0, 0.5, 1):
+            y = top + h * (1 - v)
+            parts.append(
+                f"<line x1='{left}' x2='{left + w}' y1='{y:.1f}' y2='{y:.1f}' stroke='#e3e3e3'/>"
+            )
+            parts.append(_t(left - 5, y + 4, f"{v:g}", 10, "end"))
+
+        box = (left, top, w, h, kmax)
+        for k in range(1, kmax + 1):
+            x, _ = _xy(box, k, 0)
+            parts.append(_t(x, top + h + 14, str(k), 10))
+        parts.append(_t(left + w / 2, top + h + 28, "k", 10))
+        series = [(clean, "#888", "4 3", "clean")]
+        if cell != CLEAN:
+            series.append((curve, PALETTE[i % len(PALETTE)], "", cell))
+        for data, color, dash, name in series:
+            pts = [_xy(box, k, v) for k, v in sorted(data.items()) if v is not None]
+            if not pts:
+                continue
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+            parts.append(
+                f"<polyline class='series' data-cell='{escape(name)}' points='{path}' "
+                f"fill='none' stroke='{color}' stroke-width='2' stroke-dasharray='{dash}'/>"
+            )
+            parts += [f"<circle cx='{x:.1f}' cy='{y:.1f}' r='3' fill='{color}'/>" for x, y in pts]
+        parts.append(
+            f"<line x1='{left + w - 70}' x2='{left + w - 55}' y1='{top + 10}' y2='{top + 10}' "
+            "stroke='#888' stroke-dasharray='4 3' stroke-width='2'/>"
+        )
+        parts.append(_t(left + w - 50, top + 14, "clean", 10, "start"))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _diverging(v: float | None) -> str:
+    if v is None:
+        return "#eeeeee"
+    v = max(-1.0, min(1.0, v))
+    # White at 0, red for drops, blue for gains: intensity grows with the size of the change.
+    t = abs(v)
+    if v < 0:
+        r, g, b = 255, int(255 - 200 * t), int(255 - 200 * t)
+    else:
+        r, g, b = int(255 - 200 * t), int(255 - 130 * t), 255
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def heatmap(a: Analysis, cell_w: int = 110, cell_h: int = 28) -> str:
+    """Scenario x perturbation heatmap of the change in pass^k (k = the largest k)."""
+    cells = a.perturbed
+    scenarios = a.scenarios
+    label_w = max(160, 7 * max((len(s) for s in scenarios), default=10))
+    width = label_w + cell_w * max(len(cells), 1) + 20
+    height = 40 + cell_h * max(len(scenarios), 1) + 20
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-heatmap' "
+        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
+        f"aria-label='change in pass^{a.k_main} per scenario and perturbation'>"
+    ]
+    if not cells:
+        parts.append(_t(width / 2, height / 2, "no perturbed cell", 12))
+    for j, cell in enumerate(cells):
+        parts.append(_t(label_w + cell_w * (j + 0.5), 28, cell, 11, font_weight="bold"))
+    for i, sc in enumerate(scenarios):
+        y = 40 + cell_h * i
+        parts.append(_t(label_w - 8, y + cell_h / 2 + 4, sc, 11, "end"))
+        for j, cell in enumerate(cells):
+            v = a.heatmap.get((sc, cell))
+            x = label_w + cell_w * j
+            parts.append(
+                f"<rect class='heat' x='{x}' y='{y}' width='{cell_w - 2}' height='{cell_h - 2}' "
+                f"fill='{_diverging(v)}'><title>{escape(sc)} / {escape(cell)}: "
+                f"{'n/a' if v is None else f'{v + 0.0:+.3f}'}</title></rect>"
+            )
+            parts.append(
+                _t(x + cell_w / 2, y + cell_h / 2 + 3, "—" if v is None else f"{v + 0.0:+.2f}", 11)
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def root_cause_bars(a: Analysis, width: int = 900, bar_h: int = 26) -> str:
+    """One stacked bar per cell: passed, each root cause of failure, not evaluable (trials)."""
+    causes: list[str] = sorted({k for c in a.root_causes.values() for k in c})
+    colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(causes)}
+    colors.update({k: v for k, v in VETO_COLORS.items() if k in colors})
+    keys: Sequence[tuple[str, str]] = [
+        ("passed", PASSED),
+        *[(c, colors[c]) for c in causes],
+        ("not evaluable", NOT_EVALUABLE),
+    ]
+    label_w, plot_w = 130, width - 150
+    legend_rows = (len(keys) + 3) // 4
+    height = 20 + (bar_h + 8) * len(a.cells) + 24 * legend_rows + 20
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-rootcauses' "
+        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
+        "aria-label='root causes of failed trials per cell'>"
+    ]
+    for i, c in enumerate(a.cells):
+        y = 14 + (bar_h + 8) * i
+        counts = {"passed": sum(cc for _, cc in c.counts.values())}
+        counts.update(c.root_causes)
+        counts["not evaluable"] = c.not_evaluable
+        total = max(1, c.trials)
+        parts.append(_t(label_w - 8, y + bar_h / 2 + 4, c.cell, 11, "end"))
+        x = float(label_w)
+        for key, color in keys:
+            n = counts.get(key, 0)
+            if not n:
+                continue
+            w = plot_w * n / total
+            parts.append(
+                f"<rect class='bar' x='{x:.1f}' y='{y}' width='{w:.1f}' height='{bar_h}' "
+                f"fill='{color}'><title>{escape(c.cell)}: {escape(key)} {n} of {total}"
+                "</title></rect>"
+            )
+            if w > 22:
+                parts.append(_t(x + w / 2, y + bar_h / 2 + 4, str(n), 10, fill="#fff"))
+            x += w
+    ly = 20 + (bar_h + 8) * len(a.cells)
+    for i, (key, color) in enumerate(keys):
+        lx = label_w + (i % 4) * (plot_w / 4)
+        yy = ly + 24 * (i // 4)
+        parts.append(f"<rect x='{lx:.1f}' y='{yy}' width='12' height='12' fill='{color}'/>")
+        parts.append(_t(lx + 17, yy + 10, key, 11, "start"))
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,259 @@
+"""The report's tables as plain data, so every format (terminal, Markdown, HTML) shows the same
+numbers from one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..aggregate import CLEAN
+from ..analysis import Analysis, Comparison
+
+__all__ = ["TableData", "fmt", "report_tables"]
+
+
+@dataclass
+class TableData:
+    id: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+
+def fmt(x: float | None, signed: bool = False, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    x = x + 0.0  # no "-0.000"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def _p(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def _ci(c: Comparison) -> str:
+    d = c.difference
+    return "—" if d is None else f"[{fmt(d.low, True)}, {fmt(d.high, True)}]"
+
+
+def _ratio(c: Comparison) -> str:
+    r = c.ratio
+    if r is None:
+        return "—"
+    return f"{r.estimate:.2f} [{r.low:.2f}, {r.high:.2f}]"
+
+
+def summary_table(a: Analysis) -> TableData:
+    cols = ["cell", "trials", "not evaluable", "mean"]
+    cols += [f"pass@{k}" for k in a.ks] + [f"pass^{k}" for k in a.ks]
+    cols += [f"Δpass^{a.k_main}", "faults (delivered)"]
+    rows, notes = [], []
+    for c in a.cells:
+        s = c.summary
+        d = c.delta.pass_hat.get(a.k_main) if c.delta and c.cell != CLEAN else None
+        faults = f"{c.faults_injected} ({c.faults_delivered})"
+        if c.did_not_land:
+            faults += " did not land"
+        rows.append(
+            [c.cell, str(c.trials), str(c.not_evaluable), fmt(s.mean)]
+            + [fmt(s.pass_at[k]) for k in a.ks]
+            + [fmt(s.pass_hat[k]) for k in a.ks]
+            + [fmt(d, True) if c.cell != CLEAN else "", faults]
+        )
+        for k, tasks in s.excluded.items():
+            if tasks:
+                notes.append(
+                    f"{c.cell}: pass@{k}/pass^{k} exclude {len(tasks)} task(s) with fewer than "
+                    f"{k} scored trials: {', '.join(tasks)}"
+                )
+        if s.unscored:
+            notes.append(
+                f"{c.cell}: {len(s.unscored)} task(s) had no evaluable trial: "
+                + ", ".join(s.unscored)
+            )
+        if c.not_evaluable:
+            notes.append(
+                f"{c.cell}: {c.not_evaluable} trial(s) not evaluable (harness or plugin errors, "
+                "not counted against the agent)"
+            )
+    return TableData("summary", "Reliability per cell (macro over tasks)", cols, rows, notes)
+
+
+def degradation_table(a: Analysis) -> TableData:
+    cols = ["cell", "metric", "clean", "perturbed", "Δ", "95% CI", "ratio [CI]"]
+    cols += ["p", "test", "Holm", "BH", "tasks"]
+    rows, notes = [], []
+    wanted = {"mean"} | {f"pass^{k}" for k in a.ks}
+    for cell, comps in a.degradation.items():
+        first = True
+        for c in comps:
+            if c.label not in wanted:
+                continue
+            rows.append(
+                [
+                    cell if first else "",
+                    c.label,
+                    fmt(c.b),
+                    fmt(c.a),
+                    fmt(c.difference.estimate if c.difference else None, True),
+                    _ci(c),
+                    _ratio(c),
+                    _p(c.test.p_value if c.test else None),
+                    c.test.method if c.test else "—",
+                    _p(c.p_holm),
+                    _p(c.p_bh),
+                    str(c.tasks),
+                ]
+            )
+            first = False
+            for t, why in c.excluded.items():
+                notes.append(f"{cell} {c.label}: excluded {t} ({why})")
+    notes.append(
+        "Δ = perturbed - clean, paired by task; CI: task-level paired percentile bootstrap; "
+        "p adjusted across the perturbation family per metric (Holm: family-wise, BH: FDR)."
+    )
+    return TableData("degradation", "Degradation against clean", cols, rows, notes)
+
+
+def noise_table(a: Analysis) -> TableData:
+    cols = ["cell", "tasks", "flipping tasks", "ICC", "between var", "within var"]
+    cols += ["se(mean)", "MDE paired", "MDE unpaired", "sizing"]
+    rows, notes = [], []
+    for n in a.noise:
+        f = n.floor
+        if f is None:
+            rows.append([n.cell] + ["—"] * 9)
+            notes.append(f"{n.cell}: {n.note}")
+            continue
+        sizing = "; ".join(
+            f"±{s['half_width']:.2f}: "
+            + (
+                f"{s['trials_per_task_with_these_tasks']} trials/task"
+                if s["trials_per_task_with_these_tasks"]
+                else "more tasks needed"
+            )
+            + f" or {s['tasks_with_this_many_trials']} tasks x {s['trials_per_task']}"
+            for s in n.sizing
+        )
+        rows.append(
+            [
+                n.cell,
+                str(f.tasks),
+                f"{f.flips} ({f.flip_share:.0%})",
+                fmt(f.icc),
+                fmt(f.between_var, digits=4),
+                fmt(f.within_var, digits=4),
+                fmt(f.se_mean),
+                fmt(f.mde),
+                fmt(f.mde_unpaired),
+                sizing,
+            ]
+        )
+    notes.append(
+        "Flipping tasks: verdict differs between repeated trials. MDE: smallest difference in "
+        "mean this run size detects (alpha 0.05, power 0.8). Sizing: trials per task or tasks "
+        "for a 95% interval of the given half-width."
+    )
+    return TableData("noise", "Noise floor and run sizing", cols, rows, notes)
+
+
+def root_cause_table(a: Analysis) -> TableData:
+    causes = sorted({k for c in a.root_causes.values() for k in c})
+    cols = ["cell", "failed", *causes]
+    rows = []
+    for cell, counter in a.root_causes.items():
+        rows.append([cell, str(sum(counter.values()))] + [str(counter.get(k, 0)) for k in causes])
+    return TableData("root-causes", "Root causes of failed trials, by cell", cols, rows)
+
+
+def tag_table(a: Analysis) -> TableData:
+    cols = ["tag", "scored", "failed", "root causes"]
+    rows = []
+    for tag in sorted(a.tag_trials):
+        scored, failed = a.tag_trials[tag]
+        causes = a.by_tag.get(tag)
+        text = ", ".join(f"{k} {v}" for k, v in causes.most_common()) if causes else "—"
+        rows.append([tag, str(scored), str(failed), text])
+    return TableData("tags", "Failures by scenario tag", cols, rows)
+
+
+def tool_table(a: Analysis) -> TableData:
+    cols = ["tool", "calls", "not ok", "faults delivered", "failed trials", "root causes"]
+    rows = []
+    for tool, s in sorted(a.by_tool.items()):
+        causes = ", ".join(f"{k} {v}" for k, v in s.causes.most_common()) or "—"
+        rows.append(
+            [
+                tool,
+                str(s.calls),
+                str(s.not_ok),
+                str(s.faults_delivered),
+                str(s.failed_trials),
+                causes,
+            ]
+        )
+    notes = ["A failed trial is attributed to its first tool call that did not come back ok."]
+    return TableData("tools", "Failures by tool", cols, rows, notes)
+
+
+def veto_table(a: Analysis, limit: int = 50) -> TableData:
+    counts = a.veto_counts()
+    cols = ["kind", "trial", "cell", "scenario", "detail"]
+    rows = [[v.kind, v.trial_id, v.cell, v.scenario, v.detail] for v in a.vetoes[:limit]]
+    notes = [
+        "Vetoes: "
+        + (", ".join(f"{k} {n}" for k, n in sorted(counts.items())) if counts else "none")
+        + ". A veto fails a trial even when the task was done; never averaged away."
+    ]
+    if len(a.vetoes) > limit:
+        notes.append(f"… and {len(a.vetoes) - limit} more (see the JSON report)")
+    return TableData(
+        "vetoes", "Veto items: safety violations and hallucinations", cols, rows, notes
+    )
+
+
+def process_table(a: Analysis) -> TableData:
+    cols = ["cell", "legality", "tool-call correctness", "right tool", "reference coverage"]
+    cols += ["path efficiency", "steps", "tokens/trial", "cost/trial", "model calls"]
+    cols += ["sim s/trial", "sim s p95", "wall s/trial"]
+    rows = []
+    for cell, p in a.process.items():
+        rows.append(
+            [
+                cell,
+                fmt(p.legality),
+                fmt(p.correctness),
+                fmt(p.right_tool),
+                fmt(p.coverage),
+                fmt(p.path_efficiency),
+                fmt(p.steps_mean, digits=2),
+                f"{p.tokens_mean:.0f}",
+                f"{p.cost_mean:.5f}",
+                str(p.model_calls),
+                f"{p.sim_seconds_mean:.2f}",
+                f"{p.sim_seconds_p95:.2f}",
+                f"{p.wall_seconds_mean:.4f}",
+            ]
+        )
+    notes = [
+        "Legality: legal tool calls / all. Correctness: calls the reference solution also makes "
+        "(tool and arguments). Path efficiency: reference steps / steps on passed trials."
+    ]
+    if a.reference_note:
+        notes.append(a.reference_note)
+    return TableData("process", "Process metrics", cols, rows, notes)
+
+
+def report_tables(a: Analysis) -> list[TableData]:
+    tables = [summary_table(a)]
+    if a.degradation:
+        tables.append(degradation_table(a))
+    tables += [
+        veto_table(a),
+        root_cause_table(a),
+        tag_table(a),
+        tool_table(a),
+        process_table(a),
+        noise_table(a),
+    ]
+    return tables
