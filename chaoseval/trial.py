@@ -29,6 +29,7 @@ from .scenario import Scenario
 from .seeding import derive_seed
 from .toolbox import ToolBox, TrialState
 from .trajectory import Channel
+from .ui import render as render_page
 from .world import fresh_world
 
 SETUP_CHANNELS: tuple[Channel, ...] = ("model", "memory", "clock")
@@ -100,7 +101,8 @@ async def run_trial(
             pending: dict[str, list[int]] = {}
 
             def make_ctx(plugin: Perturbation[Any], call: Any) -> PerturbationContext:
-                index = getattr(call, "index", 0)
+                # Setup-channel calls have no index (and a memory list's .index is a method).
+                index = call.index if isinstance(call, ObservationCall) else 0
                 ctx = PerturbationContext(
                     run_seed=run_seed,
                     scenario=scenario.id,
@@ -242,7 +244,7 @@ def _observation(scenario, world, state, plugins, make_ctx, clock):
 
     async def observe() -> str | None:
         nonlocal count
-        page = world.givens.get("_ui_page") or scenario.ui.format(**world.givens)
+        page = render_page(scenario, world)
         step = state.trajectory.add_step("observation", t=clock.monotonic())
         call = ObservationCall(page=page, index=count, turn=state.turn, step=step.index)
         count += 1
@@ -265,4 +267,6 @@ def _observation(scenario, world, state, plugins, make_ctx, clock):
         step.result_class = "ok"
         return result
 
+    # What an agent built against the app learned its selectors from: the unperturbed page.
+    observe.reference = lambda: render_page(scenario, world)  # type: ignore[attr-defined]
     return observe

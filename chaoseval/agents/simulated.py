@@ -19,6 +19,7 @@ import json
 import random
 import re
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from tenacity import (
@@ -30,8 +31,15 @@ from tenacity import (
 )
 
 from ..agent import AgentOutput, Episode, agent
-from ..errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
+from ..errors import (
+    AgentVisibleError,
+    ToolConnectionError,
+    ToolError,
+    ToolHTTPError,
+    ToolTimeout,
+)
 from ..toolbox import validate_result
+from ..ui import Element, choose, click_by_label, find_exact, rank, reference_page
 from .actor import Actor, Stop, run_solution
 
 SLIPS = ("wrong_arg", "detour", "premature_stop")
@@ -127,6 +135,29 @@ class SimActor(Actor):
             return remembered  # trusts its memory: no fresh lookup
         return await lookup()
 
+    # Share of episodes in which the trusting policy asks for the date instead of assuming it.
+    reads_clock = 0.15
+
+    def now(self) -> datetime:
+        # Not handed the time in its context, the model mostly assumes the date its task was
+        # written for (the scenario's nominal time) whatever the world's clock says: under a
+        # skewed clock its "today" and the tools' disagree.
+        if episode_draw(self.episode, "clock") < self.reads_clock:
+            return super().now()
+        clock = self.episode.clock
+        return clock.now() - getattr(clock, "_skew", timedelta(0))
+
+    async def click(self, label: str, role: str = "button") -> Any:
+        # Looks at the page, then drives it by the selector it learned from the reference page.
+        await self.page()
+        learned = find_exact(reference_page(self.episode) or "", label, role)
+        element_id = learned.id if learned else re.sub(r"[^a-z0-9]+", "-", label.lower())
+        try:
+            return await self.call("click", element_id=element_id)
+        except ToolError:
+            # Fire and forget: it never checks that the click landed and carries on.
+            return Lenient()
+
     def answer(self, text: str, **data: Any) -> AgentOutput:
         if self.policy.slip():
             text = _hallucinate(text, self.policy.rng)
@@ -167,8 +198,42 @@ class ResilientActor(SimActor):
             return None
 
     async def recall(self, key: str, lookup: Callable[[], Awaitable[Any]]) -> Any:
-        # Memory is a hint; a fresh lookup wins when they disagree.
-        return await lookup()
+        # Memory is a hint: it is read, then re-checked; a fresh lookup wins when they disagree,
+        # and memory is the fallback only while the source of truth is down.
+        remembered = self.memory(key)
+        try:
+            return await lookup()
+        except (ToolTimeout, ToolConnectionError, ToolHTTPError, _Malformed):
+            if remembered is None:
+                raise
+            return remembered
+
+    def now(self) -> datetime:
+        return self.episode.now()  # always asks the clock
+
+    async def click(self, label: str, role: str = "button") -> Any:
+        # Reads the page, closes dialogs, finds the element by role and (fuzzy) label; one
+        # re-read and retry when a click is refused (a dialog may have appeared meanwhile).
+        self._think()
+        try:
+            return await click_by_label(self, label, role, chooser=self._choose)
+        except ToolError:
+            return await click_by_label(self, label, role, chooser=self._choose)
+
+    def _choose(self, label: str, role: str | None, candidates: list[Element]) -> Element | None:
+        found = choose(label, role, candidates)
+        if found is None or found.label == label:
+            return found
+        # An inexact match is a judgement call where the sampled model can pick the runner-up.
+        ranked = [e for score, e in rank(label, role, candidates) if score > 0]
+        if len(ranked) > 1 and self.policy.slip():
+            return ranked[1]
+        return found
+
+
+def episode_draw(episode: Episode, purpose: str) -> float:
+    """One fixed draw per episode and purpose, from its own stream (other draws unaffected)."""
+    return episode.rng(purpose).random()
 
 
 class _Malformed(AgentVisibleError):

@@ -1,0 +1,149 @@
+"""UI layout shift and popups: the page the agent acts on is not the page it was built for.
+
+Two plugins on the observation channel (scenarios with a ``ui`` page only):
+
+- ``layout_shift`` moves the page's buttons (element order shuffled within their container)
+  and/or renames them (new ids; labels reworded: "Approve refund" -> "Approve", a synonym,
+  upper case). The old ids stop working; the new ones map to the same actions. Models a
+  redesign or an A/B variant shipped under an agent that keys on selectors.
+- ``modal`` lays a dialog over the page (cookie banner, survey, session warning, newsletter)
+  that swallows every click until its own button is pressed. Models consent banners and
+  interstitials.
+
+Once fired in a trial, the change is kept for the rest of the trial (a redesigned page does
+not flip back on reload) and is logged once, as a ``layout_shift`` or ``modal`` fault.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from chaoseval.perturbation import (
+    CallNext,
+    CommonParams,
+    ObservationCall,
+    Perturbation,
+    PerturbationContext,
+    perturbation,
+)
+from chaoseval.ui import LayoutPlan, ModalPlan, apply_layout, apply_modal, elements, ui_state
+
+BANNERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "cookie": (
+        "We value your privacy",
+        "We use cookies to improve your experience. Choose whether to accept them.",
+        ("Accept all", "Accept cookies", "Got it"),
+    ),
+    "survey": (
+        "How are we doing?",
+        "Take a 1-minute survey about this page.",
+        ("No thanks", "Not now"),
+    ),
+    "session": (
+        "Your session is about to expire",
+        "You will be signed out in 60 seconds.",
+        ("Stay signed in", "Continue session"),
+    ),
+    "newsletter": (
+        "Get 10% off your next order",
+        "Subscribe to our newsletter for offers.",
+        ("Close", "Dismiss"),
+    ),
+}
+
+
+class LayoutShiftParams(CommonParams):
+    mode: Literal["shuffle", "rename", "all"] = Field(
+        default="all",
+        description="shuffle: buttons change places; rename: new ids and reworded labels; all",
+    )
+    relabel: float = Field(
+        default=0.7, ge=0, le=1, description="chance a renamed element's label is reworded too"
+    )
+
+
+@perturbation("layout_shift")
+class LayoutShift(Perturbation[LayoutShiftParams]):
+    """Move and rename the page's interactive elements (a redesign the agent did not see)."""
+
+    channel = "observation"
+    Params = LayoutShiftParams
+    models = "a UI redesign / A-B variant: buttons moved, ids and labels changed"
+
+    async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        plan = ui_state(ctx.world).layout
+        if plan is not None:  # the page stays redesigned for the rest of the trial
+            page = await call_next(call)
+            return apply_layout(page, plan, ui_state(ctx.world)) if page else page
+        return await super().__call__(call, call_next, ctx)
+
+    async def apply(
+        self, call: ObservationCall, call_next: CallNext, ctx: PerturbationContext
+    ) -> Any:
+        page = await call_next(call)
+        if not page or not elements(page):
+            return page  # nothing to move: no fault, so the cell can show "did not land"
+        state = ui_state(ctx.world)
+        mode = self.params.mode
+        plan = LayoutPlan(
+            seed=ctx.rng.getrandbits(32),
+            shuffle=mode in ("shuffle", "all"),
+            rename=mode in ("rename", "all"),
+            relabel=self.params.relabel,
+        )
+        state.layout = plan
+        shifted = apply_layout(page, plan, state)
+        before = {e.id: e for e in elements(page)}
+        after = elements(shifted)
+        changed = {
+            state.aliases.get(e.id, e.id): {"id": e.id, "label": e.label, "index": e.index}
+            for e in after
+            if state.aliases.get(e.id, e.id) in before
+        }
+        ctx.fault("observation", "layout_shift", mode=mode, elements=changed)
+        return shifted
+
+
+class ModalParams(CommonParams):
+    banner: Literal["cookie", "survey", "session", "newsletter", "any"] = Field(
+        default="any", description="which dialog covers the page (any: drawn per trial)"
+    )
+
+
+@perturbation("modal")
+class Modal(Perturbation[ModalParams]):
+    """Cover the page with a dialog that must be dismissed before anything else is clickable."""
+
+    channel = "observation"
+    Params = ModalParams
+    models = "a cookie banner / interstitial that intercepts clicks until dismissed"
+
+    async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        plan = ui_state(ctx.world).modal
+        if plan is not None:  # shown once per trial; stays until dismissed
+            page = await call_next(call)
+            return apply_modal(page, plan) if page else page
+        return await super().__call__(call, call_next, ctx)
+
+    async def apply(
+        self, call: ObservationCall, call_next: CallNext, ctx: PerturbationContext
+    ) -> Any:
+        page = await call_next(call)
+        if not page:
+            return page
+        kind = self.params.banner
+        if kind == "any":
+            kind = ctx.rng.choice(sorted(BANNERS))
+        title, body, buttons = BANNERS[kind]
+        plan = ModalPlan(
+            dialog_id=f"{kind}-{ctx.rng.getrandbits(16):04x}",
+            button_id=f"btn-{ctx.rng.getrandbits(24):06x}",
+            title=title,
+            body=body,
+            button=ctx.rng.choice(buttons),
+        )
+        ui_state(ctx.world).modal = plan
+        ctx.fault("observation", "modal", banner=kind, dialog=plan.dialog_id, button=plan.button)
+        return apply_modal(page, plan)

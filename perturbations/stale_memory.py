@@ -1,0 +1,107 @@
+"""Stale memory: facts from earlier sessions that are no longer true.
+
+Runs once per trial on the memory channel. For each remembered fact it can corrupt, it either
+replaces the value with an outdated one (``outdated``: the old address, the superseded policy,
+the order as it was before it was cancelled) or adds a contradicting copy from another session
+ahead of the true one (``contradict``: two sessions disagree and retrieval surfaces the wrong
+one first).
+
+Where the stale value comes from, in order:
+1. the scenario's own history: ``givens["stale_memory"][key]``, a list of values the fact had
+   in earlier sessions (realistic: previous addresses, older policy versions);
+2. otherwise a generic rewrite by type: a status word flipped to its opposite
+   (cancelled -> active, ...), a number moved by 30-60 %; facts of other shapes are left alone.
+A trial whose memory has nothing it can make stale logs no fault, so the cell can show that
+the perturbation did not land.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from chaoseval.perturbation import (
+    CallNext,
+    CommonParams,
+    Perturbation,
+    PerturbationContext,
+    perturbation,
+)
+from chaoseval.scenario import MemoryItem
+
+OPPOSITES = {
+    "cancelled": "active",
+    "canceled": "active",
+    "active": "cancelled",
+    "refunded": "pending",
+    "pending": "shipped",
+    "shipped": "processing",
+    "delivered": "in transit",
+    "closed": "open",
+    "open": "closed",
+}
+
+
+def generic_stale(value: Any, rng: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        factor = rng.choice([-1, 1]) * rng.uniform(0.3, 0.6)
+        new = value * (1 + factor)
+        return round(new) if isinstance(value, int) else round(new, 2)
+    if isinstance(value, str) and value.lower() in OPPOSITES:
+        return OPPOSITES[value.lower()]
+    return None
+
+
+class StaleMemoryParams(CommonParams):
+    mode: Literal["outdated", "contradict", "any"] = Field(
+        default="outdated",
+        description="outdated: replace the fact; contradict: add a conflicting older copy first",
+    )
+    keys: list[str] = Field(
+        default_factory=lambda: ["*"], description="memory keys (globs) to make stale"
+    )
+    age_days: float = Field(default=60, ge=0, description="how old the stale fact claims to be")
+
+
+@perturbation("stale_memory")
+class StaleMemory(Perturbation[StaleMemoryParams]):
+    """Replace or contradict remembered facts with outdated ones from earlier sessions."""
+
+    channel = "memory"
+    Params = StaleMemoryParams
+    models = "an agent memory holding outdated facts: old address, old policy, old status"
+
+    async def apply(
+        self, call: list[MemoryItem], call_next: CallNext, ctx: PerturbationContext
+    ) -> Any:
+        memory: list[MemoryItem] = list(await call_next(call))
+        history = (getattr(ctx.world, "givens", None) or {}).get("stale_memory") or {}
+        out: list[MemoryItem] = []
+        for item in memory:
+            if not any(fnmatch.fnmatchcase(item.key, g) for g in self.params.keys):
+                out.append(item)
+                continue
+            known = [v for v in history.get(item.key, []) if v != item.value]
+            stale = ctx.rng.choice(known) if known else generic_stale(item.value, ctx.rng)
+            if stale is None or stale == item.value:
+                out.append(item)
+                continue
+            mode = self.params.mode
+            if mode == "any":
+                mode = ctx.rng.choice(["outdated", "contradict"])
+            when = item.recorded_at or ctx.clock.now()
+            old = item.model_copy(
+                update={
+                    "value": stale,
+                    "session": f"session-{ctx.rng.randint(100, 999)}",
+                    "recorded_at": when - timedelta(days=self.params.age_days),
+                }
+            )
+            ctx.fault("memory", "stale_memory", key=item.key, mode=mode, stale=stale)
+            out.extend([old] if mode == "outdated" else [old, item])
+        return out
