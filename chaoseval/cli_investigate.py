@@ -49,6 +49,9 @@ def search_cmd(
     min_failure_rate: Annotated[
         float, typer.Option(help="share of a candidate's trials that must fail from a fault")
     ] = 1.0,
+    confirm_rate: Annotated[
+        float, typer.Option(help="share of the fresh trials that must fail to confirm a find")
+    ] = 0.8,
     max_faults: Annotated[int, typer.Option(help="largest stack of faults to try")] = 3,
     plugin: Annotated[
         list[str] | None, typer.Option("--plugin", help="only these plugins (repeatable)")
@@ -78,6 +81,7 @@ def search_cmd(
             budget=budget,
             min_failure_rate=min_failure_rate,
             confirm=confirm,
+            confirm_rate=confirm_rate,
             max_faults=max_faults,
             plugins=plugin,
             tools=tools,
@@ -97,6 +101,13 @@ def search_cmd(
         f"delivered (failure rate {conf.failure_rate:.2f}; clean {result.clean_failure_rate:.2f})"
     )
     console.print(f"faults delivered: {_hits(result)}")
+    for name, rate in result.rejected:
+        console.print(f"rejected on confirmation (failure rate {rate:.2f}): {name}", markup=False)
+    if not result.confirmed:
+        console.print(
+            f"[bold yellow]not confirmed:[/] fewer than {confirm_rate:.0%} of the fresh trials "
+            "failed; the schedule breaks the agent only sometimes"
+        )
     if out is not None:
         console.print(f"saved to {out}; add it to a matrix with: chaoseval run -p {out}")
     else:

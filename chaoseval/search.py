@@ -83,7 +83,13 @@ class SearchResult:
     confirm_seed: int
     confirmation: Evaluation
     clean_failure_rate: float
+    confirm_rate: float = 0.8
+    rejected: list[tuple[str, float]] = field(default_factory=list)  # finds that did not confirm
     history: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confirmation.failure_rate >= self.confirm_rate - 1e-9
 
     def spec(self) -> dict[str, Any]:
         """The saved form: a cell ``chaoseval run -p FILE.json`` accepts, with provenance."""
@@ -98,10 +104,14 @@ class SearchResult:
                 "seed": self.seed,
                 "search_trials": self.search_trials,
                 "examples": self.examples,
+                "rejected_on_confirmation": [
+                    {"cell": name, "failure_rate": round(rate, 4)} for name, rate in self.rejected
+                ],
                 "confirm_seed": self.confirm_seed,
                 "confirm_trials": len(conf.scored),
                 "confirmed_failures": conf.broken,
                 "confirmed_failure_rate": round(conf.failure_rate, 4),
+                "confirmed": self.confirmed,
                 "clean_failure_rate": round(self.clean_failure_rate, 4),
             },
         }
@@ -329,6 +339,8 @@ def search(
     budget: int = 200,
     min_failure_rate: float = 1.0,
     confirm: int = 20,
+    confirm_rate: float = 0.8,
+    rounds: int = 3,
     max_faults: int = 3,
     plugins: Sequence[str] | None = None,
     channels: Sequence[str] = ("tool", "observation", "model", "memory", "clock"),
@@ -338,8 +350,10 @@ def search(
     """Find, shrink and confirm a schedule under which ``agent`` fails ``scenario``.
 
     A schedule breaks the agent when at least ``min_failure_rate`` of its ``trials`` trials
-    fail with a fault delivered. Raises ChaosevalError when none is found within ``budget``
-    examples, or when the agent already fails the clean scenario that often.
+    fail with a fault delivered. The shrunk schedule is re-run on ``confirm`` fresh trials; if
+    fewer than ``confirm_rate`` of them fail from a fault it was a lucky find, and the search
+    runs again without it (up to ``rounds`` times; then the best find is returned with
+    ``confirmed`` false). Raises ChaosevalError when no schedule breaks the agent at all.
     """
     if trials < 1 or confirm < 1 or budget < 1:
         raise ConfigError("--trials, --confirm and --budget must be at least 1")
@@ -364,6 +378,7 @@ def search(
     clean_fail = sum(r.status == "failed" for r in clean.scored) / max(1, len(clean.scored))
 
     cache: dict[str, Evaluation] = {}
+    blocked: set[str] = set()
     history: list[tuple[str, float]] = []
 
     def breaks(schedule: list[PerturbationSpec]) -> bool:
@@ -384,6 +399,8 @@ def search(
             history.append((cell.name, result.failure_rate))
             if on_example is not None:
                 on_example(cell, result)
+        if cell.name in blocked:
+            return False
         return bool(result.scored) and result.failure_rate >= min_failure_rate - 1e-9
 
     config = settings(
@@ -394,32 +411,55 @@ def search(
         phases=[Phase.generate, Phase.shrink],
         suppress_health_check=list(HealthCheck),
     )
-    try:
-        schedule = find(
-            schedule_strategy(found, targets, max_call, max_faults),
-            breaks,
-            settings=config,
-            random=random.Random(derive_seed(seed, "search", scenario.id, agent_name)),
-        )
-    except NoSuchExample:
-        raise ChaosevalError(
-            f"no schedule within {budget} examples made {agent_name!r} fail "
-            f"{scenario.id!r} in {min_failure_rate:.0%} of {trials} trials "
-            f"(plugins searched: {', '.join(sorted(found))})"
-        ) from None
-    cell = make_cell(schedule)
     # Fresh trial seeds: the confirmation must not re-use the trials the search selected on.
     confirm_seed = derive_seed(seed, "confirm")
-    confirmation = evaluate(
-        scenario,
-        cell,
-        agent,
-        agent_name=agent_name,
-        model=model,
-        seed=confirm_seed,
-        trials=confirm,
-        wall_timeout=wall,
-    )
+    rejected: list[tuple[str, float]] = []
+    for attempt in range(max(1, rounds)):
+        try:
+            schedule = find(
+                schedule_strategy(found, targets, max_call, max_faults),
+                breaks,
+                settings=config,
+                random=random.Random(derive_seed(seed, "search", scenario.id, agent_name, attempt)),
+            )
+        except NoSuchExample:
+            if rejected:
+                break  # report the best unconfirmed find below
+            raise ChaosevalError(
+                f"no schedule within {budget} examples made {agent_name!r} fail "
+                f"{scenario.id!r} in {min_failure_rate:.0%} of {trials} trials "
+                f"(plugins searched: {', '.join(sorted(found))})"
+            ) from None
+        cell = make_cell(schedule)
+        confirmation = evaluate(
+            scenario,
+            cell,
+            agent,
+            agent_name=agent_name,
+            model=model,
+            seed=confirm_seed,
+            trials=confirm,
+            wall_timeout=wall,
+        )
+        if confirmation.failure_rate >= confirm_rate - 1e-9:
+            break
+        # A lucky find on a few trials: rule it out and search again.
+        rejected.append((cell.name, confirmation.failure_rate))
+        blocked.add(cell.name)
+    else:
+        # Every round's find fell short on confirmation: report the strongest of them.
+        best = max(rejected, key=lambda x: x[1])[0]
+        cell = next(c.cell for c in cache.values() if c.cell.name == best)
+        confirmation = evaluate(
+            scenario,
+            cell,
+            agent,
+            agent_name=agent_name,
+            model=model,
+            seed=confirm_seed,
+            trials=confirm,
+            wall_timeout=wall,
+        )
     return SearchResult(
         scenario=scenario.id,
         agent=agent_name,
@@ -430,5 +470,7 @@ def search(
         confirm_seed=confirm_seed,
         confirmation=confirmation,
         clean_failure_rate=clean_fail,
+        confirm_rate=confirm_rate,
+        rejected=rejected,
         history=history,
     )

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from chaoseval.agent import load_agent
 from chaoseval.cells import parse_cells
 from chaoseval.journal import read_journal
-from chaoseval.loader import installed, select
+from chaoseval.loader import load_paths, select
 from chaoseval.perturbation import registry
 from chaoseval.runner import RunConfig, run
 from chaoseval.search import (
@@ -27,18 +27,23 @@ from chaoseval.search import (
 )
 
 SCENARIO = "vending-refund-not-dispensed"
+# The bundled file itself, so a colleague's half-written scenario elsewhere cannot break these.
+VENDING = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
+
+
+# The first-party plugins: colleagues' plugins in progress must not change what these find.
+PLUGINS = ["latency", "timeout"]
+KW = {"seed": 3, "trials": 3, "budget": 60, "confirm": 10, "plugins": PLUGINS}
 
 
 @pytest.fixture(scope="module")
 def scenario():
-    return select(installed(), [SCENARIO])[0]
+    return select(load_paths([VENDING]), [SCENARIO])[0]
 
 
 @pytest.fixture(scope="module")
 def found(scenario):
-    return search(
-        scenario, load_agent("naive"), agent_name="naive", seed=3, trials=3, budget=60, confirm=10
-    )
+    return search(scenario, load_agent("naive"), agent_name="naive", **KW)
 
 
 def test_search_shrinks_to_one_fault_that_breaks_naive(found, scenario) -> None:
@@ -53,15 +58,14 @@ def test_search_shrinks_to_one_fault_that_breaks_naive(found, scenario) -> None:
     assert len(conf.records) == 10
     assert conf.failure_rate >= 0.8
     assert conf.failure_rate > found.clean_failure_rate
+    assert found.confirmed and not found.rejected
     assert conf.broken == sum(
         r.status == "failed" and r.faults_delivered() > 0 for r in conf.records
     )
 
 
 def test_search_is_deterministic_in_its_seed(found, scenario) -> None:
-    again = search(
-        scenario, load_agent("naive"), agent_name="naive", seed=3, trials=3, budget=60, confirm=10
-    )
+    again = search(scenario, load_agent("naive"), agent_name="naive", **KW)
     assert again.cell == found.cell
     assert again.history == found.history
 
@@ -100,6 +104,8 @@ def test_saved_spec_through_the_cli(found, tmp_path: Path) -> None:
             "naive",
             "-s",
             SCENARIO,
+            "--scenarios",
+            str(VENDING),
             "-p",
             str(spec),
             "-n",
@@ -132,6 +138,7 @@ def test_search_respects_target_tools(scenario) -> None:
         budget=40,
         confirm=4,
         tools=["issue_refund"],
+        plugins=PLUGINS,
     )
     assert all(p.params["tools"] == ["issue_refund"] for p in result.cell.perturbations)
     hit = {
@@ -153,8 +160,8 @@ def test_every_registered_plugin_is_searchable_by_its_params(scenario) -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_drawn_faults_are_valid_specs(data) -> None:
-    scenario = select(installed(), [SCENARIO])[0]
-    plugins = searchable_plugins(scenario)
+    scenario = select(load_paths([VENDING]), [SCENARIO])[0]
+    plugins = searchable_plugins(scenario, PLUGINS)
     spec = data.draw(fault_strategy(plugins, ["lookup_order", "*"], 8))
     cls = registry.get(spec.name)
     cls.from_spec(spec.params)  # raises ConfigError when the drawn parameters are invalid

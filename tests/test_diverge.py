@@ -1,0 +1,217 @@
+"""Failure-trajectory analysis: earliest divergence, readable groups, stable errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from chaoseval.agent import load_agent
+from chaoseval.cells import parse_cells
+from chaoseval.cli import app
+from chaoseval.diverge import analyse, diverge_one, semantic_steps
+from chaoseval.journal import Journal, read_journal
+from chaoseval.loader import load_paths, select
+from chaoseval.records import Cell, ModelSettings, RunManifest, TrialRecord, Veto
+from chaoseval.runner import RunConfig, run
+from chaoseval.trajectory import Fault, Trajectory
+
+SCENARIO = "vending-refund-not-dispensed"
+# The bundled file itself, so a colleague's half-written scenario elsewhere cannot break these.
+VENDING = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
+TIMEOUT_CELL = "timeout:tools=read_dispense_log,modes=[raise],probability=0.5"
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory) -> Journal:
+    path = tmp_path_factory.mktemp("diverge") / "run.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(load_paths([VENDING]), [SCENARIO]),
+            agent=load_agent("naive"),
+            agent_name="naive",
+            cells=parse_cells([TIMEOUT_CELL, "timeout:tools=read_dispense_log,probability=1"]),
+            trials=16,
+            seed=5,
+            journal=path,
+        )
+    )
+    return read_journal(path)
+
+
+def _timeout_hit_second_call(r: TrialRecord) -> bool:
+    tools = r.trajectory.tool_steps()
+    return (
+        len(tools) == 2
+        and [s.tool for s in tools] == ["lookup_order", "read_dispense_log"]
+        and tools[1].result_class == "timeout"
+        and any(r.trajectory.faults[i].delivered for i in tools[1].faults)
+    )
+
+
+def test_injected_timeout_failures_diverge_at_the_log_read(journal: Journal) -> None:
+    tasks = {t.cell: t for t in analyse(journal)}
+    task = tasks[parse_cells([TIMEOUT_CELL])[0].name]
+    assert task.passed and task.failed  # the 0.5 cell mixes successes and failures
+    records = {r.trial_id: r for r in journal.records}
+    hit = {d.trial_id for d in task.divergences if _timeout_hit_second_call(records[d.trial_id])}
+    assert hit, "some trial should have lost its log read to the injected timeout"
+    label = "after an injected timeout at step 2 (read_dispense_log): stopped instead of retrying"
+    by_label = {g.label: set(g.trials) for g in task.groups}
+    assert by_label.get(label) == hit
+    for d in task.divergences:
+        if d.trial_id in hit:
+            assert d.step == 1  # 0-based: the second semantic step
+    # Groups are ordered by where the failure left the path.
+    assert [g.step for g in task.groups] == sorted(g.step for g in task.groups)
+
+
+def test_all_failing_cell_is_compared_with_clean(journal: Journal) -> None:
+    name = parse_cells(["timeout:tools=read_dispense_log,probability=1"])[0].name
+    task = next(t for t in analyse(journal) if t.cell == name)
+    assert task.passed == 0 and task.reference == "clean"
+    assert task.consistency in ("stable error", "unstable errors")
+    assert any("injected timeout at step 2" in g.label for g in task.groups)
+    assert not next(t for t in analyse(journal, baseline=False) if t.cell == name).groups
+
+
+# --- hand-written journals: the differences are known exactly ------------------------------
+
+
+def _record(index: int, steps: list[dict[str, Any]], status: str = "passed", **kw) -> TrialRecord:
+    traj = Trajectory()
+    for s in steps:
+        s = dict(s)
+        fault = s.pop("fault", None)
+        step = traj.add_step(s.pop("kind", "tool"), **s)
+        if fault:
+            i = traj.add_fault(
+                Fault(perturbation="timeout", channel="tool", kind=fault, delivered=True)
+            )
+            step.faults = [i]
+    return TrialRecord(
+        run_id="r",
+        trial_id=f"s/c/{index}",
+        scenario="s",
+        cell="c",
+        index=index,
+        seed=index,
+        world_seed=0,
+        agent="a",
+        model=ModelSettings(),
+        status=status,  # type: ignore[arg-type]
+        trajectory=traj,
+        started_at=datetime.now(UTC),
+        **kw,
+    )
+
+
+def _journal(records: list[TrialRecord]) -> Journal:
+    manifest = RunManifest(
+        run_id="r",
+        chaoseval_version="0",
+        python="3",
+        packages={},
+        agent="a",
+        model=ModelSettings(),
+        seed=0,
+        trials=len(records),
+        ks=[1],
+        clock="virtual",
+        scenarios=[{"id": "s"}],
+        cells=[Cell(name="c")],
+        concurrency=1,
+        created_at=datetime.now(UTC),
+    )
+    return Journal(Path("mem.jsonl"), manifest, records)
+
+
+LOOKUP = {"tool": "lookup", "args": {"id": "A-1"}, "result_class": "ok"}
+READ = {"tool": "read", "args": {"id": "A-1", "date": "2026-11-01"}, "result_class": "ok"}
+REFUND = {"tool": "refund", "args": {"id": "A-1", "amount": 3.0}, "result_class": "ok"}
+ANSWER = {"kind": "answer"}
+GOOD = [LOOKUP, READ, REFUND, ANSWER]
+
+
+def test_named_argument_divergence() -> None:
+    wrong_date = {**READ, "args": {"id": "A-1", "date": "2026-11-02"}}
+    records = [
+        _record(0, GOOD),
+        _record(1, GOOD),
+        _record(2, [LOOKUP, wrong_date, REFUND, ANSWER], "failed", root_cause="wrong_answer"),
+        _record(3, [LOOKUP, wrong_date, ANSWER], "failed", root_cause="wrong_answer"),
+        _record(4, [LOOKUP, ANSWER], "failed", root_cause="premature_stop"),
+        _record(5, GOOD, "failed", vetoes=[Veto(kind="hallucination", detail="ORD-9")]),
+    ]
+    (task,) = analyse(_journal(records))
+    groups = {g.label: g.trials for g in task.groups}
+    assert groups == {
+        "step 2, read: date differs": ["s/c/2", "s/c/3"],
+        "step 2: answered instead of calling read": ["s/c/4"],
+        "step 4, answer: same steps, hallucination veto": ["s/c/5"],
+    }
+    assert task.consistency == "inconsistent"
+
+
+def test_fault_then_stop_and_retry_labels() -> None:
+    timed_out = {**READ, "result_class": "timeout", "fault": "timeout"}
+    records = [
+        _record(0, GOOD),
+        _record(1, [LOOKUP, timed_out], "failed", root_cause="timeout"),
+        _record(2, [LOOKUP, timed_out, READ, ANSWER], "failed", root_cause="wrong_answer"),
+    ]
+    (task,) = analyse(_journal(records))
+    labels = {d.trial_id: d.label for d in task.divergences}
+    assert (
+        labels["s/c/1"] == "after an injected timeout at step 2 (read): stopped instead of retrying"
+    )
+    assert labels["s/c/2"] == "after an injected timeout at step 2 (read): retried"
+
+
+def test_stable_error_is_not_called_stable() -> None:
+    bad = [LOOKUP, ANSWER]
+    same = [_record(i, bad, "failed", root_cause="premature_stop") for i in range(4)]
+    (task,) = analyse(_journal(same))
+    assert task.consistency == "stable error"
+    mixed = [*same[:3], _record(3, [LOOKUP, READ, ANSWER], "failed", root_cause="wrong_answer")]
+    assert analyse(_journal(mixed))[0].consistency == "unstable errors"
+    assert analyse(_journal([_record(i, GOOD) for i in range(3)]))[0].consistency == "stable"
+
+
+TOOLS = st.sampled_from(["a", "b", "c"])
+SEQ = st.lists(TOOLS, max_size=5)
+
+
+def _seq(tools: list[str]) -> list[dict[str, Any]]:
+    return [{"tool": t, "args": {}, "result_class": "ok"} for t in tools] + [ANSWER]
+
+
+@given(st.lists(SEQ, min_size=1, max_size=4), SEQ)
+def test_divergence_is_the_longest_prefix_shared_with_a_success(
+    successes: list[list[str]], failure: list[str]
+) -> None:
+    ok = [semantic_steps(_record(i, _seq(s))) for i, s in enumerate(successes)]
+    failed = _record(99, _seq(failure), "failed", root_cause="wrong_answer")
+    mine = semantic_steps(failed)
+    div = diverge_one(failed, ok)
+    if any(s == mine for s in ok):  # same steps as a success: blamed on the final answer
+        assert "same steps" in div.label
+        return
+    assert any(s[: div.step] == mine[: div.step] for s in ok)
+    assert not any(s[: div.step + 1] == mine[: div.step + 1] for s in ok)
+    assert div.label.startswith(f"step {div.step + 1}") or f"step {div.step}" in div.label
+
+
+def test_cli_json(journal: Journal) -> None:
+    result = CliRunner().invoke(app, ["diverge", str(journal.path), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert {t["cell"] for t in data["tasks"]} == {r.cell for r in journal.records}
+    table = CliRunner().invoke(app, ["diverge", str(journal.path)])
+    assert table.exit_code == 0 and "first divergence" in table.output
