@@ -492,7 +492,7 @@ next_tuesday_meeting = Scenario(
     ],
     solution=solve_next_tuesday,
     reference_steps=2,
-    difficulty=0.1,
+    difficulty=0.025,
     **COMMON,
 )
 
@@ -516,7 +516,7 @@ month_end_review = Scenario(
     ],
     solution=solve_month_end,
     reference_steps=3,
-    difficulty=0.16,
+    difficulty=0.12,
     **COMMON,
 )
 
@@ -541,6 +541,6 @@ callback_tomorrow = Scenario(
     ],
     solution=solve_callback,
     reference_steps=2,
-    difficulty=0.2,
+    difficulty=0.13,
     **COMMON,
 )

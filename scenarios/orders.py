@@ -465,7 +465,7 @@ lookup_status = Scenario(
     ],
     solution=solve_status,
     reference_steps=2,
-    difficulty=0.03,
+    difficulty=0.007,
     **COMMON,
 )
 
@@ -484,7 +484,7 @@ modify_address = Scenario(
     ],
     solution=solve_address,
     reference_steps=3,
-    difficulty=0.06,
+    difficulty=0.006,
     **COMMON,
 )
 
@@ -504,7 +504,7 @@ modify_quantity = Scenario(
     ],
     solution=solve_quantity,
     reference_steps=3,
-    difficulty=0.1,
+    difficulty=0.02,
     **COMMON,
 )
 
@@ -522,7 +522,7 @@ modify_not_owner = Scenario(
     ],
     solution=solve_address,
     reference_steps=2,
-    difficulty=0.14,
+    difficulty=0.065,
     **COMMON,
 )
 
@@ -540,7 +540,7 @@ cancel_unshipped = Scenario(
     ],
     solution=solve_cancel,
     reference_steps=3,
-    difficulty=0.08,
+    difficulty=0.01,
     **COMMON,
 )
 
@@ -558,6 +558,6 @@ cancel_shipped = Scenario(
     ],
     solution=solve_cancel,
     reference_steps=2,
-    difficulty=0.2,
+    difficulty=0.14,
     **COMMON,
 )

@@ -262,7 +262,7 @@ not_dispensed = Scenario(
         Check(name="answer cites R1 and the order", fn=cites("R1"), kind="output"),
     ],
     reference_steps=3,
-    difficulty=0.04,
+    difficulty=0.006,
     **COMMON,
 )
 
@@ -277,7 +277,7 @@ dispensed = Scenario(
         Check(name="answer cites R2 and the order", fn=cites("R2"), kind="output"),
     ],
     reference_steps=3,
-    difficulty=0.12,
+    difficulty=0.045,
     **COMMON,
 )
 
@@ -291,6 +291,6 @@ log_down = Scenario(
         Check(name="ticket opened", fn=ticket_opened),
     ],
     reference_steps=3,
-    difficulty=0.08,
+    difficulty=0.03,
     **COMMON,
 )
