@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +17,7 @@ from .journal import read_journal
 from .loader import installed, load_paths, select
 from .perturbation import registry as perturbation_registry
 from .records import ModelSettings
-from .report import json_report, print_report
+from .report import print_report
 from .runner import RunConfig, run
 
 app = typer.Typer(
@@ -110,23 +109,22 @@ def run_cmd(
 @app.command("report")
 def report_cmd(
     journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
-    format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="table | json | markdown | html | junit")
+    ] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
     k: Annotated[list[int] | None, typer.Option("--k")] = None,
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="read JOURNAL as a tau-bench or inspect results file"),
+    ] = None,
+    scorer: Annotated[str | None, typer.Option(help="Inspect scorer (with --from inspect)")] = None,
 ) -> None:
-    """Summarise a journal: mean, pass@k, pass^k and their change against clean."""
+    """Summarise a journal: pass^k against clean with intervals, root causes, vetoes, process."""
+    from .cli_analysis import report_impl  # the formats live in their own module
+
     try:
-        data = read_journal(journal)
-        if format == "json":
-            text = json.dumps(json_report(data, k), indent=2)
-            if output:
-                output.write_text(text + "\n")
-            else:
-                print(text)
-        elif format == "table":
-            print_report(data, console, k)
-        else:
-            raise ChaosevalError(f"unknown --format {format!r}; use table or json")
+        report_impl(journal, format, output, k, source, scorer)
     except ChaosevalError as exc:
         _fail(exc)
 
@@ -168,5 +166,6 @@ def main() -> None:  # pragma: no cover
 
 
 # Command modules register themselves on ``app`` (one module per area keeps this file small).
+from . import cli_analysis  # noqa: E402, F401, I001
 from . import cli_investigate  # noqa: E402, F401
 from . import cli_summary  # noqa: E402, F401

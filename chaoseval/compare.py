@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .aggregate import CLEAN, task_counts
@@ -265,7 +266,7 @@ def budget_value(b: Budget, attr: str) -> str:
 
 def print_comparison(h: HarnessComparison, console: Console) -> None:
     for w in h.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(f"[yellow]warning:[/] {escape(w)}")
     if h.only_in_a or h.only_in_b:
         if h.only_in_a:
             console.print(
@@ -294,7 +295,7 @@ def print_comparison(h: HarnessComparison, console: Console) -> None:
             if x.significant:
                 diff = f"[bold]{diff}[/]"
             table.add_row(
-                c.cell if i == 0 else "",
+                escape(c.cell) if i == 0 else "",
                 x.label,
                 _f(x.b),
                 _f(x.a),
@@ -323,7 +324,7 @@ def print_comparison(h: HarnessComparison, console: Console) -> None:
     console.print("[bold]conclusions[/]")
     for c in h.cells:
         style = "green" if c.winner else "dim"
-        console.print(f"  [{style}]{c.verdict}[/]")
+        console.print(f"  [{style}]{escape(c.verdict)}[/]", highlight=False)
     excluded = {
         (c.cell, t): why
         for c in h.cells
@@ -334,4 +335,4 @@ def print_comparison(h: HarnessComparison, console: Console) -> None:
     if excluded:
         console.print("[yellow]excluded (cell, task): reason[/]")
         for (cell, t), why in sorted(excluded.items()):
-            console.print(f"  {cell}, {t}: {why}")
+            console.print(f"  {escape(cell)}, {escape(t)}: {escape(why)}", highlight=False)

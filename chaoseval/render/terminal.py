@@ -1,0 +1,26 @@
+"""The analysis as rich tables in the terminal (after the per-cell table of chaoseval.report)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..analysis import Analysis
+from .tables import report_tables
+
+__all__ = ["print_analysis"]
+
+
+def print_analysis(a: Analysis, console: Console) -> None:
+    for t in report_tables(a):
+        if t.id == "summary":  # chaoseval.report already printed it
+            continue
+        table = Table(title=t.title, title_justify="left")
+        for c in t.columns:
+            table.add_column(c, overflow="fold")
+        for row in t.rows:
+            table.add_row(*(escape(c) for c in row))
+        console.print(table)
+        for n in t.notes:
+            console.print(f"  [dim]{escape(n)}[/]", highlight=False)
