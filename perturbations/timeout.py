@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
 from chaoseval.perturbation import (
@@ -27,6 +27,13 @@ class TimeoutParams(CommonParams):
         "429 (rate limited, Retry-After), 5xx (server error), reset (connection reset)",
     )
     retry_after: float = Field(default=1.0, ge=0, description="Retry-After seconds for 429")
+
+    @field_validator("modes", mode="before")
+    @classmethod
+    def _as_names(cls, v: Any) -> Any:
+        # "-p timeout:modes=[429,hang]" parses 429 as a number; "modes=429" as a bare one.
+        items = v if isinstance(v, list | tuple) else [v]
+        return [str(m) for m in items]
 
     def model_post_init(self, _: Any) -> None:
         if not self.modes:
