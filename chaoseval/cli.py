@@ -169,3 +169,4 @@ def main() -> None:  # pragma: no cover
 from . import cli_analysis  # noqa: E402, F401, I001
 from . import cli_investigate  # noqa: E402, F401
 from . import cli_summary  # noqa: E402, F401
+from . import cli_authoring  # noqa: E402, F401
