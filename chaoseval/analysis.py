@@ -87,6 +87,13 @@ class Comparison:
     p_bh: float | None = None
 
     @property
+    def ratio_estimate(self) -> float | None:
+        """``a / b`` of the macro means, even when its interval is undefined."""
+        if self.a is None or not self.b:
+            return None
+        return self.a / self.b
+
+    @property
     def label(self) -> str:
         return metric_label(self.metric, self.k)
 
@@ -110,6 +117,7 @@ class Comparison:
             "tasks": self.tasks,
             "excluded": self.excluded,
             "difference": iv(self.difference),
+            "ratio_estimate": self.ratio_estimate,
             "ratio": iv(self.ratio),
             "ratio_note": self.ratio_note,
             "p_value": self.test.p_value if self.test else None,

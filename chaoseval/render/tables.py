@@ -39,7 +39,8 @@ def _ci(c: Comparison) -> str:
 def _ratio(c: Comparison) -> str:
     r = c.ratio
     if r is None:
-        return "—"
+        # The point ratio is still meaningful when some resample had a zero baseline.
+        return "—" if c.ratio_estimate is None else f"{c.ratio_estimate:.2f} [undefined]"
     return f"{r.estimate:.2f} [{r.low:.2f}, {r.high:.2f}]"
 
 
