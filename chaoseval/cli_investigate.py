@@ -206,6 +206,8 @@ def replay_cmd(
         sb = b.trajectory.steps[i] if i < len(b.trajectory.steps) else None
         same = sa is not None and sb is not None and sa == sb
         t = f"{(sa or sb).t:g}" if (sa or sb) is not None else ""
+        if sa is not None and sb is not None and sa.t != sb.t:
+            t = f"{sa.t:g} / {sb.t:g}"
         table.add_row(str(i), t, _step_cell(sa), _step_cell(sb), "=" if same else "[red]≠[/]")
     table.add_row(
         "", "", f"{a.status} ({a.root_cause or '-'})", f"{b.status} ({b.root_cause or '-'})", ""
@@ -214,7 +216,12 @@ def replay_cmd(
     if result.exact:
         console.print("[green]reproduced exactly[/] (wall-clock fields ignored)")
     else:
-        console.print("[bold red]did not reproduce[/]:")
+        console.print(
+            "[bold yellow]same steps, different timings[/]: the agent waited differently "
+            "(an unseeded random source in its waits?):"
+            if result.same_steps
+            else "[bold red]did not reproduce[/]:"
+        )
         for d in result.differences:
             console.print(f"  {d}", markup=False)
         raise typer.Exit(1)

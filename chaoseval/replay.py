@@ -37,6 +37,12 @@ class Replay:
     def exact(self) -> bool:
         return not self.differences
 
+    @property
+    def same_steps(self) -> bool:
+        """Everything but step timings matched: the agent waited differently, e.g. jitter drawn
+        from an unseeded random source, though it took the same steps."""
+        return not compare(self.original, self.replayed, ignore=WALL_FIELDS)
+
 
 def find_record(journal: Journal, trial_id: str) -> TrialRecord:
     records = journal.by_trial_id()
@@ -67,17 +73,19 @@ def record_cell(journal: Journal, record: TrialRecord) -> Cell:
     return Cell(name=record.cell, perturbations=record.perturbations)
 
 
-def step_view(step: Step, wall_clock: bool) -> dict[str, Any]:
+def step_view(step: Step, ignore: frozenset[str] = frozenset()) -> dict[str, Any]:
     data = step.model_dump()
-    if wall_clock:
-        for key in WALL_FIELDS:
-            data.pop(key, None)
+    for key in ignore:
+        data.pop(key, None)
     return data
 
 
-def compare(original: TrialRecord, replayed: TrialRecord) -> list[str]:
+def compare(
+    original: TrialRecord, replayed: TrialRecord, ignore: frozenset[str] | None = None
+) -> list[str]:
     """What differs between two runs of one trial, ignoring wall-clock fields."""
-    wall = original.clock == "real"
+    if ignore is None:
+        ignore = WALL_FIELDS if original.clock == "real" else frozenset()
     diffs: list[str] = []
     for name in ("seed", "world_seed", "status", "root_cause", "answer", "error"):
         a, b = getattr(original, name), getattr(replayed, name)
@@ -87,7 +95,7 @@ def compare(original: TrialRecord, replayed: TrialRecord) -> list[str]:
     if len(a_steps) != len(b_steps):
         diffs.append(f"steps: {len(a_steps)} -> {len(b_steps)}")
     for a, b in zip(a_steps, b_steps, strict=False):
-        va, vb = step_view(a, wall), step_view(b, wall)
+        va, vb = step_view(a, ignore), step_view(b, ignore)
         if va != vb:
             keys = sorted(k for k in va if va.get(k) != vb.get(k))
             diffs.append(f"step {a.index}: {', '.join(keys)} differ")
