@@ -5,16 +5,17 @@ Runs once per trial on the clock channel and moves the world's calendar time; to
 agrees. Presets move to the awkward instants real systems trip over, relative to the
 scenario's own start time:
 
-- ``month_end``: 23:30 on the last day of the start month (a new month minutes away);
-- ``leap_day``: 29 February of the next leap year, same time of day;
-- ``dst``: the day the clocks change (last Sunday of March, 01:30 UTC, EU rules) of the start
-  year, same-day arithmetic crossing the switch;
+- ``month_end``: the last day of the start month (tomorrow is another month);
+- ``leap_day``: 29 February of the next leap year;
+- ``dst``: the day the clocks change (last Sunday of March, EU rules) of the start year, when
+  local-time arithmetic crosses the switch;
 - ``timezone``: the server clock in another zone: shifted by a whole-hour offset between -11
   and +13 hours (drawn per trial), which often lands on another date;
 - ``any``: one of the above, drawn per trial.
 
 ``to=2026-12-31T23:50`` sets an explicit instant and ``by=-36h`` / ``by=90m`` / ``by=2d`` (or a
-number of seconds) an explicit shift; both override ``preset``.
+number of seconds) an explicit shift; both override ``preset``. The date presets keep the
+start's time of day, so a scenario that starts far from midnight stays far from it.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ class ClockSkewParams(CommonParams):
 def preset_instant(preset: Preset, now: datetime, offset_hours: int) -> datetime:
     if preset == "month_end":
         last = calendar.monthrange(now.year, now.month)[1]
-        return now.replace(day=last, hour=23, minute=30, second=0, microsecond=0)
+        if now.day == last:  # already there: the end of the next month moves something
+            first = now.replace(day=1) + timedelta(days=32)
+            return first.replace(day=calendar.monthrange(first.year, first.month)[1])
+        return now.replace(day=last)
     if preset == "leap_day":
         year = now.year + 1
         while not calendar.isleap(year):
@@ -73,8 +77,12 @@ def preset_instant(preset: Preset, now: datetime, offset_hours: int) -> datetime
         return now.replace(year=year, month=2, day=29)
     if preset == "dst":
         last = calendar.monthrange(now.year, 3)[1]
-        sunday = max(d for d in range(last - 6, last + 1) if calendar.weekday(now.year, 3, d) == 6)
-        return datetime(now.year, 3, sunday, 1, 30)
+        year = now.year
+        while True:
+            sunday = max(d for d in range(last - 6, last + 1) if calendar.weekday(year, 3, d) == 6)
+            if (now.year, now.month, now.day) != (year, 3, sunday):
+                return now.replace(year=year, month=3, day=sunday)
+            year += 1
     return now + timedelta(hours=offset_hours)
 
 
