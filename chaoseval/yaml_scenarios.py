@@ -1272,7 +1272,9 @@ class SolAnswer:
     give_up: bool = False
 
 
-def _compile_solution(node: Node, tools: dict[str, ToolSpec]) -> tuple[Callable[..., Any], int]:
+def _compile_solution(
+    node: Node, tools: dict[str, ToolSpec], named: set[str]
+) -> tuple[Callable[..., Any], int]:
     node.mapping(allowed={"steps", "answer", "data", "give_up"}, required=("answer",))
     steps: list[SolStep] = []
     ids: set[str] = set()
@@ -1286,15 +1288,16 @@ def _compile_solution(node: Node, tools: dict[str, ToolSpec]) -> tuple[Callable[
         args: dict[str, Any] = {}
         if item.has("call"):
             tool_name = item.child("call").str()
-            if tool_name not in tools:
+            if tool_name not in named:
                 raise item.child("call").error(
                     f"no tool named {tool_name!r}{did_you_mean(tool_name, tools)} "
                     f"(tools: {', '.join(sorted(tools))})"
                 )
-            accepted = tools[tool_name].params.model_fields
+            spec = tools.get(tool_name)
+            accepted = spec.params.model_fields if spec is not None else None
             if item.has("args"):
                 for aname, anode in item.child("args").items():
-                    if aname not in accepted:
+                    if accepted is not None and aname not in accepted:
                         raise anode.error(
                             f"tool {tool_name!r} takes no argument {aname!r}"
                             f"{did_you_mean(aname, accepted)} (it takes: {', '.join(accepted)})"
@@ -1455,19 +1458,25 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
             givens.update({f"{prefix}_{k}" if prefix else k: v for k, v in row.items()})
         return tables, {**givens, **copy.deepcopy(givens_lit)}
 
-    sample_fake = Faker()
-    sample_fake.seed_instance(0)
-    try:
-        sample_tables, sample_givens = generate(sample_fake)
-    except ScenarioError as exc:
-        errs.errors.append(exc)
-        sample_tables, sample_givens = literal, dict(givens_lit)
-    if target is not None and target[0] not in sample_tables:
+    if errs.errors:  # a broken generator makes every later table reference look wrong
+        _raise_collected(errs.errors)
+    if target is not None and target[0] not in {*literal, *(g.name for g in gens)}:
+        known = {*literal, *(g.name for g in gens)}
         errs.errors.append(
             root.child("target")
             .child("table")
-            .error(f"no table named {target[0]!r}{did_you_mean(target[0], sample_tables)}")
+            .error(f"no table named {target[0]!r}{did_you_mean(target[0], known)}")
         )
+    sample_tables, sample_givens = literal, dict(givens_lit)
+    if not errs.errors:
+        sample_fake = Faker()
+        sample_fake.seed_instance(0)
+        try:
+            sample_tables, sample_givens = generate(sample_fake)
+        except ScenarioError as exc:
+            errs.errors.append(exc)
+    if errs.errors:  # a broken world makes every later table reference look wrong: stop here
+        _raise_collected(errs.errors)
     types = _column_types(sample_tables)
     table_names = set(sample_tables)
 
@@ -1478,18 +1487,18 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         )
         if spec is not None:
             tools[tname] = spec
-    # Tables that only tools create start empty.
+    # A tool that failed to compile still exists for the references below: no cascade of
+    # "no tool named ..." errors after its own.
+    named = set(root.child("tools").value)
     checks = []
     for cnode in root.child("checks").seq():
-        c = errs.run(lambda cnode=cnode: _compile_check(cnode, set(tools), table_names))
+        c = errs.run(lambda cnode=cnode: _compile_check(cnode, named, table_names))
         if c is not None:
             checks.append(c)
 
-    policy = errs.run(
-        lambda: _compile_policy(root.get("policy"), set(tools), table_names), Policy()
-    )
+    policy = errs.run(lambda: _compile_policy(root.get("policy"), named, table_names), Policy())
     facts = errs.run(lambda: _compile_facts(root.get("facts"), table_names), [])
-    solution = errs.run(lambda: _compile_solution(root.child("solution"), tools))
+    solution = errs.run(lambda: _compile_solution(root.child("solution"), tools, named))
     perturbations = errs.run(lambda: _compile_perturbations(root.get("perturbations")), [])
     instruction = root.child("instruction").str()
     try:
@@ -1503,11 +1512,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
             )
         )
     if errs.errors:
-        if len(errs.errors) == 1:
-            raise errs.errors[0]
-        from .loader import ScenarioLoadErrors
-
-        raise ScenarioLoadErrors(errs.errors)
+        _raise_collected(errs.errors)
 
     fields: dict[str, Any] = {
         "id": root.child("id").value,
@@ -1543,6 +1548,14 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         key = str(first["loc"][0]) if first["loc"] else ""
         node = root.child(key) if root.has(key) else root
         raise node.error(f"{first['msg']} (found {first.get('input')!r:.60})") from None
+
+
+def _raise_collected(errors: list[ScenarioError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    from .loader import ScenarioLoadErrors
+
+    raise ScenarioLoadErrors(errors)
 
 
 def _validated(node: Node, model: type[BaseModel]) -> Any:
