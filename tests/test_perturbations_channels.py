@@ -274,3 +274,16 @@ def test_seed_sweep_records_each_cells_seed() -> None:
         "sampling(seed=3)": {3},
     }
     assert delivered(records, "sampling(seed=2)", "sampling") == 1.0
+
+
+def test_same_seed_gives_the_same_faults_on_every_channel() -> None:
+    specs = ["layout_shift+modal", "stale_memory:mode=any", "sampling", "clock_skew"]
+    scenarios = [*UI, *MEMORY, *_calendar()[:1]]
+
+    def ledger() -> list[tuple[str, list[dict]]]:
+        records = matrix(scenarios, "resilient", specs, trials=2)
+        return sorted((r.trial_id, [f.model_dump() for f in r.trajectory.faults]) for r in records)
+
+    first = ledger()
+    assert sum(len(faults) for _, faults in first) > 0
+    assert first == ledger()
