@@ -1,0 +1,164 @@
+"""Report formats: Markdown, self-contained HTML (inline SVG), JUnit XML, JSON, terminal."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chaoseval.agent import load_agent
+from chaoseval.analysis import analyze
+from chaoseval.cells import parse_cells
+from chaoseval.cli import app
+from chaoseval.gate import evaluate, parse_rule
+from chaoseval.journal import Journal, read_journal
+from chaoseval.loader import installed, select
+from chaoseval.render import render_html, render_junit, render_markdown
+from chaoseval.runner import RunConfig, run
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory: pytest.TempPathFactory) -> Journal:
+    path = tmp_path_factory.mktemp("render") / "naive.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), ["vending-*"]),
+            agent=load_agent("naive"),
+            agent_name="naive",
+            cells=parse_cells(["timeout", "latency"]),
+            trials=3,
+            seed=7,
+            ks=[1, 3],
+            journal=path,
+        )
+    )
+    return read_journal(path)
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.stack: list[str] = []
+        self.unbalanced: list[str] = []
+
+    VOID = frozenset({"meta", "br", "img", "input", "link", "hr"})
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.stack and self.stack[-1] == tag:
+            self.stack.pop()
+        else:
+            self.unbalanced.append(tag)
+
+
+def test_html_is_self_contained_with_plots_and_tables(journal: Journal) -> None:
+    a = analyze(journal, n_resamples=300)
+    html = render_html(a)
+    p = _Collect()
+    p.feed(html)
+    assert p.unbalanced == [] and p.stack == []
+    tags = [t for t, _ in p.tags]
+    # Offline: no script, no external stylesheet, image or font.
+    assert "script" not in tags and "link" not in tags and "img" not in tags
+    for _, attrs in p.tags:
+        assert "src" not in attrs and "href" not in attrs
+    assert not re.search(r"url\(|@import|https://", html)
+    svgs = {attrs.get("id") for t, attrs in p.tags if t == "svg"}
+    assert svgs == {"plot-passk", "plot-heatmap", "plot-rootcauses"}
+    tables = {attrs.get("id") for t, attrs in p.tags if t == "table"}
+    assert {"table-summary", "table-degradation", "table-vetoes", "table-process"} <= tables
+    # One pass^k panel per perturbation, each with the clean series beside it.
+    series = [attrs.get("data-cell") for t, attrs in p.tags if t == "polyline"]
+    assert sorted(series) == ["clean", "clean", "latency", "timeout"]
+    # The heatmap has a rectangle per scenario x perturbation.
+    heat = [1 for t, attrs in p.tags if t == "rect" and attrs.get("class") == "heat"]
+    assert len(heat) == len(a.scenarios) * len(a.perturbed)
+    # Stacked bars: the trials of each cell add up across its segments.
+    bars = re.findall(r"<title>([^<:]+): [^<]* (\d+) of (\d+)</title>", html)
+    for cell in (c.cell for c in a.cells):
+        parts = [(int(n), int(t)) for name, n, t in bars if name == cell]
+        assert sum(n for n, _ in parts) == parts[0][1]
+
+
+def test_html_escapes_text(journal: Journal) -> None:
+    a = analyze(journal, n_resamples=100, references=False)
+    a.warnings.append("<script>alert(1)</script>")
+    html = render_html(a)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_markdown_tables(journal: Journal) -> None:
+    a = analyze(journal, n_resamples=300, references=False)
+    md = render_markdown(a)
+    assert md.startswith("# chaoseval report: naive")
+    for title in ("Reliability per cell", "Degradation against clean", "Veto items", "Process"):
+        assert f"## {title}" in md
+    rows = [line for line in md.splitlines() if line.startswith("| timeout |")]
+    assert rows, md
+    # Every table row has as many cells as its header.
+    blocks = re.findall(r"(\| .+ \|\n\|[-|]+\|\n(?:\|.*\|\n)+)", md)
+    assert len(blocks) >= 5
+    for block in blocks:
+        lines = block.strip().splitlines()
+        widths = {len(re.split(r"(?<!\\)\|", line)) for line in lines if not line.startswith("|-")}
+        assert len(widths) == 1, block
+
+
+def test_junit_counts_match_the_journal(journal: Journal) -> None:
+    a = analyze(journal, n_resamples=100, references=False)
+    gate = evaluate(a, [parse_rule("pass^3 >= 0.99"), parse_rule("not-evaluable == 0")])
+    root = ET.fromstring(render_junit(journal, gate))
+    failed = sum(r.status == "failed" for r in journal.records)
+    skipped = sum(r.status == "not_evaluable" for r in journal.records)
+    broken = sum(not g.passed for g in gate)
+    assert int(root.get("tests", -1)) == len(journal.records) + 2
+    assert int(root.get("failures", -1)) == failed + broken
+    assert int(root.get("skipped", -1)) == skipped
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert set(suites) == {
+        "chaoseval.clean",
+        "chaoseval.timeout",
+        "chaoseval.latency",
+        "chaoseval.gate",
+    }
+    messages = {f.get("message") for f in root.iter("failure")}
+    causes = {r.root_cause for r in journal.records if r.status == "failed"}
+    assert causes <= messages
+
+
+def test_report_cli_formats(journal: Journal, tmp_path: Path) -> None:
+    j = str(journal.path)
+    for fmt, name in (("html", "r.html"), ("markdown", "r.md"), ("junit", "r.xml")):
+        res = runner.invoke(app, ["report", j, "-f", fmt, "-o", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+        assert (tmp_path / name).stat().st_size > 500
+    res = runner.invoke(app, ["report", j, "-f", "json"])
+    doc = json.loads(res.output)
+    # Existing fields are kept; the analysis is added beside them.
+    assert doc["schema_version"] == 1
+    first = doc["perturbations"][0]
+    for key in ("name", "tasks", "trials", "not_evaluable", "mean", "pass_at", "pass_hat"):
+        assert key in first
+    assert set(first["pass_hat"]) == {"1", "3"}
+    assert "delta_pass_hat" in doc["perturbations"][1] and doc["cells"]
+    assert set(doc["analysis"]["degradation"]) == {"timeout", "latency"}
+    res = runner.invoke(app, ["report", j])
+    assert res.exit_code == 0
+    assert "Degradation against clean" in res.output and "Noise floor" in res.output
+    res = runner.invoke(app, ["report", j, "-f", "pdf"])
+    assert res.exit_code == 2 and "unknown --format" in res.output
