@@ -286,11 +286,20 @@ def next_tuesday(today: date) -> date:
     return today + timedelta(days=(1 - today.weekday()) % 7 or 7)
 
 
-def last_business_day(today: date, holidays: set[str]) -> date:
-    d = date(today.year, today.month, calendar.monthrange(today.year, today.month)[1])
+def last_business_day(year: int, month: int, holidays: set[str]) -> date:
+    d = date(year, month, calendar.monthrange(year, month)[1])
     while d.weekday() >= 5 or d.isoformat() in holidays:
         d -= timedelta(days=1)
     return d
+
+
+def close_review_day(today: date, holidays: set[str]) -> date:
+    """This month's last business day, or next month's when that is today or already past."""
+    day = last_business_day(today.year, today.month, holidays)
+    if day <= today:
+        nxt = date(today.year, today.month, 28) + timedelta(days=7)
+        day = last_business_day(nxt.year, nxt.month, holidays)
+    return day
 
 
 def callback_instant(now_utc: datetime, tz: str) -> tuple[date, datetime]:
@@ -345,7 +354,7 @@ def _tuesday(world) -> date:
 
 
 def _month_end(world) -> date:
-    return last_business_day(world.clock.now().date(), {h["day"] for h in world.table("holidays")})
+    return close_review_day(world.clock.now().date(), {h["day"] for h in world.table("holidays")})
 
 
 def _callback_day(world) -> date:
@@ -400,14 +409,23 @@ async def solve_next_tuesday(actor) -> Any:
 
 async def solve_month_end(actor) -> Any:
     today = actor.now().date()
-    found = await actor.call("list_holidays", year=today.year, month=today.month)
+    year, month = today.year, today.month
+    day = await _last_business_day(actor, year, month)
+    if actor.decide(day <= today):  # too late this month: the close moves to next month's
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        day = await _last_business_day(actor, year, month)
+    return await _book_first_free(actor, day, 60)
+
+
+async def _last_business_day(actor, year: int, month: int) -> date:
+    found = await actor.call("list_holidays", year=year, month=month)
     closed = {h["day"] for h in found["holidays"]}
-    day = date(today.year, today.month, calendar.monthrange(today.year, today.month)[1])
+    day = date(year, month, calendar.monthrange(year, month)[1])
     for _ in range(10):
         if not actor.decide(day.weekday() >= 5 or day.isoformat() in closed):
             break
         day -= timedelta(days=1)
-    return await _book_first_free(actor, day, 60)
+    return day
 
 
 async def solve_callback(actor) -> Any:
@@ -503,7 +521,8 @@ month_end_review = Scenario(
     instruction=PREAMBLE
     + "Schedule the 60-minute month-end close review ('{title}') with {attendee} on the last "
     "business day of this month (Monday-Friday, excluding company holidays), at the earliest "
-    "free time between 09:00 and 17:00. Reply with the event id and the date.",
+    "free time between 09:00 and 17:00. If that day is today or already past, use the last "
+    "business day of next month instead. Reply with the event id and the date.",
     generate=make_world(MONTH_END_START, holiday_chance=50),
     start_time=MONTH_END_START,
     checks=[
