@@ -63,7 +63,11 @@ def search_cmd(
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.7,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="save the spec here")] = None,
 ) -> None:
-    """Find the smallest perturbation schedule that makes an agent fail a scenario."""
+    """Find the smallest perturbation schedule that makes an agent fail a scenario.
+
+    Exit status 1 when the find did not confirm on fresh trials (it is still saved, marked
+    "confirmed": false), 2 when no schedule broke the agent.
+    """
     try:
         found = _scenarios(scenario_path, [scenario])
         if len(found) != 1:
@@ -108,6 +112,7 @@ def search_cmd(
             f"[bold yellow]not confirmed:[/] fewer than {confirm_rate:.0%} of the fresh trials "
             "failed; the schedule breaks the agent only sometimes"
         )
+        raise typer.Exit(1)
     if out is not None:
         console.print(f"saved to {out}; add it to a matrix with: chaoseval run -p {out}")
     else:

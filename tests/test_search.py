@@ -167,3 +167,50 @@ def test_drawn_faults_are_valid_specs(data) -> None:
     cls.from_spec(spec.params)  # raises ConfigError when the drawn parameters are invalid
     ev = evaluate(scenario, make_cell([spec]), load_agent("naive"), agent_name="naive", trials=1)
     assert ev.records[0].status in ("passed", "failed")
+
+
+def _record(cell, index: int, failed: bool):
+    from datetime import UTC, datetime
+
+    from chaoseval.records import ModelSettings, TrialRecord
+    from chaoseval.trajectory import Fault, Trajectory
+
+    traj = Trajectory(faults=[Fault(perturbation="x", channel="tool", kind="x", delivered=True)])
+    return TrialRecord(
+        run_id="t",
+        trial_id=f"s/{cell.name}/{index}",
+        scenario="s",
+        cell=cell.name,
+        index=index,
+        seed=index,
+        world_seed=0,
+        agent="a",
+        model=ModelSettings(),
+        status="failed" if failed else "passed",
+        trajectory=traj,
+        started_at=datetime.now(UTC),
+    )
+
+
+def test_a_find_that_does_not_confirm_is_rejected_and_searched_again(scenario, monkeypatch) -> None:
+    """A schedule that broke the agent on the search's few trials by luck is not reported as
+    confirmed: the search rules it out, tries again, and says so."""
+    import chaoseval.search as search_module
+    from chaoseval.search import Evaluation
+
+    def lucky(scenario, cell, agent, *, agent_name, model, seed, trials, wall_timeout):
+        if cell.is_clean:
+            return Evaluation(cell, [_record(cell, i, False) for i in range(trials)])
+        if seed == 3:  # the search's own trials: every schedule looks like it breaks the agent
+            return Evaluation(cell, [_record(cell, i, True) for i in range(trials)])
+        return Evaluation(cell, [_record(cell, i, i % 2 == 0) for i in range(trials)])
+
+    monkeypatch.setattr(search_module, "evaluate", lucky)
+    result = search(
+        scenario, load_agent("naive"), agent_name="naive", rounds=2, confirm_rate=0.8, **KW
+    )
+    assert not result.confirmed
+    assert len(result.rejected) == 2
+    assert len({name for name, _ in result.rejected}) == 2  # the second round found another
+    assert result.confirmation.failure_rate == 0.5
+    assert result.spec()["found_by"]["confirmed"] is False
