@@ -5,7 +5,8 @@ the plugin's own parameters), each is run for a few trials on the virtual clock,
 "breaks" the agent when its trials fail because of a delivered fault. Hypothesis then shrinks
 the first breaking schedule: fewer faults, the first tools and triggers in the strategy's order,
 probability 1, plugin parameters at their defaults. The shrunk schedule is confirmed on fresh
-trials and saved as a spec that ``chaoseval run -p spec.json`` reads as one matrix cell.
+trials (a find that does not hold up is ruled out and the search runs again) and saved as a
+spec that ``chaoseval run -p spec.json`` reads as one matrix cell.
 
 Plugins are discovered from the perturbation registry and their ``Params`` models, so a plugin
 a colleague adds joins the search with no change here.
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import HealthCheck, Phase, find, reject, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from pydantic import ValidationError
@@ -233,8 +234,6 @@ def fault_strategy(
         try:
             cls.Params(**params)
         except (ValidationError, ValueError):
-            from hypothesis import reject
-
             reject()
         return PerturbationSpec(name=name, params=params)
 
