@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -209,15 +209,10 @@ def _single(group: BaseExceptionGroup) -> BaseException:
 # --- respx: the same faults at the httpx layer, no socket ------------------------------------
 
 
-def mock_tools(toolbox: ToolBox, base_url: str = "http://tools.test") -> respx.MockRouter:
-    """A respx router that answers ``POST {base_url}/tools/{name}`` from the trial's ToolBox.
+def tool_responder(toolbox: ToolBox) -> Callable[..., Awaitable[httpx.Response]]:
+    """A respx side effect answering ``POST /tools/{name}`` from the trial's ToolBox."""
 
-    Use it as a transport, ``httpx.MockTransport(router.async_handler)``, or add routes in
-    front of it to inject faults of your own (those bypass the ToolBox and its fault ledger).
-    """
-    router = respx.MockRouter(base_url=base_url, assert_all_called=False)
-
-    async def tool_route(request: httpx.Request, name: str) -> httpx.Response:
+    async def respond(request: httpx.Request, name: str) -> httpx.Response:
         try:
             args = json.loads(request.content or b"{}")
         except ValueError:
@@ -231,7 +226,18 @@ def mock_tools(toolbox: ToolBox, base_url: str = "http://tools.test") -> respx.M
             )
         return httpx.Response(reply.status, content=reply.body, headers=reply.headers)
 
-    router.post(path__regex=TOOL_PATH).mock(side_effect=tool_route)
+    return respond
+
+
+def mock_tools(toolbox: ToolBox, base_url: str = "http://tools.test") -> respx.MockRouter:
+    """A respx router that answers ``POST {base_url}/tools/{name}`` from the trial's ToolBox.
+
+    The same perturbation chain and ledger as in-process, with no socket: use it as a transport,
+    ``httpx.MockTransport(router.async_handler)``. Routes added in front of it inject faults of
+    their own (those bypass the ToolBox and its fault ledger).
+    """
+    router = respx.MockRouter(base_url=base_url, assert_all_called=False)
+    router.post(path__regex=TOOL_PATH).mock(side_effect=tool_responder(toolbox))
     return router
 
 
