@@ -27,6 +27,8 @@ demo: $(STAMP)
 	  --journal $(OUT)/naive.jsonl --overwrite
 	$(BIN)/chaoseval run --agent resilient --trials 5 --seed 7 -p latency -p timeout \
 	  --journal $(OUT)/resilient.jsonl --overwrite
+	$(BIN)/chaoseval report $(OUT)/resilient.jsonl --format html -o $(OUT)/report.html
+	$(BIN)/chaoseval compare $(OUT)/naive.jsonl $(OUT)/resilient.jsonl
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
