@@ -231,3 +231,10 @@ def test_cli_lint_exit_codes_and_both_spellings(tmp_path):
     fail = runner.invoke(app, ["scenarios", "lint", str(bad), "--seeds", "1", "--trials", "1"])
     assert fail.exit_code == 1
     assert "FAIL reachable" in fail.output
+
+
+def test_the_authoring_guide_example_passes_lint(tmp_path):
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "AUTHORING.md").read_text()
+    example = next(b for b in guide.split("```yaml\n")[1:] if b.startswith("id: "))
+    findings, report = lint_text(tmp_path, example.split("```")[0])
+    assert report.ok, [(f.check, f.summary, f.details) for f in findings.values()]
