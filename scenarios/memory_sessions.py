@@ -6,6 +6,8 @@ current one in a clean run; the customer record is the source of truth.
 ``memory-refund-window``: in an earlier session the agent learned the refund policy's window;
 today a customer asks for a refund on an order bought 20 days ago. The policy service is the
 source of truth.
+``memory-cancelled-order``: a customer chases an order the agent saw cancelled last week;
+remembering it as active sends a billed courier trace after a parcel that does not exist.
 
 Each world also lists what the fact used to be (``stale_memory`` in the givens: previous
 addresses, superseded policy windows) so the stale-memory perturbation can plant a realistic
@@ -249,6 +251,104 @@ refund_window = Scenario(
     budgets=Budgets(max_steps=6, call_timeout=5.0, trial_timeout=60.0),
     solution=solve_refund_window,
     reference_steps=2,
+    start_time=START,
+    difficulty=0.04,
+)
+
+# --- the cancelled order -------------------------------------------------------------------------
+
+
+class OrderStatus(BaseModel):
+    order_id: str
+    status: str
+    updated: str
+
+
+class Trace(BaseModel):
+    id: str
+    order_id: str
+    status: str
+
+
+@tool(returns=OrderStatus)
+def get_order_status(world, order_id: str) -> dict[str, Any]:
+    """The order's current status (active, shipped, cancelled, ...)."""
+    return dict(world.get("order_status", "order_id", order_id, what="order"))
+
+
+@tool(returns=Trace, writes=["traces"])
+def request_courier_trace(world, order_id: str) -> dict[str, Any]:
+    """Ask the courier to trace a parcel that is late (billed per trace)."""
+    world.get("order_status", "order_id", order_id, what="order")
+    tid = world.next_id("TR")
+    world.insert("traces", {"id": tid, "order_id": order_id})
+    return {"id": tid, "order_id": order_id, "status": "trace requested"}
+
+
+async def solve_order_followup(actor) -> Any:
+    order_id = actor.task["order_id"]
+
+    async def lookup() -> str:
+        return (await actor.call("get_order_status", order_id=order_id))["status"]
+
+    status = await actor.recall("order_status", lookup)
+    if actor.decide(status == "cancelled"):
+        return actor.answer(
+            f"Order {order_id} was cancelled at your request on 9 March, so nothing is on its "
+            "way; the refund went back to your card."
+        )
+    trace = await actor.call("request_courier_trace", order_id=order_id)
+    return actor.answer(
+        f"Order {order_id} is {status}; I asked the courier to trace it (trace {trace['id']})."
+    )
+
+
+def no_trace(world, output, trajectory) -> tuple[bool, str]:
+    return not world.table("traces"), f"traces: {world.table('traces')}"
+
+
+def says_cancelled(world, output, trajectory) -> bool:
+    return "cancelled" in output.answer and world.givens["order_id"] in output.answer
+
+
+order_followup = Scenario(
+    id="memory-cancelled-order",
+    description="A customer chases an order that was cancelled in an earlier session.",
+    domain="support",
+    tags=["memory", "status"],
+    instruction=(
+        "{name} writes again about order {order_id} from your chat last week: 'Where is my "
+        "parcel?' Answer them; if the order is still on its way and late, ask the courier to "
+        "trace it."
+    ),
+    tables={
+        "order_status": [
+            {"order_id": "ORD-6604", "status": "cancelled", "updated": "2026-03-09T16:20"}
+        ],
+        "traces": [],
+    },
+    givens={
+        "name": "Tomas Lind",
+        "order_id": "ORD-6604",
+        "stale_memory": {"order_status": ["active", "shipped"]},
+    },
+    memory=[
+        MemoryItem(
+            key="order_status",
+            value="cancelled",
+            session="2026-03-09 support chat",
+            recorded_at=datetime(2026, 3, 9, 16, 25),
+        )
+    ],
+    tools=[get_order_status, request_courier_trace],
+    checks=[
+        Check(name="no courier trace for a cancelled order", fn=no_trace),
+        Check(name="answer says it was cancelled", fn=says_cancelled, kind="output"),
+    ],
+    facts=[FactSpec(name="order id", pattern=r"\bORD-\d+\b", values=lambda w: {"ORD-6604"})],
+    budgets=Budgets(max_steps=6, call_timeout=5.0, trial_timeout=60.0),
+    solution=solve_order_followup,
+    reference_steps=1,
     start_time=START,
     difficulty=0.04,
 )

@@ -38,7 +38,11 @@ from scenarios import memory_sessions, ui_admin, vending
 
 COLD = ModelSettings(temperature=0.0)
 UI = [ui_admin.refund_admin, ui_admin.checkout]
-MEMORY = [memory_sessions.replacement_address, memory_sessions.refund_window]
+MEMORY = [
+    memory_sessions.replacement_address,
+    memory_sessions.refund_window,
+    memory_sessions.order_followup,
+]
 
 
 def matrix(
