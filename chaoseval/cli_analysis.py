@@ -68,9 +68,9 @@ def report_impl(
         return
     if format == "table" and output is None:
         print_report(data, console, ks)
-        print_analysis(analyze(data, ks, n_resamples=resamples), console)
+        print_analysis(analyze(data, ks, n_resamples=resamples, references=source is None), console)
         return
-    a = analyze(data, ks, n_resamples=resamples)
+    a = analyze(data, ks, n_resamples=resamples, references=source is None)
     if format == "json":
         doc = json_report(data, ks)
         doc.setdefault("analysis", analysis_json(a))
