@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -630,9 +629,6 @@ def faker_providers() -> list[str]:
 class FieldGen:
     node: Node
     make: Callable[[Faker, dict[str, Any], dict[str, list[dict[str, Any]]], int], Any]
-
-
-FIELD_KINDS = ("choice", "int", "float", "from", "value", "template", "provider", "date")
 
 
 def _provider_args(raw: str | None) -> list[Any]:
@@ -1616,7 +1612,7 @@ def _compile_perturbations(node: Node | None) -> list[str]:
     from .trial import instantiate
 
     specs = []
-    for i, item in enumerate(node.seq() if node is not None else []):
+    for item in node.seq() if node is not None else []:
         text = item.str()
         try:
             for cell in parse_cells([text]):
@@ -1624,7 +1620,6 @@ def _compile_perturbations(node: Node | None) -> list[str]:
         except ChaosevalError as exc:
             raise item.error(f"bad perturbation cell {text!r}: {exc}") from None
         specs.append(text)
-        del i
     return specs
 
 
@@ -1650,8 +1645,3 @@ def load_yaml_file(path: Path) -> list[Scenario]:
     if not docs:
         raise ScenarioError("the file holds no scenario", source=str(path))
     return [compile_document(d, str(path)) for d in docs]
-
-
-def dump_json(value: Any) -> str:
-    """For messages: values as the author wrote them."""
-    return json.dumps(_jsonable(value), default=str)
