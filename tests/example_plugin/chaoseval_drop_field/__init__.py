@@ -1,0 +1,36 @@
+"""An example third-party perturbation: a field silently disappears from tool results.
+
+Written only against chaoseval's public plugin API, and registered through the
+``chaoseval.perturbations`` entry-point group in this package's pyproject.toml.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from chaoseval.perturbation import CallNext, CommonParams, Perturbation, PerturbationContext
+
+
+class DropFieldParams(CommonParams):
+    field: str | None = Field(default=None, description="field to drop; default: a random one")
+
+
+class DropField(Perturbation[DropFieldParams]):
+    """Drop one field from a dict result, as an API that changed its schema would."""
+
+    name = "drop_field"
+    channel = "tool"
+    Params = DropFieldParams
+    models = "an upstream API that silently stopped sending a field"
+
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        result = await call_next(call)
+        if not isinstance(result, dict) or not result:
+            return result
+        key = self.params.field or ctx.rng.choice(sorted(result))
+        if key not in result:
+            return result
+        ctx.fault("tool", "malformed", mode="drop_field", field=key)
+        return {k: v for k, v in result.items() if k != key}
