@@ -54,8 +54,12 @@ class CommonParams(BaseModel):
 
     probability: float = Field(default=1.0, ge=0, le=1, description="per-call chance to fire")
     tools: list[str] = Field(default_factory=lambda: ["*"], description="tool-name globs")
-    first_n: int | None = Field(default=None, ge=0, description="only the first N calls")
-    after_n: int | None = Field(default=None, ge=0, description="only calls after the first N")
+    first_n: int | None = Field(
+        default=None, ge=0, description="only the first N calls to the selected tools"
+    )
+    after_n: int | None = Field(
+        default=None, ge=0, description="only calls to the selected tools after the first N"
+    )
     on_turn: int | None = Field(default=None, ge=0, description="only the call at agent turn t")
 
     @field_validator("tools", mode="before")
@@ -125,12 +129,16 @@ class Perturbation(Generic[P]):
                 f"perturbation {cls.name!r}: bad parameters ({problems}); parameters: {known}"
             ) from None
 
-    def selects(self, call: Any, index: int, turn: int) -> bool:
+    def selects(self, call: Any, turn: int) -> bool:
+        """Whether this call is eligible; counts calls per plugin so ``first_n`` means the first
+        N calls *to the selected tools* (a plugin instance lives for one trial)."""
         p = self.params
         if isinstance(call, ToolCall) and not any(
             fnmatch.fnmatchcase(call.tool, g) for g in p.tools
         ):
             return False
+        index = getattr(self, "_matched", 0)
+        self._matched = index + 1
         if p.first_n is not None and index >= p.first_n:
             return False
         if p.after_n is not None and index < p.after_n:
@@ -138,11 +146,10 @@ class Perturbation(Generic[P]):
         return not (p.on_turn is not None and turn != p.on_turn)
 
     async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
-        index = getattr(call, "index", 0)
         turn = getattr(call, "turn", 0)
-        # The gate draw comes first from the call's own stream, so the fault's own draws
-        # (delays, payloads) never depend on whether another plugin is stacked.
-        if not self.selects(call, index, turn) or ctx.rng.random() >= self.params.probability:
+        # Each call has its own stream, so the gate draw and the fault's own draws (delays,
+        # payloads) never depend on whether another plugin is stacked.
+        if not self.selects(call, turn) or ctx.rng.random() >= self.params.probability:
             return await call_next(call)
         return await self.apply(call, call_next, ctx)
 

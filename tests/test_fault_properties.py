@@ -183,7 +183,8 @@ def test_probability_one_injects_on_every_selected_call(
 ) -> None:
     plugin = plugins_for(name, probability=1.0, tools=glob)
     faults, _ = run_calls([plugin], calls, seed)
-    selected = [i for i, t in enumerate(calls) if plugin.selects(ToolCall(t, {}, i, i, i), i, i)]
+    probe = plugins_for(name, probability=1.0, tools=glob)
+    selected = [i for i, t in enumerate(calls) if probe.selects(ToolCall(t, {}, i, i, i), i)]
     assert selected or not faults
     assert [f["call_index"] for f in faults] == selected
 

@@ -232,3 +232,26 @@ def test_real_clock_agent_waits_for_real_and_hangs_end_at_the_call_deadline(tiny
     assert (hang.status, hang.root_cause) == ("failed", "timeout")
     assert 0.15 <= hang.wall_seconds < 2
     assert hang.trajectory.faults[0].delivered
+
+
+def test_first_n_counts_calls_to_the_selected_tools(tiny):
+    """``tools=add_to_cart,first_n=1`` hits the first add_to_cart call, even as call #2."""
+    cell = Cell(
+        name="t",
+        perturbations=[
+            PerturbationSpec(
+                name="timeout",
+                params={
+                    "tools": ["add_to_cart"],
+                    "first_n": 1,
+                    "probability": 1,
+                    "modes": ["raise"],
+                },
+            )
+        ],
+    )
+    result = _run(tiny, load_agent("scripted"), cells=[cell], trials=1)
+    (record,) = [r for r in result.records if r.cell == "t"]
+    assert [(f.kind, f.call_index, f.delivered) for f in record.trajectory.faults] == [
+        ("timeout", 1, True)
+    ]

@@ -27,7 +27,7 @@ from tenacity import (
     RetryCallState,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
 )
 
 from ..agent import AgentOutput, Episode, agent
@@ -168,6 +168,16 @@ class ResilientActor(SimActor):
     style = "resilient"
     attempts = 4
 
+    def __init__(self, episode: Episode):
+        super().__init__(episode)
+        # tenacity's own jitter draws from the global random module; ours comes from the
+        # episode's stream so a replay reproduces every retry delay exactly.
+        self._jitter = episode.rng("retry-jitter")
+        self._exponential = wait_exponential(multiplier=0.5, max=8.0)
+
+    def _backoff(self, state: RetryCallState) -> float:
+        return self._exponential(state) + self._jitter.uniform(0, 0.5)
+
     async def _harness_call(self, tool: str, args: dict[str, Any]) -> Any:
         spec = self.episode.tools.specs.get(tool)
 
@@ -182,7 +192,7 @@ class ResilientActor(SimActor):
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.attempts),
-            wait=_retry_after_or(wait_exponential_jitter(initial=0.5, max=8.0, jitter=0.5)),
+            wait=_retry_after_or(self._backoff),
             retry=retry_if_exception(_transient),
             sleep=self.episode.clock.sleep,
             reraise=True,
