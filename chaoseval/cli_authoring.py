@@ -45,6 +45,10 @@ def lint_cmd(
     ] = None,
     seeds: Annotated[int, typer.Option(help="run seeds the reference must pass under")] = 3,
     trials: Annotated[int, typer.Option(help="trials per seed")] = 2,
+    perturbation: Annotated[
+        list[str] | None,
+        typer.Option("--perturbation", "-p", help="also canary this cell (repeatable)"),
+    ] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
 ) -> None:
     """Check scenarios: schema, solvable, non-trivial, perturbations reachable. Exit 1 on any
@@ -52,7 +56,12 @@ def lint_cmd(
     if seeds < 1 or trials < 1:
         _fail(ChaosevalError("--seeds and --trials must be at least 1"))
     try:
-        reports = lint_paths(paths or None, seeds=list(range(seeds)), trials=trials)
+        reports = lint_paths(
+            paths or None,
+            seeds=list(range(seeds)),
+            trials=trials,
+            perturbations=perturbation or [],
+        )
     except ChaosevalError as exc:
         _fail(exc)
     if format == "json":

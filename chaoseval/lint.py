@@ -215,15 +215,23 @@ def check_reachable(scenario: Scenario, specs: Sequence[str], seed: int, trials:
 
 
 def lint_scenario(
-    scenario: Scenario, *, seeds: Sequence[int] = (0, 1, 2), trials: int = 2
+    scenario: Scenario,
+    *,
+    seeds: Sequence[int] = (0, 1, 2),
+    trials: int = 2,
+    perturbations: Sequence[str] = (),
 ) -> ScenarioLint:
+    """``perturbations``: cells to canary besides those the scenario lists itself."""
     report = ScenarioLint(scenario.source or scenario.id, scenario.id)
     report.findings.append(Finding("schema", True, "loads"))
     steps = [
         lambda: check_solvable(scenario, seeds, trials),
         lambda: check_non_trivial(scenario, seeds),
         lambda: check_reachable(
-            scenario, list(getattr(scenario, "perturbations", []) or []), seeds[0], trials
+            scenario,
+            [*(getattr(scenario, "perturbations", None) or []), *perturbations],
+            seeds[0],
+            trials,
         ),
     ]
     for name, step in zip(("solvable", "non-trivial", "reachable"), steps, strict=True):
@@ -256,7 +264,11 @@ def scenario_files(paths: Iterable[Path]) -> tuple[list[Path], list[ScenarioErro
 
 
 def lint_paths(
-    paths: Sequence[Path] | None, *, seeds: Sequence[int] = (0, 1, 2), trials: int = 2
+    paths: Sequence[Path] | None,
+    *,
+    seeds: Sequence[int] = (0, 1, 2),
+    trials: int = 2,
+    perturbations: Sequence[str] = (),
 ) -> list[ScenarioLint]:
     """Lint every scenario under ``paths`` (installed packs when empty). A file that does not
     load gets a failed schema finding listing all its errors; the others are still linted."""
@@ -278,7 +290,9 @@ def lint_paths(
             except ScenarioError as exc:
                 reports.append(_schema_failure(str(f), [exc]))
     for scenario in loaded:
-        reports.append(lint_scenario(scenario, seeds=seeds, trials=trials))
+        reports.append(
+            lint_scenario(scenario, seeds=seeds, trials=trials, perturbations=perturbations)
+        )
     return reports
 
 

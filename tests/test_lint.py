@@ -238,3 +238,12 @@ def test_the_authoring_guide_example_passes_lint(tmp_path):
     example = next(b for b in guide.split("```yaml\n")[1:] if b.startswith("id: "))
     findings, report = lint_text(tmp_path, example.split("```")[0])
     assert report.ok, [(f.check, f.summary, f.details) for f in findings.values()]
+
+
+def test_lint_canaries_extra_cells_for_python_scenarios():
+    vending = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
+    reports = lint_paths(
+        [vending], seeds=[0], trials=1, perturbations=["timeout:tools=adjust_inventory"]
+    )
+    reach = [next(f for f in r.findings if f.check == "reachable") for r in reports]
+    assert reach and all(not f.ok and "adjust_inventory" in f.details[0] for f in reach)

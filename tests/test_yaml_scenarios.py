@@ -302,3 +302,42 @@ def test_several_scenarios_per_file_with_merge_keys(tmp_path):
     assert [s.id for s in found] == ["shop-test", "shop-variant"]
     assert found[1].build(0)[1]["order_id"] == "A-2"
     assert found[1].tool("bump") is not None  # inherited through the merge
+
+
+def test_memory_and_ui_page_reach_the_plan(tmp_path):
+    path = write(
+        tmp_path,
+        "mem.yaml",
+        """\
+        id: mem-ui-test
+        description: re-check a remembered order instead of trusting memory
+        instruction: "Confirm order {order_id}"
+        difficulty: 0
+        tables: {orders: [{order_id: A-1, street: New Road}]}
+        givens: {order_id: A-1}
+        memory: [{key: order, value: {order_id: A-1, street: Old Lane}}]
+        ui: "<h1>Order {order_id}</h1>"
+        tools:
+          get_order: {kind: lookup, table: orders, key: order_id}
+        checks:
+          - {name: looked it up, called: get_order}
+          - {name: current street, answer_contains: New Road}
+        solution:
+          steps:
+            - {id: page, page: true}
+            - {id: o, call: get_order, args: {order_id: "{order_id}"}, recall: order}
+          answer: "Order $o.order_id ships to $o.street"
+        """,
+    )
+    (s,) = load_paths([path])
+    assert s.memory[0].value["street"] == "Old Lane" and s.ui is not None
+
+    def first(agent: str):
+        config = RunConfig(scenarios=[s], agent=load_agent(agent), agent_name=agent, trials=1)
+        return run(config).records[0]
+
+    scripted, naive = first("scripted"), first("naive")
+    assert scripted.status == "passed", scripted
+    assert any(step.kind == "observation" for step in scripted.trajectory.steps)
+    # The naive harness trusts its memory (no lookup), so the YAML plan's `recall` exposes it.
+    assert naive.status == "failed" and naive.answer == "Order A-1 ships to Old Lane"
