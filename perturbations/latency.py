@@ -17,7 +17,12 @@ from chaoseval.perturbation import (
 
 class LatencyParams(CommonParams):
     mean: float = Field(default=2.0, ge=0, description="mean added delay, seconds")
-    jitter: float = Field(default=1.0, ge=0, description="spread of the delay, seconds")
+    jitter: float = Field(
+        default=1.0,
+        ge=0,
+        description="spread, seconds: half-width (uniform), standard deviation (normal); "
+        "exponential ignores it (its spread is its mean)",
+    )
     distribution: Literal["uniform", "normal", "exponential"] = Field(
         default="exponential", description="shape of the delay around the mean"
     )
@@ -28,7 +33,9 @@ class Latency(Perturbation[LatencyParams]):
     """Delay each selected tool result. A delay past the call deadline becomes a timeout.
 
     Models a slow dependency: a database under load or a third-party API at its p99. The
-    default exponential delay (mean 2 s) gives the long tail real services show.
+    default exponential delay (mean 2 s) gives the long tail real services show. Delays never
+    go below zero. The delay is slept on the trial clock: instant on the virtual clock of the
+    simulated agents, real for a real agent. Logged as fault kind ``latency`` with ``seconds``.
     """
 
     channel = "tool"

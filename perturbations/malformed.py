@@ -33,7 +33,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 from hypothesis import HealthCheck, Phase, find, settings
@@ -151,10 +152,38 @@ def draw(
             return seen > wanted
 
         try:
-            return find(strategy, accept, settings=_SETTINGS, random=random.Random(seed))
+            with _without_local_constants():
+                return find(strategy, accept, settings=_SETTINGS, random=random.Random(seed))
         except NoSuchExample:
             continue  # a narrow condition: take the first example that satisfies it
     raise ValueError(f"no example of {strategy!r} satisfies the mode's condition")
+
+
+@contextmanager
+def _without_local_constants() -> Iterator[None]:
+    """Draw without hypothesis' pool of constants scraped from the caller's loaded modules.
+
+    Hypothesis mixes literals found in every local module in ``sys.modules`` into its draws, so
+    the same seed would give another payload once some unrelated module is imported or edited.
+    That pool is private API; if it moves in a later hypothesis, draws still work (and the
+    cross-process test in tests/test_fault_properties.py says whether they still reproduce).
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+
+        empty = providers.Constants()
+        original = providers._get_local_constants
+        cache = providers.CONSTANTS_CACHE
+    except (ImportError, AttributeError):
+        yield
+        return
+    cache.cache.clear()  # it holds (global, local) constant pools computed with the real pool
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.cache.clear()
 
 
 def _always(_: Any) -> bool:

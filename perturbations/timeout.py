@@ -45,7 +45,17 @@ class Timeout(Perturbation[TimeoutParams]):
     """Make selected tool calls fail: hang until the deadline, time out, 429, 5xx or reset.
 
     Models an unavailable dependency: a log service that does not answer within 5 s, a rate
-    limiter, a failing upstream. The default hangs half of the calls.
+    limiter, a failing upstream. The default hangs half of the calls. What the agent gets:
+
+    - ``hang``: nothing until the scenario's ``call_timeout``, then ToolTimeout (fault
+      ``timeout``); the tool body never runs
+    - ``raise``: ToolTimeout at once (fault ``timeout``)
+    - ``429``: ToolHTTPError(429) with ``retry_after`` seconds (fault ``http_error``)
+    - ``5xx``: ToolHTTPError 500/502/503/504, no Retry-After (fault ``http_error``)
+    - ``reset``: ToolConnectionError (fault ``connection_reset``)
+
+    Over HTTP (chaoseval.http) these become a 504, the status with its Retry-After header, or
+    a connection closed without a response.
     """
 
     channel = "tool"

@@ -264,6 +264,8 @@ def test_payloads_reproduce_in_another_process() -> None:
     """Hash randomisation and interpreter state do not leak into the drawn payloads."""
     code = (
         "import json,sys; sys.path.insert(0, 'tests');"
+        # other local modules loaded first: hypothesis must not mix their constants in
+        "import chaoseval.cli, chaoseval.report, chaoseval.stats, chaoseval.http;"
         "from test_fault_properties import run_calls, plugins_for, TOOLS;"
         "print(json.dumps(run_calls([plugins_for('malformed', probability=0.8)], TOOLS * 2, 99),"
         " default=str))"
@@ -284,6 +286,29 @@ def test_payloads_reproduce_in_another_process() -> None:
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
         assert json.loads(out.stdout) == here
+
+
+def test_payloads_ignore_constants_of_other_loaded_modules(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hypothesis mixes literals of loaded local modules into draws; the plugin opts out, so
+    importing (or editing) an unrelated module does not change any payload."""
+
+    def schedules() -> str:
+        plugin = plugins_for("malformed", probability=1.0, oversize_bytes=512)
+        return json.dumps([run_calls([plugin], TOOLS * 3, s) for s in range(12)], default=str)
+
+    before = schedules()
+    literals = ", ".join(repr(f"lit-{i}-zz") for i in range(40))
+    (tmp_path / "unrelated_consts.py").write_text(
+        f"NAMES = ({literals}, 'VM-999', 'ORD-0000', 123456789, -987654, 2.718281828)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("unrelated_consts")
+    try:
+        assert schedules() == before
+    finally:
+        sys.modules.pop("unrelated_consts", None)
 
 
 def test_params_are_validated() -> None:
