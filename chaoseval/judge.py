@@ -151,8 +151,29 @@ def _error_cause(exc: BaseException, state: TrialState) -> str:
     if isinstance(exc, ToolTimeout | TimeoutError):
         return "timeout"
     if isinstance(exc, AgentVisibleError):
-        return "unhandled_tool_error"
+        # A tool error that follows bad data the agent took at face value (a None passed on
+        # as an argument) is the bad data's fault, not the tool's.
+        return _accepted_fault_cause(state) or "unhandled_tool_error"
     return "crash"
+
+
+def _accepted_fault_cause(state: TrialState) -> str | None:
+    """The root cause of the latest delivered fault the agent went on with.
+
+    A malformed result counts only when the agent did not call that tool again afterwards:
+    an agent that rejected the data and retried did not accept it.
+    """
+    steps = state.trajectory.steps
+    for fault in reversed([f for f in state.trajectory.faults if f.delivered]):
+        cause = FAULT_ROOT_CAUSES.get(fault.kind)
+        if cause is None:
+            continue
+        if fault.kind == "malformed" and fault.step is not None:
+            tool = steps[fault.step].tool
+            if any(s.kind == "tool" and s.tool == tool for s in steps[fault.step + 1 :]):
+                continue
+        return cause
+    return None
 
 
 def _failure_cause(
@@ -160,14 +181,16 @@ def _failure_cause(
 ) -> str:
     if state.budget_exceeded:
         return "budget_exceeded"
-    delivered = [f for f in state.trajectory.faults if f.delivered]
     if output.gave_up:
         return "gave_up"
-    for fault in reversed(delivered):
-        cause = FAULT_ROOT_CAUSES.get(fault.kind)
-        if cause:
-            return cause
-    if any(s.result_class == "malformed" for s in state.trajectory.tool_steps()):
+    cause = _accepted_fault_cause(state)
+    if cause:
+        return cause
+    tool_steps = state.trajectory.tool_steps()
+    if any(
+        s.result_class == "malformed" and not any(t.tool == s.tool for t in tool_steps[i + 1 :])
+        for i, s in enumerate(tool_steps)
+    ):
         return "accepted_malformed_data"
     if len(state.trajectory.tool_steps()) < scenario.reference_steps:
         return "premature_stop"

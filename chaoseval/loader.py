@@ -56,7 +56,21 @@ def _collect(module: Any, source: str) -> list[Scenario]:
     return scenarios
 
 
+# Loaded Python scenario files by (path, mtime, size). Re-executing a file would replace its
+# module in sys.modules while older Scenario objects still call the old module's functions;
+# freezegun patches only modules in sys.modules, so those tools would see the real clock.
+_PY_CACHE: dict[tuple[Path, int, int], list[Scenario]] = {}
+
+
 def load_python_file(path: Path) -> list[Scenario]:
+    stat = path.stat()
+    key = (path.resolve(), stat.st_mtime_ns, stat.st_size)
+    if key not in _PY_CACHE:
+        _PY_CACHE[key] = _exec_python_file(path)
+    return list(_PY_CACHE[key])
+
+
+def _exec_python_file(path: Path) -> list[Scenario]:
     name = f"chaoseval_user_scenarios.{path.stem}_{abs(hash(path.resolve())) % 10**8}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

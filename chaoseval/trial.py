@@ -57,9 +57,13 @@ def world_seed(run_seed: int, scenario: Scenario) -> int:
 
 def instantiate(cell: Cell) -> list[Perturbation[Any]]:
     plugins = []
-    for spec in cell.perturbations:
+    names = [spec.name for spec in cell.perturbations]
+    for i, spec in enumerate(cell.perturbations):
         cls = perturbations.get(spec.name)
-        plugins.append(cls.from_spec(spec.params, label=spec.name))
+        # The label keys the plugin's random streams: two of the same plugin in one stack
+        # must not draw identical numbers.
+        label = spec.name if names.count(spec.name) == 1 else f"{spec.name}#{i}"
+        plugins.append(cls.from_spec(spec.params, label=label))
     return plugins
 
 
