@@ -20,7 +20,7 @@ CLEAN = "clean"
 @dataclass
 class CellResult:
     cell: str
-    summary: Summary
+    summary: Summary  # over the tasks the perturbation reached (all tasks for clean)
     trials: int  # all trials, scored or not
     not_evaluable: int
     root_causes: Counter[str]
@@ -30,6 +30,7 @@ class CellResult:
     perturbed: bool
     delta: Delta | None = None
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (n, c)
+    not_landed: list[str] = field(default_factory=list)  # tasks no fault of the cell reached
 
     @property
     def did_not_land(self) -> bool:
@@ -47,12 +48,35 @@ def task_counts(records: Iterable[TrialRecord]) -> dict[str, tuple[int, int]]:
     return {t: (n, c) for t, (n, c) in counts.items()}
 
 
+def not_landed(records: Iterable[TrialRecord]) -> list[str]:
+    """Tasks of a perturbed cell where no fault reached the agent in any trial.
+
+    Such a task was not tested under the perturbation; scoring it would count an untested
+    task as one that survived, so it is left out of the cell's metrics and listed instead.
+    """
+    landed: dict[str, bool] = {}
+    for r in records:
+        if not r.perturbations:
+            return []
+        landed[r.scenario] = landed.get(r.scenario, False) or r.faults_delivered() > 0
+    return sorted(t for t, hit in landed.items() if not hit)
+
+
+def landed_counts(records: Sequence[TrialRecord]) -> dict[str, tuple[int, int]]:
+    """Per-task (n, c) over the tasks the cell's perturbations reached."""
+    skip = set(not_landed(records))
+    return {t: nc for t, nc in task_counts(records).items() if t not in skip}
+
+
+def _summary(counts: dict[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
+    return summarize([TaskCounts(t, n, c) for t, (n, c) in sorted(counts.items())], ks)
+
+
 def cell_result(name: str, records: Sequence[TrialRecord], ks: Sequence[int]) -> CellResult:
-    counts = task_counts(records)
-    summary = summarize([TaskCounts(t, n, c) for t, (n, c) in sorted(counts.items())], ks)
+    counts = landed_counts(records)
     return CellResult(
         cell=name,
-        summary=summary,
+        summary=_summary(counts, ks),
         trials=len(records),
         not_evaluable=sum(not r.scored for r in records),
         root_causes=Counter(r.root_cause for r in records if r.status == "failed" and r.root_cause),
@@ -61,7 +85,14 @@ def cell_result(name: str, records: Sequence[TrialRecord], ks: Sequence[int]) ->
         faults_delivered=sum(r.faults_delivered() for r in records),
         perturbed=any(r.perturbations for r in records),
         counts=counts,
+        not_landed=not_landed(records),
     )
+
+
+def _against_clean(result: CellResult, clean: CellResult, ks: Sequence[int]) -> Delta:
+    """perturbed - clean over the same tasks: clean restricted to where the cell landed."""
+    same = {t: nc for t, nc in clean.counts.items() if t in result.counts}
+    return delta(result.summary, _summary(same, ks))
 
 
 def by_cell(records: Sequence[TrialRecord], ks: Sequence[int]) -> list[CellResult]:
@@ -74,7 +105,7 @@ def by_cell(records: Sequence[TrialRecord], ks: Sequence[int]) -> list[CellResul
     clean = next((r for r in results if r.cell == CLEAN), None)
     if clean is not None:
         for r in results:
-            r.delta = delta(r.summary, clean.summary)
+            r.delta = _against_clean(r, clean, ks)
     return results
 
 
@@ -88,5 +119,5 @@ def by_scenario_cell(
     for (scenario, _cell), result in results.items():
         clean = results.get((scenario, CLEAN))
         if clean is not None:
-            result.delta = delta(result.summary, clean.summary)
+            result.delta = _against_clean(result, clean, ks)
     return results

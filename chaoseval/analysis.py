@@ -20,7 +20,15 @@ from typing import Any
 import anyio
 import numpy as np
 
-from .aggregate import CLEAN, CellResult, by_cell, by_scenario_cell, task_counts
+from .aggregate import (
+    CLEAN,
+    CellResult,
+    by_cell,
+    by_scenario_cell,
+    landed_counts,
+    not_landed,
+    task_counts,
+)
 from .errors import ChaosevalError
 from .journal import Journal
 from .metrics import TaskCounts, per_task_metric, summarize
@@ -528,7 +536,7 @@ def analyze(
             family = []
             for name in degradation:
                 cmp = compare_counts(
-                    task_counts(groups[name]),
+                    landed_counts(groups[name]),
                     clean_counts,
                     metric,
                     k,
@@ -537,6 +545,8 @@ def analyze(
                     seed=derive_seed(seed, "degradation", name, metric, k or 0),
                     arms=(name, CLEAN),
                 )
+                for task in not_landed(groups[name]):
+                    cmp.excluded[task] = "no fault reached the agent (did not land)"
                 degradation[name].append(cmp)
                 family.append(cmp)
             adjust_family(family)

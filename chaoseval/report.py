@@ -45,6 +45,7 @@ def _cell_json(r: CellResult, name: str) -> dict[str, Any]:
         "faults_injected": r.faults_injected,
         "faults_delivered": r.faults_delivered,
         "did_not_land": r.did_not_land,
+        "not_landed": r.not_landed,
     }
 
 
@@ -123,6 +124,12 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
             console.print(
                 f"[yellow]{r.cell}: pass^{k} excludes {len(tasks)} task(s) with fewer than {k} "
                 f"scored trials:[/] {', '.join(tasks)}"
+            )
+        if r.not_landed:
+            console.print(
+                f"[yellow]{r.cell}: did not land on {len(r.not_landed)} task(s) (no fault "
+                f"reached the agent); they are left out of its metrics:[/] "
+                + ", ".join(r.not_landed)
             )
         if r.summary.unscored:
             console.print(

@@ -47,7 +47,10 @@ class TrialPlan:
 
 
 def trial_seed(run_seed: int, plan: TrialPlan) -> int:
-    return derive_seed(run_seed, plan.scenario.id, plan.cell.name, plan.index)
+    """Common random numbers: trial i of a scenario gets the same seed in every cell, so the
+    agent's own draws match clean's and a cell differs from clean only by its perturbations.
+    Repeats within a cell (different i) stay independent."""
+    return derive_seed(run_seed, plan.scenario.id, "trial", plan.index)
 
 
 def world_seed(run_seed: int, scenario: Scenario) -> int:

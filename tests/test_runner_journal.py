@@ -134,3 +134,26 @@ def test_generated_world_does_not_depend_on_the_day_it_is_built():
         b = scenario.build(123)
     assert a == b
     assert scenario.build(124) != a
+
+
+def test_cells_share_trial_seeds_and_unreached_tasks_are_left_out():
+    """Common random numbers: a cell whose faults reach no task behaves exactly like clean,
+    and a task the perturbation never reached is listed as not landed, not 'survived'."""
+    from chaoseval.aggregate import by_cell
+
+    config = _config(None)
+    config.cells = parse_cells(["timeout:tools=no_such_tool", "timeout:tools=read_dispense_log"])
+    records = run(config).records
+    clean = {(r.scenario, r.index): r for r in records if r.cell == "clean"}
+    for r in records:
+        assert r.seed == clean[(r.scenario, r.index)].seed
+    unreached = [r for r in records if r.cell == "timeout(tools=no_such_tool)"]
+    assert [r.status for r in unreached] == [clean[(r.scenario, r.index)].status for r in unreached]
+
+    cells = {c.cell: c for c in by_cell(records, [1, 2])}
+    nowhere = cells["timeout(tools=no_such_tool)"]
+    assert nowhere.did_not_land and nowhere.summary.mean is None
+    assert len(nowhere.not_landed) == 3
+    log = cells["timeout(tools=read_dispense_log)"]
+    # read_dispense_log is called in every vending scenario, so it lands on all three.
+    assert log.not_landed == [] and log.summary.tasks == 3

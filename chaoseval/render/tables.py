@@ -67,6 +67,11 @@ def summary_table(a: Analysis) -> TableData:
                     f"{c.cell}: pass@{k}/pass^{k} exclude {len(tasks)} task(s) with fewer than "
                     f"{k} scored trials: {', '.join(tasks)}"
                 )
+        if c.not_landed:
+            notes.append(
+                f"{c.cell}: did not land on {len(c.not_landed)} task(s) (no fault reached the "
+                f"agent), left out of its metrics: {', '.join(c.not_landed)}"
+            )
         if s.unscored:
             notes.append(
                 f"{c.cell}: {len(s.unscored)} task(s) had no evaluable trial: "
