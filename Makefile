@@ -21,14 +21,21 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check chaoseval perturbations scenarios tests benchmarks
 
+# Every perturbation in the catalogue, one cell each, beside clean, for both reference harnesses.
+CATALOGUE := -p latency -p timeout -p malformed -p layout_shift -p modal -p sampling \
+             -p stale_memory -p clock_skew
+
 demo: $(STAMP)
 	mkdir -p $(OUT)
-	$(BIN)/chaoseval run --agent naive --trials 5 --seed 7 -p latency -p timeout \
+	$(BIN)/chaoseval run --agent naive --trials 5 --seed 7 $(CATALOGUE) \
 	  --journal $(OUT)/naive.jsonl --overwrite
-	$(BIN)/chaoseval run --agent resilient --trials 5 --seed 7 -p latency -p timeout \
+	$(BIN)/chaoseval run --agent resilient --trials 5 --seed 7 $(CATALOGUE) \
 	  --journal $(OUT)/resilient.jsonl --overwrite
+	$(BIN)/chaoseval summary $(OUT)/naive.jsonl $(OUT)/resilient.jsonl
 	$(BIN)/chaoseval report $(OUT)/resilient.jsonl --format html -o $(OUT)/report.html
+	$(BIN)/chaoseval report $(OUT)/naive.jsonl --format html -o $(OUT)/report-naive.html
 	$(BIN)/chaoseval compare $(OUT)/naive.jsonl $(OUT)/resilient.jsonl
+	@echo "reports: $(OUT)/report.html $(OUT)/report-naive.html"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

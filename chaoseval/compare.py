@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .aggregate import CLEAN, task_counts
+from .aggregate import CLEAN, not_landed, task_counts
 from .analysis import Comparison, adjust_family, compare_counts
 from .journal import Journal
 from .records import TrialRecord
@@ -205,6 +205,10 @@ def compare_journals(
     families: dict[str, list[Comparison]] = {}
     for cell in common_cells:
         ca, cb = task_counts(ga[cell]), task_counts(gb[cell])
+        # A task the perturbation reached in neither run is not a test of resilience.
+        unreached = set(not_landed(ga[cell])) & set(not_landed(gb[cell]))
+        ca = {t: v for t, v in ca.items() if t not in unreached}
+        cb = {t: v for t, v in cb.items() if t not in unreached}
         cmps = []
         for metric, k in [("pass^k", k) for k in reversed(ks)] + [("mean", None)]:
             cmp = compare_counts(
@@ -217,6 +221,8 @@ def compare_journals(
                 seed=derive_seed(seed, "compare", cell, metric, k or 0),
                 arms=(lb, la),
             )
+            for t in unreached:
+                cmp.excluded[t] = "no fault reached either agent (did not land)"
             cmps.append(cmp)
             families.setdefault(cmp.label, []).append(cmp)
         cells.append(CellComparison(cell, cmps))
@@ -333,6 +339,10 @@ def print_comparison(h: HarnessComparison, console: Console) -> None:
         if not why.startswith("only in")  # already listed above
     }
     if excluded:
-        console.print("[yellow]excluded (cell, task): reason[/]")
+        console.print("[yellow]excluded from pairing (cell: reason: tasks)[/]")
+        grouped: dict[tuple[str, str], list[str]] = {}
         for (cell, t), why in sorted(excluded.items()):
-            console.print(f"  {escape(cell)}, {escape(t)}: {escape(why)}", highlight=False)
+            grouped.setdefault((cell, why), []).append(t)
+        for (cell, why), tasks in grouped.items():
+            names = escape(", ".join(tasks))
+            console.print(f"  {escape(cell)}: {escape(why)}: {len(tasks)} task(s): {names}")

@@ -28,14 +28,15 @@ def print_summary(journals: Sequence[Journal], console: Console, k: int | None =
     for res in results:
         cells += [c for c in res if c not in cells]
     table = Table(
-        title=f"pass^{k} per perturbation and its change against clean, per harness",
+        title=f"Per perturbation and harness: mean and pass^{k}, with the change against clean "
+        "on the same tasks",
         title_justify="left",
     )
     table.add_column("perturbation")
     for j in journals:
-        table.add_column(f"{j.manifest.agent} mean", justify="right")
-        table.add_column(f"{j.manifest.agent} pass^{k}", justify="right")
-        table.add_column(f"{j.manifest.agent} Δpass^{k}", justify="right")
+        table.add_column(f"{j.manifest.agent}\nmean (Δ)", justify="right")
+        table.add_column(f"{j.manifest.agent}\npass^{k} (Δ)", justify="right")
+        table.add_column(f"{j.manifest.agent}\ntasks reached", justify="right")
     for cell in cells:
         row = [cell]
         for res in results:
@@ -43,12 +44,16 @@ def print_summary(journals: Sequence[Journal], console: Console, k: int | None =
             if r is None:
                 row += ["—", "—", "—"]
                 continue
-            d = r.delta.pass_hat.get(k) if r.delta and cell != "clean" else None
-            note = " [yellow](did not land)[/]" if r.did_not_land else ""
-            row += [
-                _fmt(r.summary.mean),
-                _fmt(r.summary.pass_hat.get(k)),
-                ("" if cell == "clean" else _fmt(d, signed=True)) + note,
-            ]
+            d = r.delta if r.delta and cell != "clean" else None
+            mean = _fmt(r.summary.mean) + (f" ({_fmt(d.mean, True)})" if d else "")
+            phat = _fmt(r.summary.pass_hat.get(k)) + (
+                f" ({_fmt(d.pass_hat.get(k), True)})" if d else ""
+            )
+            reached = (
+                f"{r.summary.tasks + len(r.summary.unscored)}/{len(r.counts) + len(r.not_landed)}"
+            )
+            if r.did_not_land:
+                reached = "[yellow]did not land[/]"
+            row += [mean, phat, reached]
         table.add_row(*row)
     console.print(table)
