@@ -482,6 +482,7 @@ class Analysis:
     process: dict[str, ProcessMetrics]
     heatmap: dict[tuple[str, str], float | None]
     curves: dict[str, dict[int, float | None]]
+    baseline_curves: dict[str, dict[int, float | None]]  # clean over each cell's reached tasks
     scenarios: list[str]
     warnings: list[str]
     reference_note: str | None = None
@@ -609,14 +610,27 @@ def analyze(
         key: (res.delta.pass_hat.get(k_main) if res.delta else None) for key, res in per.items()
     }
     curves: dict[str, dict[int, float | None]] = {}
+    baseline_curves: dict[str, dict[int, float | None]] = {}
+    clean_cell = next((c for c in cells if c.cell == CLEAN), None)
+
+    def curve(counts: dict[str, tuple[int, int]]) -> dict[int, float | None] | None:
+        max_n = max((n for n, _ in counts.values()), default=0)
+        if max_n < 1:
+            return None
+        tasks = [TaskCounts(t, n, cc) for t, (n, cc) in sorted(counts.items())]
+        return dict(summarize(tasks, range(1, max_n + 1)).pass_hat)
+
     for c in cells:
-        max_n = max((n for n, _ in c.counts.values()), default=0)
-        if max_n >= 1:
-            s = summarize(
-                [TaskCounts(t, n, cc) for t, (n, cc) in sorted(c.counts.items())],
-                range(1, max_n + 1),
-            )
-            curves[c.cell] = dict(s.pass_hat)
+        own = curve(c.counts)
+        if own is not None:
+            curves[c.cell] = own
+        if clean_cell is not None and c.cell != CLEAN:
+            # Clean over the same tasks the perturbation reached, so the panels compare like
+            # with like.
+            same = {t: nc for t, nc in clean_cell.counts.items() if t in c.counts}
+            base = curve(same)
+            if base is not None:
+                baseline_curves[c.cell] = base
     m = journal.manifest
     return Analysis(
         journal=str(journal.path),
@@ -635,6 +649,7 @@ def analyze(
         process=process,
         heatmap=heatmap,
         curves=curves,
+        baseline_curves=baseline_curves,
         scenarios=sorted({r.scenario for r in records}),
         warnings=warnings,
         reference_note=note,

@@ -50,7 +50,8 @@ def pass_hat_curves(a: Analysis, panel_w: int = 290, panel_h: int = 210) -> str:
         ox, oy = (i % per_row) * panel_w, (i // per_row) * panel_h
         left, top, w, h = ox + 40, oy + 26, panel_w - 60, panel_h - 62
         curve = a.curves.get(cell, {})
-        kmax = max([*curve.keys(), *clean.keys(), 1])
+        base = a.baseline_curves.get(cell, clean)
+        kmax = max([*curve.keys(), *base.keys(), 1])
         parts.append(_t(ox + panel_w / 2, oy + 16, cell, 12, font_weight="bold"))
         parts.append(
             f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='#fafafa' stroke='#ccc'/>"
@@ -67,7 +68,7 @@ def pass_hat_curves(a: Analysis, panel_w: int = 290, panel_h: int = 210) -> str:
             x, _ = _xy(box, k, 0)
             parts.append(_t(x, top + h + 14, str(k), 10))
         parts.append(_t(left + w / 2, top + h + 28, "k", 10))
-        series = [(clean, "#888", "4 3", "clean")]
+        series = [(base, "#888", "4 3", "clean")]
         if cell != CLEAN:
             series.append((curve, PALETTE[i % len(PALETTE)], "", cell))
         for data, color, dash, name in series:
