@@ -84,7 +84,8 @@ def run_cmd(
             trials=trials,
             seed=seed,
             model=ModelSettings(model=model, temperature=temperature, seed=model_seed),
-            ks=sorted(set(k or [1, 2, 5])),
+            # Default k: 1, 2, 5 where the trial count allows, and n itself.
+            ks=sorted(set(k or [x for x in (1, 2, 5) if x <= trials] + [max(trials, 1)])),
             concurrency=concurrency,
             journal=journal,
             resume=resume,

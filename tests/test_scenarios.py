@@ -142,3 +142,14 @@ def test_orders_tools_enforce_ownership_and_shipping() -> None:
         with pytest.raises(ToolError, match="supervisor"):
             scenario.tool("force_cancel").fn(world, order_id=g["order_id"])
         assert not world.table("refunds")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
+def test_world_builds_for_many_seeds(scenario: Scenario) -> None:
+    """A world that fails to build for some seed makes those trials not evaluable: every
+    bundled scenario must build for any run seed, not just the ones the other tests use."""
+    from chaoseval.seeding import derive_seed
+
+    for seed in range(40):
+        tables, givens = scenario.build(derive_seed(seed, scenario.id, "world"))
+        scenario.render_instruction(givens)
