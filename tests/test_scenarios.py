@@ -151,5 +151,5 @@ def test_world_builds_for_many_seeds(scenario: Scenario) -> None:
     from chaoseval.seeding import derive_seed
 
     for seed in range(40):
-        tables, givens = scenario.build(derive_seed(seed, scenario.id, "world"))
+        _tables, givens = scenario.build(derive_seed(seed, scenario.id, "world"))
         scenario.render_instruction(givens)
