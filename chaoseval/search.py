@@ -412,6 +412,20 @@ def search(
     )
     # Fresh trial seeds: the confirmation must not re-use the trials the search selected on.
     confirm_seed = derive_seed(seed, "confirm")
+
+    def confirm_cell(cell: Cell) -> Evaluation:
+        """Re-run a find on fresh trial seeds: a lucky schedule must fail again."""
+        return evaluate(
+            scenario,
+            cell,
+            agent,
+            agent_name=agent_name,
+            model=model,
+            seed=confirm_seed,
+            trials=confirm,
+            wall_timeout=wall,
+        )
+
     rejected: list[tuple[str, float]] = []
     for attempt in range(max(1, rounds)):
         try:
@@ -430,16 +444,7 @@ def search(
                 f"(plugins searched: {', '.join(sorted(found))})"
             ) from None
         cell = make_cell(schedule)
-        confirmation = evaluate(
-            scenario,
-            cell,
-            agent,
-            agent_name=agent_name,
-            model=model,
-            seed=confirm_seed,
-            trials=confirm,
-            wall_timeout=wall,
-        )
+        confirmation = confirm_cell(cell)
         if confirmation.failure_rate >= confirm_rate - 1e-9:
             break
         # A lucky find on a few trials: rule it out and search again.
@@ -449,16 +454,7 @@ def search(
         # Every round's find fell short on confirmation: report the strongest of them.
         best = max(rejected, key=lambda x: x[1])[0]
         cell = next(c.cell for c in cache.values() if c.cell.name == best)
-        confirmation = evaluate(
-            scenario,
-            cell,
-            agent,
-            agent_name=agent_name,
-            model=model,
-            seed=confirm_seed,
-            trials=confirm,
-            wall_timeout=wall,
-        )
+        confirmation = confirm_cell(cell)
     return SearchResult(
         scenario=scenario.id,
         agent=agent_name,
