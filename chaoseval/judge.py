@@ -157,20 +157,33 @@ def _error_cause(exc: BaseException, state: TrialState) -> str:
     return "crash"
 
 
-def _accepted_fault_cause(state: TrialState) -> str | None:
-    """The root cause of the latest delivered fault the agent went on with.
+def _accepted_fault_cause(state: TrialState, output: AgentOutput | None = None) -> str | None:
+    """The root cause of the latest delivered fault that demonstrably shaped the failure.
 
-    A malformed result counts only when the agent did not call that tool again afterwards:
-    an agent that rejected the data and retried did not accept it.
+    Delivery alone is not enough, or a flipped decision in a perturbed trial would be blamed
+    on whatever fault happened to reach the agent: a malformed result counts only when the
+    agent did not call that tool again (it went on with the bad data); a UI change only when
+    a later tool call failed (a click on a moved or covered element); stale memory only when
+    the stale value shows up in a later tool argument or in the answer.
     """
     steps = state.trajectory.steps
+    answer = "" if output is None else output.answer + json.dumps(output.data, default=str)
     for fault in reversed([f for f in state.trajectory.faults if f.delivered]):
         cause = FAULT_ROOT_CAUSES.get(fault.kind)
         if cause is None:
             continue
+        after = [s for s in steps[(fault.step or 0) + 1 :] if s.kind == "tool"]
         if fault.kind == "malformed" and fault.step is not None:
             tool = steps[fault.step].tool
-            if any(s.kind == "tool" and s.tool == tool for s in steps[fault.step + 1 :]):
+            if any(s.tool == tool for s in after):
+                continue
+        elif fault.kind in ("layout_shift", "modal"):
+            if not any(s.result_class not in (None, "ok") for s in after):
+                continue
+        elif fault.kind == "stale_memory":
+            stale = str(fault.detail.get("stale", ""))
+            used = json.dumps([s.args for s in after], default=str) + answer
+            if not stale or stale not in used:
                 continue
         return cause
     return None
@@ -183,7 +196,7 @@ def _failure_cause(
         return "budget_exceeded"
     if output.gave_up:
         return "gave_up"
-    cause = _accepted_fault_cause(state)
+    cause = _accepted_fault_cause(state, output)
     if cause:
         return cause
     tool_steps = state.trajectory.tool_steps()
@@ -192,8 +205,12 @@ def _failure_cause(
         for i, s in enumerate(tool_steps)
     ):
         return "accepted_malformed_data"
-    if len(state.trajectory.tool_steps()) < scenario.reference_steps:
-        return "premature_stop"
     failed = [c for c in checks if not c.passed]
     kinds = {next((k.kind for k in scenario.checks if k.name == c.name), "state") for c in failed}
-    return "wrong_final_state" if "state" in kinds else "wrong_answer"
+    if "state" not in kinds:
+        return "wrong_answer"
+    # The world is not in the state the task needs and the agent did less than the
+    # reference does: it stopped before finishing, rather than doing the wrong thing.
+    if len(tool_steps) < scenario.reference_steps:
+        return "premature_stop"
+    return "wrong_final_state"
