@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -33,6 +34,14 @@ app.add_typer(perturbations_app, name="perturbations")
 # Matrix tables are wide: in a pipe or CI log, do not squeeze them into 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 180)
 err = Console(stderr=True)
+
+
+@app.callback()
+def _session() -> None:
+    # The malformed plugin draws with hypothesis, which caches data under ./.hypothesis by
+    # default; a CLI run must not litter the user's working directory.
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(cache / "chaoseval" / "hypothesis"))
 
 
 def _fail(exc: Exception, code: int = 2) -> None:

@@ -98,3 +98,37 @@ def test_lists(tmp_path):
     assert out.returncode == 0 and "latency" in out.stdout and "probability" in out.stdout
     out = cli("scenarios", "list", cwd=tmp_path)
     assert out.returncode == 0 and "vending-refund-log-down" in out.stdout
+
+
+def test_run_leaves_no_hypothesis_cache_in_the_working_directory(tmp_path):
+    import os
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = subprocess.run(
+        [
+            *CHAOSEVAL,
+            "run",
+            "--agent",
+            "naive",
+            "-n",
+            "2",
+            "-s",
+            "vending-*",
+            "-p",
+            "malformed",
+            "--journal",
+            "j.jsonl",
+            "--no-report",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["j.jsonl"]
