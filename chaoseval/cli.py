@@ -108,6 +108,13 @@ def run_cmd(
         result = run(config)
     except ChaosevalError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        kept = len(read_journal(journal).records) if journal.exists() else 0
+        err.print(
+            f"[bold yellow]interrupted:[/] {kept} finished trial(s) are in {journal}; "
+            f"run the same command with --resume to carry on"
+        )
+        raise typer.Exit(130) from None
     console.print(
         f"wrote {len(result.records) - result.resumed} trial(s) to {journal}"
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")

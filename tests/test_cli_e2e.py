@@ -132,3 +132,51 @@ def test_run_leaves_no_hypothesis_cache_in_the_working_directory(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert sorted(p.name for p in work.iterdir()) == ["j.jsonl"]
+
+
+def test_interrupted_run_keeps_its_trials_and_resumes(tmp_path):
+    import signal
+    import time
+
+    args = [
+        *CHAOSEVAL,
+        "run",
+        "--agent",
+        "naive",
+        "-n",
+        "5",
+        "-p",
+        "latency",
+        "-p",
+        "timeout",
+        "-j",
+        "1",
+        "--journal",
+        "j.jsonl",
+        "--no-report",
+    ]
+    proc = subprocess.Popen(
+        args,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    journal = tmp_path / "j.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        not journal.exists() or journal.read_text().count("\n") < 20
+    ):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr
+    kept = journal.read_text().count('"type":"trial"')
+    assert kept >= 19
+
+    out = cli(*args[3:], "--resume", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"resumed; {kept} kept" in out.stdout
+    assert journal.read_text().count('"type":"trial"') >= 22 * 3 * 5
