@@ -31,6 +31,8 @@ class Clock(Protocol):
 
     def skew(self, delta: timedelta) -> None: ...
 
+    def nominal_now(self) -> datetime: ...
+
 
 class _WorldTime:
     """Calendar time = the scenario's start instant + elapsed trial time + any skew."""
@@ -47,6 +49,10 @@ class _WorldTime:
 
     def now(self) -> datetime:
         return self._start + self._skew + timedelta(seconds=self.monotonic())
+
+    def nominal_now(self) -> datetime:
+        """What the time would be without any skew: the date the task was written for."""
+        return self._start + timedelta(seconds=self.monotonic())
 
     def monotonic(self) -> float:  # pragma: no cover - overridden
         raise NotImplementedError

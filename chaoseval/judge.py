@@ -21,6 +21,7 @@ from .errors import (
 from .records import Status, Veto
 from .scenario import CheckResult, Scenario
 from .toolbox import StepBudgetExceeded, TrialState
+from .trajectory import Trajectory
 from .world import World
 
 # Fault kinds whose delivery explains a failure better than the failing check does.
@@ -53,18 +54,20 @@ ROOT_CAUSES = (
 
 
 class Verifier(Protocol):
-    """The verifier seam: final world, agent output and trajectory in, check results out."""
+    """The verifier seam: one check over the final world, the agent's output and the
+    trajectory. ``scenario.Check`` implements it; so does anything a YAML file names."""
 
-    def __call__(
-        self, scenario: Scenario, world: World, output: AgentOutput, state: TrialState
-    ) -> list[CheckResult]: ...
+    name: str
+
+    def run(self, world: World, output: AgentOutput, trajectory: Trajectory) -> CheckResult: ...
 
 
 def run_checks(
     scenario: Scenario, world: World, output: AgentOutput, state: TrialState
 ) -> list[CheckResult]:
     results = []
-    for check in scenario.checks:
+    checks: list[Verifier] = list(scenario.checks)
+    for check in checks:
         try:
             results.append(check.run(world, output, state.trajectory))
         except Exception as exc:

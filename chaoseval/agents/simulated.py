@@ -19,7 +19,7 @@ import json
 import random
 import re
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from tenacity import (
@@ -144,8 +144,7 @@ class SimActor(Actor):
         # skewed clock its "today" and the tools' disagree.
         if episode_draw(self.episode, "clock") < self.reads_clock:
             return super().now()
-        clock = self.episode.clock
-        return clock.now() - getattr(clock, "_skew", timedelta(0))
+        return self.episode.clock.nominal_now()
 
     async def click(self, label: str, role: str = "button") -> Any:
         # Looks at the page, then drives it by the selector it learned from the reference page.
