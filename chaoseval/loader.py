@@ -194,7 +194,7 @@ def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
 
 
 def _register_yaml() -> None:
-    from .yaml_scenarios import load_yaml_file
+    from .yamlform import load_yaml_file
 
     FILE_LOADERS.setdefault(".yaml", load_yaml_file)
     FILE_LOADERS.setdefault(".yml", load_yaml_file)

@@ -17,7 +17,9 @@ from chaoseval.errors import ToolError, ToolHTTPError
 from chaoseval.loader import installed, load_paths
 from chaoseval.runner import RunConfig, run
 from chaoseval.world import World
-from chaoseval.yaml_scenarios import Env, Node, YamlScenario, evaluate, parse_expr
+from chaoseval.yamlform import YamlScenario
+from chaoseval.yamlform.expressions import Env, evaluate, parse_expr
+from chaoseval.yamlform.nodes import Node
 
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -235,13 +237,13 @@ def test_path_expressions(shop, expr, expected):
 def test_count_of_a_selection_matches_python(rows, key):
     expr = parse_expr(Node("t.yaml", f"count(tables.t[k={key}])", (), 1))
     env = Env(tables={"t": rows})
-    from chaoseval.yaml_scenarios import resolve
+    from chaoseval.yamlform.expressions import resolve
 
     assert resolve(expr.left, env) == sum(1 for r in rows if r["k"] == key)
 
 
 PLUGINS = '''
-from chaoseval.yaml_scenarios import custom_tool, verifier
+from chaoseval.yamlform import custom_tool, verifier
 
 
 @custom_tool("double_it")
