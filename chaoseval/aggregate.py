@@ -32,6 +32,20 @@ class CellResult:
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (n, c)
     not_landed: list[str] = field(default_factory=list)  # tasks no fault of the cell reached
 
+    def landing_note(self) -> str | None:
+        """One line on the tasks this cell's faults did not reach, naming the shorter side."""
+        if not self.not_landed:
+            return None
+        total = len(self.counts) + len(self.not_landed)
+        if len(self.counts) < len(self.not_landed):
+            where = f"reached only: {', '.join(sorted(self.counts)) or 'none'}"
+        else:
+            where = f"not reached: {', '.join(self.not_landed)}"
+        return (
+            f"{self.cell}: no fault reached the agent on {len(self.not_landed)} of {total} "
+            f"task(s); those are left out of its metrics ({where})"
+        )
+
     @property
     def did_not_land(self) -> bool:
         """A perturbed cell whose faults never reached the agent cannot count as survived."""
@@ -74,18 +88,21 @@ def _summary(counts: dict[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
 
 def cell_result(name: str, records: Sequence[TrialRecord], ks: Sequence[int]) -> CellResult:
     counts = landed_counts(records)
+    missed = not_landed(records)
+    # Root causes and vetoes describe the same trials the metrics do: the tasks reached.
+    reached = [r for r in records if r.scenario not in missed]
     return CellResult(
         cell=name,
         summary=_summary(counts, ks),
         trials=len(records),
         not_evaluable=sum(not r.scored for r in records),
-        root_causes=Counter(r.root_cause for r in records if r.status == "failed" and r.root_cause),
-        vetoes=Counter(v.kind for r in records for v in r.vetoes),
+        root_causes=Counter(r.root_cause for r in reached if r.status == "failed" and r.root_cause),
+        vetoes=Counter(v.kind for r in reached for v in r.vetoes),
         faults_injected=sum(len(r.trajectory.faults) for r in records),
         faults_delivered=sum(r.faults_delivered() for r in records),
         perturbed=any(r.perturbations for r in records),
         counts=counts,
-        not_landed=not_landed(records),
+        not_landed=missed,
     )
 
 

@@ -84,6 +84,7 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
         title_justify="left",
     )
     table.add_column("perturbation")
+    table.add_column("tasks", justify="right")  # the tasks its faults reached
     table.add_column("trials", justify="right")
     table.add_column("n/e", justify="right", header_style="bold")
     table.add_column("mean", justify="right")
@@ -93,13 +94,19 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
         table.add_column(f"pass^{k}", justify="right")
     table.add_column(f"Δpass^{ks[-1]}", justify="right")
     table.add_column("faults (delivered)", justify="right")
-    table.add_column("root causes")
+    causes_table = Table(
+        title="Failures by root cause (vetoes are counted on their own as well)",
+        title_justify="left",
+    )
+    causes_table.add_column("perturbation")
+    causes_table.add_column("root causes of failed trials, most common first")
+    causes_table.add_column("vetoes")
     for r in cells:
         s = r.summary
         d = r.delta.pass_hat.get(ks[-1]) if r.delta and r.cell != "clean" else None
         causes = ", ".join(f"{c} {n}" for c, n in r.root_causes.most_common())
-        if r.vetoes:
-            causes += "  [red]vetoes: " + ", ".join(f"{k} {v}" for k, v in r.vetoes.items()) + "[/]"
+        vetoes = ", ".join(f"{k} {v}" for k, v in sorted(r.vetoes.items()))
+        causes_table.add_row(r.cell, causes or "—", f"[red]{vetoes}[/]" if vetoes else "—")
         faults = f"{r.faults_injected} ({r.faults_delivered})"
         if r.did_not_land:
             faults += " [red]did not land[/]"
@@ -108,6 +115,7 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
             delta_text = f"[red]{delta_text}[/]"
         table.add_row(
             r.cell,
+            str(s.tasks),
             str(r.trials),
             str(r.not_evaluable) if r.not_evaluable else "0",
             _fmt(s.mean),
@@ -115,9 +123,9 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
             *[_fmt(s.pass_hat[k]) for k in ks],
             delta_text if r.cell != "clean" else "",
             faults,
-            causes or "—",
         )
     console.print(table)
+    console.print(causes_table)
     for r in cells:
         excluded = {k: v for k, v in r.summary.excluded.items() if v}
         for k, tasks in excluded.items():
@@ -125,12 +133,9 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
                 f"[yellow]{r.cell}: pass^{k} excludes {len(tasks)} task(s) with fewer than {k} "
                 f"scored trials:[/] {', '.join(tasks)}"
             )
-        if r.not_landed:
-            console.print(
-                f"[yellow]{r.cell}: did not land on {len(r.not_landed)} task(s) (no fault "
-                f"reached the agent); they are left out of its metrics:[/] "
-                + ", ".join(r.not_landed)
-            )
+        note = r.landing_note()
+        if note:
+            console.print(f"[yellow]{note}[/]")
         if r.summary.unscored:
             console.print(
                 f"[yellow]{r.cell}: {len(r.summary.unscored)} task(s) had no evaluable trial:[/] "

@@ -45,7 +45,7 @@ def _ratio(c: Comparison) -> str:
 
 
 def summary_table(a: Analysis) -> TableData:
-    cols = ["cell", "trials", "not evaluable", "mean"]
+    cols = ["cell", "tasks", "trials", "not evaluable", "mean"]
     cols += [f"pass@{k}" for k in a.ks] + [f"pass^{k}" for k in a.ks]
     cols += [f"Δpass^{a.k_main}", "faults (delivered)"]
     rows, notes = [], []
@@ -56,7 +56,7 @@ def summary_table(a: Analysis) -> TableData:
         if c.did_not_land:
             faults += " did not land"
         rows.append(
-            [c.cell, str(c.trials), str(c.not_evaluable), fmt(s.mean)]
+            [c.cell, str(s.tasks), str(c.trials), str(c.not_evaluable), fmt(s.mean)]
             + [fmt(s.pass_at[k]) for k in a.ks]
             + [fmt(s.pass_hat[k]) for k in a.ks]
             + [fmt(d, True) if c.cell != CLEAN else "", faults]
@@ -67,11 +67,9 @@ def summary_table(a: Analysis) -> TableData:
                     f"{c.cell}: pass@{k}/pass^{k} exclude {len(tasks)} task(s) with fewer than "
                     f"{k} scored trials: {', '.join(tasks)}"
                 )
-        if c.not_landed:
-            notes.append(
-                f"{c.cell}: did not land on {len(c.not_landed)} task(s) (no fault reached the "
-                f"agent), left out of its metrics: {', '.join(c.not_landed)}"
-            )
+        note = c.landing_note()
+        if note:
+            notes.append(note)
         if s.unscored:
             notes.append(
                 f"{c.cell}: {len(s.unscored)} task(s) had no evaluable trial: "
