@@ -180,3 +180,12 @@ def test_interrupted_run_keeps_its_trials_and_resumes(tmp_path):
     assert out.returncode == 0, out.stderr
     assert f"resumed; {kept} kept" in out.stdout
     assert journal.read_text().count('"type":"trial"') >= 22 * 3 * 5
+
+
+def test_lint_shows_stale_memory_reaches_the_bundled_memory_scenarios(tmp_path):
+    scenarios = Path(__file__).resolve().parents[1] / "scenarios" / "memory_sessions.py"
+    out = cli(
+        "scenario", "lint", str(scenarios), "-p", "stale_memory", "--seeds", "2", cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "PASS reachable" in out.stdout

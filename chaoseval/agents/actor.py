@@ -47,7 +47,11 @@ class Actor:
         return condition
 
     async def recall(self, key: str, lookup: Callable[[], Awaitable[Any]]) -> Any:
-        """A fact the agent may remember from an earlier session; the reference re-checks."""
+        """A fact the agent may remember from an earlier session; the reference re-checks.
+
+        It still reads its memory first, as any agent with memory in its context does, so a
+        memory perturbation reaches it (and lint's canary can show that)."""
+        self.memory(key)
         return await lookup()
 
     def memory(self, key: str) -> Any:
