@@ -372,6 +372,24 @@ def resolve(world: World, element_id: str) -> str | None:
     return state.aliases.get(element_id, element_id)
 
 
+def set_status(table: str, key: str, *, expect: str, to: str, what: str) -> Action:
+    """A click action that moves the task's row (``givens[key]``) from ``expect`` to ``to``.
+
+    The common shape of an admin page's decision buttons: approve, deny, escalate, close.
+    """
+
+    def action(world: Any) -> dict[str, Any]:
+        value = world.givens[key]
+        row = world.get(table, key, value, what=what)
+        if row["status"] != expect:
+            raise ToolError(f"{what} {value} is already {row['status']}")
+        world.update(table, key, value, status=to)
+        world.givens["status"] = to  # the page re-renders from the world
+        return {"action": to, "status": f"{what} {value} {to}", "ref": value}
+
+    return action
+
+
 def click_tool(actions: dict[str, Action], writes: list[str]) -> ToolSpec:
     """A scenario's ``click(element_id)`` tool: the ids of its page mapped to world actions."""
 

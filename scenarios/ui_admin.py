@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from chaoseval.errors import ToolError
 from chaoseval.scenario import Budgets, Check, FactSpec, Scenario, tool
-from chaoseval.ui import click_tool
+from chaoseval.ui import click_tool, set_status
 
 APPROVAL_LIMIT = 150.0
 
@@ -55,17 +55,8 @@ def get_refund_request(world, request_id: str) -> dict[str, Any]:
     return dict(world.get("refund_requests", "request_id", request_id, what="refund request"))
 
 
-def _decide(status: str):
-    def action(world) -> dict[str, Any]:
-        rid = world.givens["request_id"]
-        row = world.get("refund_requests", "request_id", rid, what="refund request")
-        if row["status"] != "pending":
-            raise ToolError(f"request {rid} is already {row['status']}")
-        world.update("refund_requests", "request_id", rid, status=status)
-        world.givens["status"] = status  # the page re-renders from the world
-        return {"action": status, "status": f"request {rid} {status}", "ref": rid}
-
-    return action
+def _decide(status: str) -> Any:
+    return set_status("refund_requests", "request_id", expect="pending", to=status, what="request")
 
 
 def _back(world) -> dict[str, Any]:
@@ -134,9 +125,19 @@ refund_admin = Scenario(
         get_refund_request,
         click_tool(
             {
-                "approve-refund": _decide("approved"),
-                "deny-refund": _decide("denied"),
-                "escalate-refund": _decide("escalated"),
+                "approve-refund": set_status(
+                    "refund_requests", "request_id", expect="pending", to="approved", what="request"
+                ),
+                "deny-refund": set_status(
+                    "refund_requests", "request_id", expect="pending", to="denied", what="request"
+                ),
+                "escalate-refund": set_status(
+                    "refund_requests",
+                    "request_id",
+                    expect="pending",
+                    to="escalated",
+                    what="request",
+                ),
                 "nav-queue": _back,
             },
             writes=["refund_requests"],

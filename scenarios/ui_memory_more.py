@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from chaoseval.errors import ToolError
 from chaoseval.scenario import Budgets, Check, FactSpec, MemoryItem, Policy, Scenario, tool
-from chaoseval.ui import click_tool
+from chaoseval.ui import click_tool, set_status
 
 # --- support console: escalate a ticket past its SLA ------------------------------------------
 
@@ -61,17 +61,8 @@ def get_ticket(world, ticket_id: str) -> dict[str, Any]:
     return dict(world.get("tickets", "ticket_id", ticket_id, what="ticket"))
 
 
-def _ticket_to(status: str):
-    def action(world) -> dict[str, Any]:
-        tid = world.givens["ticket_id"]
-        row = world.get("tickets", "ticket_id", tid, what="ticket")
-        if row["status"] != "open":
-            raise ToolError(f"ticket {tid} is already {row['status']}")
-        world.update("tickets", "ticket_id", tid, status=status)
-        world.givens["status"] = status  # the page re-renders from the world
-        return {"action": status, "status": f"ticket {tid} {status}", "ref": tid}
-
-    return action
+def _ticket_to(status: str) -> Any:
+    return set_status("tickets", "ticket_id", expect="open", to=status, what="ticket")
 
 
 def _inbox(world) -> dict[str, Any]:
@@ -146,9 +137,15 @@ ticket_escalate = Scenario(
         get_ticket,
         click_tool(
             {
-                "reply-ticket": _ticket_to("awaiting customer"),
-                "escalate-ticket": _ticket_to("escalated"),
-                "close-ticket": _ticket_to("closed"),
+                "reply-ticket": set_status(
+                    "tickets", "ticket_id", expect="open", to="awaiting customer", what="ticket"
+                ),
+                "escalate-ticket": set_status(
+                    "tickets", "ticket_id", expect="open", to="escalated", what="ticket"
+                ),
+                "close-ticket": set_status(
+                    "tickets", "ticket_id", expect="open", to="closed", what="ticket"
+                ),
                 "nav-inbox": _inbox,
             },
             writes=["tickets"],
