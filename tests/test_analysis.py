@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic import manifest_for
 
 from chaoseval.agent import load_agent
 from chaoseval.aggregate import by_scenario_cell
@@ -26,7 +27,7 @@ from chaoseval.analysis import (
 from chaoseval.cells import parse_cells
 from chaoseval.journal import Journal, read_journal
 from chaoseval.loader import installed, select
-from chaoseval.records import Cell, ModelSettings, RunManifest, TrialRecord, Veto
+from chaoseval.records import ModelSettings, TrialRecord, Veto
 from chaoseval.runner import RunConfig, run
 from chaoseval.stats import TestResult
 from chaoseval.trajectory import Trajectory
@@ -62,22 +63,7 @@ def journal(counts: dict[str, dict[str, tuple[int, int]]], path: str = "j.jsonl"
         for task, (n, c) in tasks.items():
             for i in range(n):
                 records.append(record(task, cell, i, "passed" if i < c else "failed"))
-    manifest = RunManifest(
-        run_id="r",
-        chaoseval_version="test",
-        python="",
-        packages={},
-        agent="synthetic",
-        model=ModelSettings(),
-        seed=0,
-        trials=max(n for t in counts.values() for n, _ in t.values()),
-        ks=[1, 2],
-        clock="virtual",
-        scenarios=[{"id": t} for t in sorted({t for c in counts.values() for t in c})],
-        cells=[Cell(name=c) for c in counts],
-        concurrency=1,
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-    )
+    manifest = manifest_for(counts, agent="synthetic", run_id="r")
     return Journal(Path(path), manifest, records)
 
 

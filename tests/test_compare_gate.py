@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from synthetic import manifest_for
 from typer.testing import CliRunner
 
 from chaoseval.agent import load_agent
@@ -18,7 +19,7 @@ from chaoseval.errors import ConfigError
 from chaoseval.gate import evaluate, parse_rule
 from chaoseval.journal import Journal, read_journal
 from chaoseval.loader import installed, select
-from chaoseval.records import Cell, ModelSettings, RunManifest, TrialRecord, Usage, Veto
+from chaoseval.records import ModelSettings, TrialRecord, Usage, Veto
 from chaoseval.runner import RunConfig, run
 
 runner = CliRunner()
@@ -33,22 +34,7 @@ def _journal(
 ) -> Journal:
     """Write a journal file: ``counts[cell][task] = (n, c)``; ``vetoes[trial_id] = kind``."""
     vetoes = vetoes or {}
-    manifest = RunManifest(
-        run_id=agent,
-        chaoseval_version="test",
-        python="",
-        packages={},
-        agent=agent,
-        model=ModelSettings(),
-        seed=0,
-        trials=max(n for t in counts.values() for n, _ in t.values()),
-        ks=[1, 2],
-        clock="virtual",
-        scenarios=[{"id": t} for t in sorted({t for c in counts.values() for t in c})],
-        cells=[Cell(name=c) for c in counts],
-        concurrency=1,
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-    )
+    manifest = manifest_for(counts, agent=agent, run_id=agent)
     lines = [manifest.model_dump_json()]
     for cell, tasks in counts.items():
         for task, (n, c) in tasks.items():
