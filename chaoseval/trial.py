@@ -24,7 +24,7 @@ from .perturbation import (
 from .perturbation import (
     registry as perturbations,
 )
-from .records import Cell, ModelSettings, TrialRecord
+from .records import Cell, ModelSettings, TrialRecord, Usage
 from .scenario import Scenario
 from .seeding import derive_seed
 from .toolbox import ToolBox, TrialState
@@ -215,9 +215,8 @@ async def run_trial(
     )
 
 
-def state_usage(state: TrialState):
-    from .records import Usage
-
+def state_usage(state: TrialState) -> Usage:
+    """What the model calls recorded in the trajectory cost, when the agent returned nothing."""
     model_steps = [s for s in state.trajectory.steps if s.kind == "model"]
     return Usage(
         model_calls=len(model_steps),
