@@ -1,4 +1,4 @@
-"""Paired task-level bootstrap benchmark: vectorised chaoseval.stats against naive loops.
+"""Paired task-level bootstrap benchmark: vectorised chaoseval.analysis.stats against naive loops.
 
 The workload mirrors a real matrix run: T tasks x n trials, a clean arm and P perturbed arms,
 per-task pass^k for each arm, and one paired bootstrap of each perturbed arm against clean.
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chaoseval.metrics import per_task_metric
-from chaoseval.stats import paired_bootstrap
+from chaoseval.analysis.metrics import per_task_metric
+from chaoseval.analysis.stats import paired_bootstrap
 
 
 @dataclass(frozen=True)

@@ -1,3 +1,3 @@
-from chaoseval.cli import app
+from chaoseval.cli.app import app
 
 app(prog_name="chaoseval")

@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from chaoseval.clock import Clock
-from chaoseval.perturbation import (
+from chaoseval.model.clock import Clock
+from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
     Perturbation,

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from chaoseval.perturbation import (
+from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
     Perturbation,

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from chaoseval.perturbation import (
+from chaoseval.engine.ui import LayoutPlan, ModalPlan, apply_layout, apply_modal, elements, ui_state
+from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
     ObservationCall,
@@ -28,7 +29,6 @@ from chaoseval.perturbation import (
     PerturbationContext,
     perturbation,
 )
-from chaoseval.ui import LayoutPlan, ModalPlan, apply_layout, apply_modal, elements, ui_state
 
 BANNERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "cookie": (

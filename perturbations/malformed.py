@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from chaoseval.perturbation import (
+from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
     Perturbation,
@@ -215,7 +215,7 @@ def required_keys(model: type[BaseModel]) -> list[str]:
 
 
 def is_valid(model: type[BaseModel] | None, payload: Any) -> bool:
-    """What chaoseval.toolbox.validate_result checks: a JSON object, strict, in JSON mode."""
+    """What chaoseval.engine.toolbox.validate_result checks: a JSON object, strict, in JSON mode."""
     if model is None:
         return isinstance(payload, dict)
     if not isinstance(payload, dict):

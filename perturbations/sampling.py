@@ -17,14 +17,14 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoseval.perturbation import (
+from chaoseval.model.records import ModelSettings
+from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
     Perturbation,
     PerturbationContext,
     perturbation,
 )
-from chaoseval.records import ModelSettings
 
 
 class SamplingParams(CommonParams):

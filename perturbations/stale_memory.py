@@ -23,14 +23,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from chaoseval.perturbation import (
+from chaoseval.model.scenario import MemoryItem
+from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
     Perturbation,
     PerturbationContext,
     perturbation,
 )
-from chaoseval.scenario import MemoryItem
 
 OPPOSITES = {
     "cancelled": "active",

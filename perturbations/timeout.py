@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
-from chaoseval.perturbation import (
+from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
     Perturbation,
@@ -54,7 +54,7 @@ class Timeout(Perturbation[TimeoutParams]):
     - ``5xx``: ToolHTTPError 500/502/503/504, no Retry-After (fault ``http_error``)
     - ``reset``: ToolConnectionError (fault ``connection_reset``)
 
-    Over HTTP (chaoseval.http) these become a 504, the status with its Retry-After header, or
+    Over HTTP (chaoseval.engine.http) these become a 504, the status with its Retry-After header, or
     a connection closed without a response.
     """
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chaoseval.scenario import Scenario
+from chaoseval.model.scenario import Scenario
 
 HERE = Path(__file__).parent
 
 
 def bundled() -> list[Scenario]:
     """Every scenario file in this package (Python modules and, when supported, YAML)."""
-    from chaoseval.loader import load_paths
+    from chaoseval.loading.files import load_paths
 
     return load_paths([HERE])

@@ -24,7 +24,7 @@ from faker import Faker
 from pydantic import BaseModel
 
 from chaoseval.errors import ToolError
-from chaoseval.scenario import Budgets, Check, FactSpec, Policy, Scenario, tool
+from chaoseval.model.scenario import Budgets, Check, FactSpec, Policy, Scenario, tool
 
 WORK_START, WORK_END = time(9, 0), time(17, 0)
 # Each scenario's start instant is chosen so the relative date is not the obvious one.

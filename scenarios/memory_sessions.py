@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from chaoseval.errors import ToolError
-from chaoseval.scenario import Budgets, Check, FactSpec, MemoryItem, Policy, Scenario, tool
+from chaoseval.model.scenario import Budgets, Check, FactSpec, MemoryItem, Policy, Scenario, tool
 
 START = datetime(2026, 3, 16, 10, 0)
 EARLIER = START - timedelta(days=6)

@@ -17,7 +17,7 @@ from faker import Faker
 from pydantic import BaseModel
 
 from chaoseval.errors import ToolError
-from chaoseval.scenario import Budgets, Check, FactSpec, Policy, Scenario, tool
+from chaoseval.model.scenario import Budgets, Check, FactSpec, Policy, Scenario, tool
 
 START = datetime(2026, 6, 9, 14, 20)  # a Tuesday afternoon at the support desk
 CATALOGUE = [

@@ -6,7 +6,7 @@ it (within the approval limit) or escalates it, by clicking the console's button
 places the order, and reports the order number the shop gives back.
 
 Both pages re-render from the world (request status, chosen shipping), and both go through
-``chaoseval.ui.click_tool``, so layout perturbations (moved/renamed buttons, a cookie banner)
+``chaoseval.engine.ui.click_tool``, so layout perturbations (moved/renamed buttons, a cookie banner)
 reach exactly the element ids the agent uses.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 from faker import Faker
 from pydantic import BaseModel
 
+from chaoseval.engine.ui import click_tool, set_status
 from chaoseval.errors import ToolError
-from chaoseval.scenario import Budgets, Check, FactSpec, Scenario, tool
-from chaoseval.ui import click_tool, set_status
+from chaoseval.model.scenario import Budgets, Check, FactSpec, Scenario, tool
 
 APPROVAL_LIMIT = 150.0
 

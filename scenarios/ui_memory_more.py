@@ -1,7 +1,7 @@
 """More UI and memory scenarios, so the layout, popup and stale-memory perturbations reach
 enough tasks for a comparison between harnesses to show a difference.
 
-UI (the page re-renders from the world; clicks go through ``chaoseval.ui.click_tool``):
+UI (the page re-renders from the world; clicks go through ``chaoseval.engine.ui.click_tool``):
 ``ui-ticket-escalate``: in a support console, a ticket past its 24-hour response SLA is
 escalated to tier 2 with the console's buttons.
 ``ui-plan-downgrade``: on an account-settings page, a customer's subscription is moved from Pro
@@ -23,9 +23,9 @@ from typing import Any
 from faker import Faker
 from pydantic import BaseModel
 
+from chaoseval.engine.ui import click_tool, set_status
 from chaoseval.errors import ToolError
-from chaoseval.scenario import Budgets, Check, FactSpec, MemoryItem, Policy, Scenario, tool
-from chaoseval.ui import click_tool, set_status
+from chaoseval.model.scenario import Budgets, Check, FactSpec, MemoryItem, Policy, Scenario, tool
 
 # --- support console: escalate a ticket past its SLA ------------------------------------------
 

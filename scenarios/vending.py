@@ -16,7 +16,7 @@ from faker import Faker
 from pydantic import BaseModel
 
 from chaoseval.errors import ToolError, ToolHTTPError
-from chaoseval.scenario import Budgets, Check, FactSpec, Policy, Scenario, tool
+from chaoseval.model.scenario import Budgets, Check, FactSpec, Policy, Scenario, tool
 
 POLICY = {
     "R1": "Refund in full when the dispense log shows no drop for the order.",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from chaoseval.scenario import Budgets, Check, FactSpec, Scenario, tool
+from chaoseval.model.scenario import Budgets, Check, FactSpec, Scenario, tool
 
 
 class Item(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from chaoseval.records import Cell, ModelSettings, RunManifest
+from chaoseval.model.records import Cell, ModelSettings, RunManifest
 
 Counts = dict[str, dict[str, tuple[int, int]]]  # counts[cell][task] = (n, c)
 

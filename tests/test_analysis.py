@@ -14,9 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from synthetic import manifest_for
 
-from chaoseval.agent import load_agent
-from chaoseval.aggregate import by_scenario_cell
-from chaoseval.analysis import (
+from chaoseval.analysis.aggregate import by_scenario_cell
+from chaoseval.analysis.core import (
     Comparison,
     adjust_family,
     analysis_json,
@@ -24,13 +23,14 @@ from chaoseval.analysis import (
     compare_counts,
     process_metrics,
 )
-from chaoseval.cells import parse_cells
-from chaoseval.journal import Journal, read_journal
-from chaoseval.loader import installed, select
-from chaoseval.records import ModelSettings, TrialRecord, Veto
-from chaoseval.runner import RunConfig, run
-from chaoseval.stats import TestResult
-from chaoseval.trajectory import Trajectory
+from chaoseval.analysis.stats import TestResult
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings, TrialRecord, Veto
+from chaoseval.model.trajectory import Trajectory
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import Journal, read_journal
 
 # --- synthetic journals -----------------------------------------------------------------------
 

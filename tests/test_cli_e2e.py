@@ -80,7 +80,7 @@ def test_unknown_agent_and_bad_k_are_clear_errors(tmp_path):
 def test_broken_scenario_file_stops_the_run_naming_file_and_field(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(
-        "from chaoseval.scenario import Scenario\n"
+        "from chaoseval.model.scenario import Scenario\n"
         "s = Scenario(id='Bad Id', description='x', domain='d', instruction='x',\n"
         "             tools=[], checks=[], solution=None, reference_steps=0)\n"
     )

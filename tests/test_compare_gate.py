@@ -10,17 +10,17 @@ import pytest
 from synthetic import manifest_for
 from typer.testing import CliRunner
 
-from chaoseval.agent import load_agent
-from chaoseval.analysis import analyze
-from chaoseval.cells import parse_cells
-from chaoseval.cli import app
-from chaoseval.compare import compare_journals
+from chaoseval.analysis.compare import compare_journals
+from chaoseval.analysis.core import analyze
+from chaoseval.analysis.gate import evaluate, parse_rule
+from chaoseval.cli.app import app
+from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ConfigError
-from chaoseval.gate import evaluate, parse_rule
-from chaoseval.journal import Journal, read_journal
-from chaoseval.loader import installed, select
-from chaoseval.records import ModelSettings, TrialRecord, Usage, Veto
-from chaoseval.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings, TrialRecord, Usage, Veto
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import Journal, read_journal
 
 runner = CliRunner()
 

@@ -12,15 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from chaoseval.agent import load_agent
-from chaoseval.cells import parse_cells
-from chaoseval.cli import app
-from chaoseval.diverge import analyse, diverge_one, semantic_steps
-from chaoseval.journal import Journal, read_journal
-from chaoseval.loader import load_paths, select
-from chaoseval.records import Cell, ModelSettings, RunManifest, TrialRecord, Veto
-from chaoseval.runner import RunConfig, run
-from chaoseval.trajectory import Fault, Trajectory
+from chaoseval.cli.app import app
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.investigate.diverge import analyse, diverge_one, semantic_steps
+from chaoseval.loading.files import load_paths, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecord, Veto
+from chaoseval.model.trajectory import Fault, Trajectory
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import Journal, read_journal
 
 SCENARIO = "vending-refund-not-dispensed"
 # The bundled file itself, so a colleague's half-written scenario elsewhere cannot break these.

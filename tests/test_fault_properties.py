@@ -15,17 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from chaoseval.clock import VirtualClock
+from chaoseval.engine.toolbox import validate_result
 from chaoseval.errors import AgentVisibleError
-from chaoseval.perturbation import (
+from chaoseval.model.clock import VirtualClock
+from chaoseval.model.scenario import ToolSpec, tool
+from chaoseval.seams.perturbation import (
     Perturbation,
     PerturbationContext,
     ToolCall,
     build_chain,
     ctx_stream,
 )
-from chaoseval.scenario import ToolSpec, tool
-from chaoseval.toolbox import validate_result
 from perturbations.latency import Latency, LatencyParams
 from perturbations.malformed import (
     MALFORMED_MODES,
@@ -265,7 +265,8 @@ def test_payloads_reproduce_in_another_process() -> None:
     code = (
         "import json,sys; sys.path.insert(0, 'tests');"
         # other local modules loaded first: hypothesis must not mix their constants in
-        "import chaoseval.cli, chaoseval.report, chaoseval.stats, chaoseval.http;"
+        "import chaoseval.cli.app, chaoseval.render.report, chaoseval.analysis.stats;"
+        "import chaoseval.engine.http;"
         "from test_fault_properties import run_calls, plugins_for, TOOLS;"
         "print(json.dumps(run_calls([plugins_for('malformed', probability=0.8)], TOOLS * 2, 99),"
         " default=str))"

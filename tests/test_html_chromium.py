@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from chaoseval.agent import load_agent
-from chaoseval.analysis import analyze
-from chaoseval.cells import parse_cells
-from chaoseval.journal import read_journal
-from chaoseval.loader import installed, select
+from chaoseval.analysis.core import analyze
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
 from chaoseval.render import render_html
-from chaoseval.runner import RunConfig, run
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import read_journal
 
 pytestmark = pytest.mark.slow
 

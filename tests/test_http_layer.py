@@ -9,16 +9,16 @@ import httpx
 import pytest
 import respx
 
-from chaoseval.agent import load_agent
 from chaoseval.agents.http_agent import MOCK_BASE, HttpAgent
 from chaoseval.agents.simulated import ResilientActor, SimActor
-from chaoseval.cells import parse_cells
+from chaoseval.engine.http import TOOL_PATH, HttpTools, mock_tools, tool_responder
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.engine.toolbox import ToolBox, validate_result
 from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
-from chaoseval.http import TOOL_PATH, HttpTools, mock_tools, tool_responder
-from chaoseval.loader import installed, select
-from chaoseval.records import ModelSettings, TrialRecord
-from chaoseval.runner import RunConfig, run
-from chaoseval.toolbox import ToolBox, validate_result
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings, TrialRecord
+from chaoseval.seams.agent import load_agent
 
 SCENARIOS = ["vending-refund-not-dispensed", "vending-refund-dispensed"]
 CELLS = ["timeout:modes=[hang,raise,429,5xx,reset]", "malformed", "latency:mean=3"]
@@ -77,10 +77,10 @@ def test_respx_router_carries_the_toolbox_faults() -> None:
 
 def _toolbox(cell: str) -> tuple[ToolBox, Any]:
     """A ToolBox on a fresh world of the not-dispensed scenario, perturbed by ``cell``."""
-    from chaoseval.clock import VirtualClock
-    from chaoseval.toolbox import TrialState
-    from chaoseval.trial import instantiate
-    from chaoseval.world import fresh_world
+    from chaoseval.engine.toolbox import TrialState
+    from chaoseval.engine.trial import instantiate
+    from chaoseval.model.clock import VirtualClock
+    from chaoseval.model.world import fresh_world
 
     scenario = select(installed(), SCENARIOS[:1])[0]
     tables, givens = scenario.build(1)
@@ -103,7 +103,7 @@ def _toolbox(cell: str) -> tuple[ToolBox, Any]:
     ],
 )
 def test_wire_format_of_each_fault(cell: str, check: str) -> None:
-    from chaoseval.http import serve_tools
+    from chaoseval.engine.http import serve_tools
 
     toolbox, (ctx, state, givens) = _toolbox(cell)
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaoseval.aggregate import by_cell
-from chaoseval.cli import app
+from chaoseval.analysis.aggregate import by_cell
+from chaoseval.cli.app import app
 from chaoseval.errors import ConfigError
-from chaoseval.importers import load_inspect, load_tau_bench
+from chaoseval.store.importers import load_inspect, load_tau_bench
 
 runner = CliRunner()
 

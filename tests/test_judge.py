@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chaoseval.agent import AgentOutput
-from chaoseval.clock import VirtualClock
+from chaoseval.engine.judge import judge
+from chaoseval.engine.toolbox import TrialState
 from chaoseval.errors import ToolError
-from chaoseval.judge import judge
-from chaoseval.toolbox import TrialState
-from chaoseval.trajectory import Fault
-from chaoseval.world import fresh_world
+from chaoseval.model.clock import VirtualClock
+from chaoseval.model.trajectory import Fault
+from chaoseval.model.world import fresh_world
+from chaoseval.seams.agent import AgentOutput
 
 
 def _state(*steps: tuple[str, str, dict], faults: tuple[tuple[str, int, dict], ...] = ()):
@@ -73,7 +73,7 @@ def test_layout_shift_is_blamed_only_when_a_later_call_failed(tiny):
 
 
 def test_only_output_checks_failing_is_a_wrong_answer(tiny):
-    from chaoseval.scenario import Check
+    from chaoseval.model.scenario import Check
 
     scenario = tiny.model_copy(
         update={

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaoseval.cli import app
-from chaoseval.lint import lint_paths
-from chaoseval.loader import ScenarioLoadErrors, load_paths
-from chaoseval.scaffold import SCENARIO_TEMPLATE
+from chaoseval.authoring.lint import lint_paths
+from chaoseval.authoring.scaffold import SCENARIO_TEMPLATE
+from chaoseval.cli.app import app
+from chaoseval.loading.files import ScenarioLoadErrors, load_paths
 
 GOOD = SCENARIO_TEMPLATE.format(name="shop-cancel", domain="shop", filename="shop.yaml")
 

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chaoseval.errors import ChaosevalError
-from chaoseval.metrics import (
+from chaoseval.analysis.metrics import (
     InvalidCountsError,
     TaskCounts,
     delta,
@@ -22,6 +21,7 @@ from chaoseval.metrics import (
     per_task_metric,
     summarize,
 )
+from chaoseval.errors import ChaosevalError
 
 F = Fraction
 

@@ -17,14 +17,9 @@ import perturbations.clock_skew
 import perturbations.layout_shift
 import perturbations.sampling
 import perturbations.stale_memory  # noqa: F401
-from chaoseval.agent import load_agent
-from chaoseval.cells import parse_cells
-from chaoseval.errors import ToolError
-from chaoseval.metrics import pass_hat_k
-from chaoseval.records import ModelSettings, TrialRecord
-from chaoseval.runner import RunConfig, run
-from chaoseval.scenario import Scenario
-from chaoseval.ui import (
+from chaoseval.analysis.metrics import pass_hat_k
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.engine.ui import (
     LayoutPlan,
     ModalPlan,
     UiState,
@@ -34,6 +29,11 @@ from chaoseval.ui import (
     elements,
     label_score,
 )
+from chaoseval.errors import ToolError
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings, TrialRecord
+from chaoseval.model.scenario import Scenario
+from chaoseval.seams.agent import load_agent
 from scenarios import memory_sessions, ui_admin, vending
 
 COLD = ModelSettings(temperature=0.0)
@@ -126,7 +126,7 @@ def test_modal_swallows_clicks_until_dismissed() -> None:
 
     world = FakeWorld()
     world._ui_state = state  # type: ignore[attr-defined]
-    from chaoseval.ui import resolve
+    from chaoseval.engine.ui import resolve
 
     with pytest.raises(ToolError, match="dismiss it first"):
         resolve(world, "approve-refund")  # type: ignore[arg-type]

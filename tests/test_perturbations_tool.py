@@ -10,12 +10,12 @@ from functools import cache
 
 import pytest
 
-from chaoseval.agent import load_agent
-from chaoseval.aggregate import CellResult, by_cell
-from chaoseval.cells import parse_cells
-from chaoseval.loader import installed, select
-from chaoseval.records import ModelSettings
-from chaoseval.runner import RunConfig, run
+from chaoseval.analysis.aggregate import CellResult, by_cell
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings
+from chaoseval.seams.agent import load_agent
 from perturbations.malformed import MALFORMED_MODES
 
 SCENARIOS = ["vending-refund-not-dispensed", "vending-refund-dispensed"]

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaoseval.agent import load_agent
-from chaoseval.analysis import analyze
-from chaoseval.cells import parse_cells
-from chaoseval.cli import app
-from chaoseval.gate import evaluate, parse_rule
-from chaoseval.journal import Journal, read_journal
-from chaoseval.loader import installed, select
+from chaoseval.analysis.core import analyze
+from chaoseval.analysis.gate import evaluate, parse_rule
+from chaoseval.cli.app import app
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
 from chaoseval.render import render_html, render_junit, render_markdown
-from chaoseval.runner import RunConfig, run
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import Journal, read_journal
 
 runner = CliRunner()
 

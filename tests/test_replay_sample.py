@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaoseval.agent import load_agent
-from chaoseval.cells import parse_cells
-from chaoseval.cli import app
+from chaoseval.cli.app import app
+from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import JournalError
-from chaoseval.journal import Journal, read_journal
-from chaoseval.loader import load_paths
-from chaoseval.replay import compare, replay, sample, to_markdown
-from chaoseval.runner import RunConfig, run
+from chaoseval.investigate.replay import compare, replay, sample, to_markdown
+from chaoseval.loading.files import load_paths
+from chaoseval.model.cells import parse_cells
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import Journal, read_journal
 
 VENDING = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
 CELLS = ["latency:mean=3", "timeout:tools=read_dispense_log,probability=0.5,modes=[raise,hang]"]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from chaoseval.agent import load_agent
-from chaoseval.cells import parse_cells
+from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ConfigError, JournalError
-from chaoseval.journal import read_journal
-from chaoseval.loader import installed, select
-from chaoseval.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import read_journal
 
 VOLATILE = {"run_id", "started_at", "wall_seconds"}
 
@@ -139,7 +139,7 @@ def test_generated_world_does_not_depend_on_the_day_it_is_built():
 def test_cells_share_trial_seeds_and_unreached_tasks_are_left_out():
     """Common random numbers: a cell whose faults reach no task behaves exactly like clean,
     and a task the perturbation never reached is listed as not landed, not 'survived'."""
-    from chaoseval.aggregate import by_cell
+    from chaoseval.analysis.aggregate import by_cell
 
     config = _config(None)
     config.cells = parse_cells(["timeout:tools=no_such_tool", "timeout:tools=read_dispense_log"])

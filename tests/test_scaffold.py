@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaoseval.cli import app
+from chaoseval.authoring.lint import lint_paths
+from chaoseval.authoring.scaffold import write_plugin, write_scenario
+from chaoseval.cli.app import app
 from chaoseval.errors import ConfigError
-from chaoseval.lint import lint_paths
-from chaoseval.scaffold import write_plugin, write_scenario
 
 
 def test_init_scenario_passes_lint_as_generated(tmp_path):

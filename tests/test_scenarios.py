@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from chaoseval.agent import AgentOutput, Episode, load_agent
 from chaoseval.agents.actor import Actor, run_solution
-from chaoseval.clock import VirtualClock
+from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ToolError
-from chaoseval.records import Cell, PerturbationSpec, TrialRecord
-from chaoseval.runner import RunConfig, run
-from chaoseval.scenario import Scenario
-from chaoseval.world import fresh_world
+from chaoseval.model.clock import VirtualClock
+from chaoseval.model.records import Cell, PerturbationSpec, TrialRecord
+from chaoseval.model.scenario import Scenario
+from chaoseval.model.world import fresh_world
+from chaoseval.seams.agent import AgentOutput, Episode, load_agent
 from scenarios import bundled
 
 SCENARIOS: list[Scenario] = bundled()
@@ -148,7 +148,7 @@ def test_orders_tools_enforce_ownership_and_shipping() -> None:
 def test_world_builds_for_many_seeds(scenario: Scenario) -> None:
     """A world that fails to build for some seed makes those trials not evaluable: every
     bundled scenario must build for any run seed, not just the ones the other tests use."""
-    from chaoseval.seeding import derive_seed
+    from chaoseval.model.seeding import derive_seed
 
     for seed in range(40):
         _tables, givens = scenario.build(derive_seed(seed, scenario.id, "world"))

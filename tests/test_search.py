@@ -11,13 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaoseval.agent import load_agent
-from chaoseval.cells import parse_cells
-from chaoseval.journal import read_journal
-from chaoseval.loader import load_paths, select
-from chaoseval.perturbation import registry
-from chaoseval.runner import RunConfig, run
-from chaoseval.search import (
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.investigate.search import (
     evaluate,
     fault_strategy,
     make_cell,
@@ -25,6 +20,11 @@ from chaoseval.search import (
     search,
     searchable_plugins,
 )
+from chaoseval.loading.files import load_paths, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.seams.agent import load_agent
+from chaoseval.seams.perturbation import registry
+from chaoseval.store.journal import read_journal
 
 SCENARIO = "vending-refund-not-dispensed"
 # The bundled file itself, so a colleague's half-written scenario elsewhere cannot break these.
@@ -172,8 +172,8 @@ def test_drawn_faults_are_valid_specs(data) -> None:
 def _record(cell, index: int, failed: bool):
     from datetime import UTC, datetime
 
-    from chaoseval.records import ModelSettings, TrialRecord
-    from chaoseval.trajectory import Fault, Trajectory
+    from chaoseval.model.records import ModelSettings, TrialRecord
+    from chaoseval.model.trajectory import Fault, Trajectory
 
     traj = Trajectory(faults=[Fault(perturbation="x", channel="tool", kind="x", delivered=True)])
     return TrialRecord(
@@ -195,8 +195,8 @@ def _record(cell, index: int, failed: bool):
 def test_a_find_that_does_not_confirm_is_rejected_and_searched_again(scenario, monkeypatch) -> None:
     """A schedule that broke the agent on the search's few trials by luck is not reported as
     confirmed: the search rules it out, tries again, and says so."""
-    import chaoseval.search as search_module
-    from chaoseval.search import Evaluation
+    import chaoseval.investigate.search as search_module
+    from chaoseval.investigate.search import Evaluation
 
     def lucky(scenario, cell, agent, *, agent_name, model, seed, trials, wall_timeout):
         if cell.is_clean:

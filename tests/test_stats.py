@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from chaoseval.stats import (
+from chaoseval.analysis.stats import (
     benjamini_hochberg,
     bootstrap_macro,
     holm,

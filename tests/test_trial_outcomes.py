@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from chaoseval.agent import AgentOutput, Episode, load_agent
-from chaoseval.perturbation import CallNext, Perturbation, PerturbationContext, perturbation
-from chaoseval.records import Cell, PerturbationSpec
-from chaoseval.runner import RunConfig, run
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.model.records import Cell, PerturbationSpec
+from chaoseval.seams.agent import AgentOutput, Episode, load_agent
+from chaoseval.seams.perturbation import CallNext, Perturbation, PerturbationContext, perturbation
 
 
 class RaisingAgent:
@@ -142,7 +142,7 @@ def test_scripted_agent_passes_and_world_is_fresh_each_trial(tiny):
 
 
 def test_forbidden_tool_is_a_safety_veto_even_when_the_task_succeeds(tiny):
-    from chaoseval.scenario import Policy
+    from chaoseval.model.scenario import Policy
 
     scenario = tiny.model_copy(update={"policy": Policy(allowed_tools=["add_to_cart"])})
     result = _run(scenario, load_agent("scripted"), trials=1)
@@ -198,7 +198,7 @@ def test_bad_plugin_parameters_name_the_parameter(tiny):
 def test_real_clock_agent_waits_for_real_and_hangs_end_at_the_call_deadline(tiny):
     """An agent without ``clock = "virtual"`` runs on wall time: faults cost real seconds."""
     from chaoseval.agents.actor import Actor, run_solution
-    from chaoseval.scenario import Budgets
+    from chaoseval.model.scenario import Budgets
 
     class RealAgent:  # no clock attribute: real time
         async def run(self, episode: Episode) -> AgentOutput:

@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaoseval.agent import load_agent
-from chaoseval.clock import VirtualClock
+from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ToolError, ToolHTTPError
-from chaoseval.loader import installed, load_paths
-from chaoseval.runner import RunConfig, run
-from chaoseval.world import World
-from chaoseval.yamlform import YamlScenario
-from chaoseval.yamlform.expressions import Env, evaluate, parse_expr
-from chaoseval.yamlform.nodes import Node
+from chaoseval.loading.files import installed, load_paths
+from chaoseval.loading.yamlform import YamlScenario
+from chaoseval.loading.yamlform.expressions import Env, evaluate, parse_expr
+from chaoseval.loading.yamlform.nodes import Node
+from chaoseval.model.clock import VirtualClock
+from chaoseval.model.world import World
+from chaoseval.seams.agent import load_agent
 
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -237,13 +237,13 @@ def test_path_expressions(shop, expr, expected):
 def test_count_of_a_selection_matches_python(rows, key):
     expr = parse_expr(Node("t.yaml", f"count(tables.t[k={key}])", (), 1))
     env = Env(tables={"t": rows})
-    from chaoseval.yamlform.expressions import resolve
+    from chaoseval.loading.yamlform.expressions import resolve
 
     assert resolve(expr.left, env) == sum(1 for r in rows if r["k"] == key)
 
 
 PLUGINS = '''
-from chaoseval.yamlform import custom_tool, verifier
+from chaoseval.loading.yamlform import custom_tool, verifier
 
 
 @custom_tool("double_it")

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from ..agent import AgentOutput, Episode
-from ..errors import ToolConnectionError, ToolHTTPError, ToolTimeout
+from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
+from chaoseval.seams.agent import AgentOutput, Episode
 
 
 class Stop(Exception):
@@ -67,8 +67,8 @@ class Actor:
         return await self.episode.observe()
 
     async def click(self, label: str, role: str = "button") -> Any:
-        """Activate a UI element by its role and visible label (see chaoseval.ui)."""
-        from ..ui import click_by_label
+        """Activate a UI element by its role and visible label (see chaoseval.engine.ui)."""
+        from chaoseval.engine.ui import click_by_label
 
         return await click_by_label(self, label, role)
 

@@ -2,11 +2,10 @@
 
 ``http-naive`` and ``http-resilient`` are the ``naive`` and ``resilient`` simulated harnesses
 with one difference: every tool call is an HTTP request. By default the trial's tools are served
-on 127.0.0.1 by :func:`chaoseval.http.serve_tools`; pass ``transport=`` to route them through a
-respx router (:func:`chaoseval.http.mock_tools`) or any other httpx transport instead. Either
-way the tool perturbations reach the agent as HTTP: 429/5xx with Retry-After, HTML bodies,
-dropped connections, gateway timeouts.
-"""
+on 127.0.0.1 by :func:`chaoseval.engine.http.serve_tools`; pass ``transport=`` to route them
+through a respx router (:func:`chaoseval.engine.http.mock_tools`) or any other httpx transport
+instead. Either way the tool perturbations reach the agent as HTTP: 429/5xx with Retry-After,
+HTML bodies, dropped connections, gateway timeouts."""
 
 from __future__ import annotations
 
@@ -16,10 +15,10 @@ from contextlib import asynccontextmanager
 
 import httpx
 
-from ..agent import AgentOutput, Episode, agent
-from ..http import HttpTools, serve_tools
-from ..toolbox import ToolBox
-from .simulated import ResilientActor, SimActor, SimulatedAgent
+from chaoseval.agents.simulated import ResilientActor, SimActor, SimulatedAgent
+from chaoseval.engine.http import HttpTools, serve_tools
+from chaoseval.engine.toolbox import ToolBox
+from chaoseval.seams.agent import AgentOutput, Episode, agent
 
 TransportFactory = Callable[[ToolBox], httpx.AsyncBaseTransport]
 MOCK_BASE = "http://tools.test"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..agent import AgentOutput, Episode, agent
-from .actor import Actor, run_solution
+from chaoseval.agents.actor import Actor, run_solution
+from chaoseval.seams.agent import AgentOutput, Episode, agent
 
 
 class ScriptedAgent:

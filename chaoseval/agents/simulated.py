@@ -30,17 +30,17 @@ from tenacity import (
     wait_exponential,
 )
 
-from ..agent import AgentOutput, Episode, agent
-from ..errors import (
+from chaoseval.agents.actor import Actor, Stop, run_solution
+from chaoseval.engine.toolbox import validate_result
+from chaoseval.engine.ui import Element, choose, click_by_label, find_exact, rank, reference_page
+from chaoseval.errors import (
     AgentVisibleError,
     ToolConnectionError,
     ToolError,
     ToolHTTPError,
     ToolTimeout,
 )
-from ..toolbox import validate_result
-from ..ui import Element, choose, click_by_label, find_exact, rank, reference_page
-from .actor import Actor, Stop, run_solution
+from chaoseval.seams.agent import AgentOutput, Episode, agent
 
 SLIPS = ("wrong_arg", "detour", "premature_stop")
 

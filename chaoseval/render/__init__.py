@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .html import render_html
-from .junit import render_junit
-from .markdown import render_markdown
-from .tables import TableData, report_tables
+from chaoseval.render.html import render_html
+from chaoseval.render.junit import render_junit
+from chaoseval.render.markdown import render_markdown
+from chaoseval.render.tables import TableData, report_tables
 
 __all__ = ["TableData", "render_html", "render_junit", "render_markdown", "report_tables"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from html import escape
 
-from ..analysis import Analysis
-from ..compare import HarnessComparison
-from .markdown import render_comparison_markdown
-from .svg import heatmap, pass_hat_curves, root_cause_bars
-from .tables import TableData, report_tables
+from chaoseval.analysis.compare import HarnessComparison
+from chaoseval.analysis.core import Analysis
+from chaoseval.render.markdown import render_comparison_markdown
+from chaoseval.render.svg import heatmap, pass_hat_curves, root_cause_bars
+from chaoseval.render.tables import TableData, report_tables
 
 __all__ = ["render_html", "table_html"]
 

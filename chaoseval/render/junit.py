@@ -9,8 +9,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from ..gate import RuleResult
-from ..journal import Journal
+from chaoseval.analysis.gate import RuleResult
+from chaoseval.store.journal import Journal
 
 __all__ = ["render_junit"]
 

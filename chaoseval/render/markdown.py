@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..analysis import Analysis
-from ..compare import Budget, HarnessComparison, budget_value
-from .tables import TableData, report_tables
+from chaoseval.analysis.compare import Budget, HarnessComparison, budget_value
+from chaoseval.analysis.core import Analysis
+from chaoseval.render.tables import TableData, report_tables
 
 __all__ = ["render_comparison_markdown", "render_markdown", "table_markdown"]
 

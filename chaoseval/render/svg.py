@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from ..aggregate import CLEAN
-from ..analysis import Analysis
+from chaoseval.analysis.aggregate import CLEAN
+from chaoseval.analysis.core import Analysis
 
 __all__ = ["heatmap", "pass_hat_curves", "root_cause_bars"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..aggregate import CLEAN
-from ..analysis import Analysis, Comparison
+from chaoseval.analysis.aggregate import CLEAN
+from chaoseval.analysis.core import Analysis, Comparison
 
 __all__ = ["TableData", "fmt", "report_tables"]
 

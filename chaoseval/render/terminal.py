@@ -1,4 +1,4 @@
-"""The analysis as rich tables in the terminal (after the per-cell table of chaoseval.report)."""
+"""The analysis as rich tables in the terminal (after chaoseval.render.report's cell table)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..analysis import Analysis
-from .tables import report_tables
+from chaoseval.analysis.core import Analysis
+from chaoseval.render.tables import report_tables
 
 __all__ = ["print_analysis"]
 
 
 def print_analysis(a: Analysis, console: Console) -> None:
     for t in report_tables(a):
-        if t.id == "summary":  # chaoseval.report already printed it
+        if t.id == "summary":  # chaoseval.render.report already printed it
             continue
         table = Table(title=t.title, title_justify="left")
         for c in t.columns:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoseval.perturbation import CallNext, CommonParams, Perturbation, PerturbationContext
+from chaoseval.seams.perturbation import CallNext, CommonParams, Perturbation, PerturbationContext
 
 
 class DropFieldParams(CommonParams):

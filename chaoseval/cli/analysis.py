@@ -1,0 +1,182 @@
+"""``chaoseval compare`` and ``chaoseval gate``, and the formats behind ``chaoseval report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from chaoseval.analysis.compare import compare_journals, print_comparison
+from chaoseval.analysis.core import analysis_json, analyze
+from chaoseval.analysis.gate import evaluate, parse_rule
+from chaoseval.cli.app import app, console, err
+from chaoseval.errors import ChaosevalError, ConfigError
+from chaoseval.render.junit import render_junit
+from chaoseval.render.markdown import render_comparison_markdown, render_markdown
+from chaoseval.render.report import json_report, print_report
+from chaoseval.render.terminal import print_analysis
+from chaoseval.store.importers import SOURCES, load_source
+from chaoseval.store.journal import Journal, read_journal
+
+FORMATS = ("table", "json", "markdown", "html", "junit")
+
+
+def _fail(exc: Exception, code: int = 2) -> None:
+    # Messages quote rules like 'pass^5[timeout]': escape them so rich keeps the brackets.
+    err.print(f"[bold red]error:[/] {escape(str(exc))}")
+    raise typer.Exit(code)
+
+
+def load(path: Path, source: str | None = None, scorer: str | None = None) -> Journal:
+    """A chaoseval journal, or (with ``source``) a tau-bench / Inspect AI results file."""
+    if source is None:
+        return read_journal(path)
+    return load_source(source, path, scorer=scorer)
+
+
+def _emit(text: str, output: Path | None, what: str) -> None:
+    if output is None:
+        print(text)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    Console(stderr=True).print(f"wrote {what} to {output}")
+
+
+def report_impl(
+    journal: Path,
+    format: str,
+    output: Path | None,
+    k: list[int] | None,
+    source: str | None = None,
+    scorer: str | None = None,
+    resamples: int = 10_000,
+) -> None:
+    """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
+    if format not in FORMATS:
+        raise ConfigError(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
+    if source is not None and source not in SOURCES:
+        raise ConfigError(f"unknown --from {source!r}; use one of {', '.join(SOURCES)}")
+    data = load(journal, source, scorer)
+    ks = _check_ks(data, k)
+    if format == "junit":
+        _emit(render_junit(data), output, "JUnit XML")
+        return
+    if format == "table" and output is None:
+        print_report(data, console, ks)
+        print_analysis(analyze(data, ks, n_resamples=resamples, references=source is None), console)
+        return
+    a = analyze(data, ks, n_resamples=resamples, references=source is None)
+    if format == "json":
+        doc = json_report(data, ks)
+        doc.setdefault("analysis", analysis_json(a))
+        _emit(json.dumps(doc, indent=2, default=str), output, "JSON report")
+    elif format == "markdown":
+        _emit(render_markdown(a), output, "Markdown report")
+    elif format == "html":
+        from chaoseval.render.html import render_html
+
+        _emit(render_html(a), output, "HTML report")
+    else:  # table into a file
+        with output.open("w", encoding="utf-8") as fh:  # type: ignore[union-attr]
+            file_console = Console(file=fh, width=180)
+            print_report(data, file_console, ks)
+            print_analysis(a, file_console)
+
+
+def _check_ks(data: Journal, k: list[int] | None) -> list[int]:
+    ks = sorted(set(k or data.manifest.ks))
+    bad = [x for x in ks if x < 1]
+    if bad:
+        raise ConfigError(f"--k {bad}: k must be >= 1")
+    return ks
+
+
+@app.command("compare")
+def compare_cmd(
+    a: Annotated[Path, typer.Argument(help="journal of harness A (the baseline)")],
+    b: Annotated[Path, typer.Argument(help="journal of harness B")],
+    format: Annotated[str, typer.Option("--format", "-f", help="table|markdown|json")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    k: Annotated[list[int] | None, typer.Option("--k")] = None,
+    resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 10_000,
+    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    source: Annotated[
+        str | None, typer.Option("--from", help="read both files as tau-bench | inspect results")
+    ] = None,
+) -> None:
+    """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p."""
+    try:
+        ja, jb = load(a, source), load(b, source)
+        h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed)
+        if format == "table":
+            print_comparison(h, console)
+        elif format == "markdown":
+            _emit(render_comparison_markdown(h), output, "comparison")
+        elif format == "json":
+            _emit(json.dumps(h.to_json(), indent=2), output, "comparison")
+        else:
+            raise ConfigError(f"unknown --format {format!r}; use table, markdown or json")
+    except ChaosevalError as exc:
+        _fail(exc)
+
+
+@app.command("gate")
+def gate_cmd(
+    journal: Annotated[Path, typer.Argument(help="a journal (or results file with --from)")],
+    rule: Annotated[
+        list[str],
+        typer.Option(
+            "--rule",
+            "-r",
+            help="e.g. 'pass^5>=0.90', 'max-degradation pass^5 <= 0.10', "
+            "'safety-violations == 0', 'hallucinations == 0' (repeatable)",
+        ),
+    ],
+    perturbation: Annotated[
+        list[str] | None,
+        typer.Option("--perturbation", "-p", help="scope max-degradation rules to these cells"),
+    ] = None,
+    k: Annotated[list[int] | None, typer.Option("--k")] = None,
+    source: Annotated[str | None, typer.Option("--from", help="tau-bench | inspect")] = None,
+    junit: Annotated[Path | None, typer.Option(help="also write JUnit XML with the rules")] = None,
+    resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2_000,
+) -> None:
+    """Fail (exit 1) when a rule is broken, naming each broken rule and its measured value."""
+    try:
+        rules = [parse_rule(r) for r in rule]
+        data = load(journal, source)
+        wanted = {r.k for r in rules if r.k is not None}
+        ks = sorted(set(k or data.manifest.ks) | wanted)
+        too_big = [x for x in ks if x > data.manifest.trials]
+        if too_big:
+            raise ConfigError(
+                f"rules ask for k = {too_big} but the run has {data.manifest.trials} trials per "
+                "cell; pass^k needs k <= trials"
+            )
+        a = analyze(data, ks, n_resamples=resamples, references=False)
+        results = evaluate(a, rules, perturbation or [])
+    except ChaosevalError as exc:
+        _fail(exc)
+        return
+    for w in data.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    for r in results:
+        style = "green" if r.passed else "bold red"
+        console.print(f"[{style}]{escape(r.message())}[/]", highlight=False, soft_wrap=True)
+    if junit is not None:
+        _emit(render_junit(data, results), junit, "JUnit XML")
+    broken = [r for r in results if not r.passed]
+    if broken:
+        console.print(
+            f"[bold red]gate failed:[/] {len(broken)} of {len(results)} rule(s) broken: "
+            + escape("; ".join(f"{r.rule.text} (measured {r.detail})" for r in broken)),
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+    console.print(f"[green]gate passed:[/] {len(results)} rule(s)")

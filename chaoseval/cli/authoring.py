@@ -1,0 +1,109 @@
+"""Authoring commands: `chaoseval scenario lint` (also `scenarios lint`) and `chaoseval init`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chaoseval.authoring.lint import ScenarioLint, lint_paths
+from chaoseval.authoring.scaffold import write_plugin, write_scenario
+from chaoseval.cli.app import _fail, app, console, scenarios_app
+from chaoseval.errors import ChaosevalError
+
+scenario_app = typer.Typer(help="Write and check scenarios.", no_args_is_help=True)
+init_app = typer.Typer(help="Scaffold a scenario or a perturbation plugin.", no_args_is_help=True)
+app.add_typer(scenario_app, name="scenario")
+app.add_typer(init_app, name="init")
+
+MARK = {True: "[green]PASS[/]", False: "[bold red]FAIL[/]"}
+
+
+def _print(reports: list[ScenarioLint]) -> None:
+    for rep in reports:
+        title = rep.scenario or "(did not load)"
+        console.print(f"[bold]{title}[/]  [dim]{rep.source}[/]")
+        for f in rep.findings:
+            mark = "[yellow]SKIP[/]" if f.skipped else MARK[f.ok]
+            console.print(f"  {mark} {f.check:<12} {f.summary}", highlight=False)
+            for line in f.details:
+                console.print(f"         - {line}", highlight=False, soft_wrap=True)
+    bad = sum(1 for r in reports if not r.ok)
+    console.print(
+        f"{len(reports)} scenario(s) linted, "
+        + (f"[bold red]{bad} with problems[/]" if bad else "[green]no problems[/]")
+    )
+
+
+def lint_cmd(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="scenario files or directories (default: installed packs)"),
+    ] = None,
+    seeds: Annotated[int, typer.Option(help="run seeds the reference must pass under")] = 3,
+    trials: Annotated[int, typer.Option(help="trials per seed")] = 2,
+    perturbation: Annotated[
+        list[str] | None,
+        typer.Option("--perturbation", "-p", help="also canary this cell (repeatable)"),
+    ] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+) -> None:
+    """Check scenarios: schema, solvable, non-trivial, perturbations reachable. Exit 1 on any
+    problem."""
+    if seeds < 1 or trials < 1:
+        _fail(ChaosevalError("--seeds and --trials must be at least 1"))
+    try:
+        reports = lint_paths(
+            paths or None,
+            seeds=list(range(seeds)),
+            trials=trials,
+            perturbations=perturbation or [],
+        )
+    except ChaosevalError as exc:
+        _fail(exc)
+    if format == "json":
+        print(json.dumps([{**asdict(r), "ok": r.ok} for r in reports], indent=2))
+    elif format == "table":
+        _print(reports)
+    else:
+        _fail(ChaosevalError(f"unknown --format {format!r}; use table or json"))
+    if not reports or any(not r.ok for r in reports):
+        raise typer.Exit(1)
+
+
+scenario_app.command("lint")(lint_cmd)
+scenarios_app.command("lint")(lint_cmd)
+
+
+@init_app.command("scenario")
+def init_scenario(
+    name: Annotated[str, typer.Argument(help="scenario id, e.g. bookshop-refund")],
+    directory: Annotated[Path, typer.Option("--dir", "-d", help="where to write it")] = Path("."),
+    force: Annotated[bool, typer.Option(help="overwrite an existing file")] = False,
+) -> None:
+    """Write NAME.yaml: a small complete YAML scenario that passes lint as generated."""
+    try:
+        path = write_scenario(name, directory, force=force)
+    except ChaosevalError as exc:
+        _fail(exc)
+    console.print(f"wrote {path}\nnext: chaoseval scenario lint {path}")
+
+
+@init_app.command("plugin")
+def init_plugin(
+    name: Annotated[str, typer.Argument(help="perturbation name, e.g. flaky-auth")],
+    directory: Annotated[Path, typer.Option("--dir", "-d", help="where to write it")] = Path("."),
+    force: Annotated[bool, typer.Option(help="overwrite existing files")] = False,
+) -> None:
+    """Write a perturbation plugin package (pyproject entry point, module, test)."""
+    try:
+        root = write_plugin(name, directory, force=force)
+    except ChaosevalError as exc:
+        _fail(exc)
+    console.print(
+        f"wrote {root}\nnext: pip install -e {root} && pytest {root / 'tests'}\n"
+        f"then: chaoseval run --agent naive -p {name}"
+    )

@@ -1,0 +1,267 @@
+"""Investigation commands: ``search``, ``diverge``, ``replay`` and ``sample``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from chaoseval.cli.app import _fail, _scenarios, app, console, err
+from chaoseval.errors import ChaosevalError, ConfigError
+from chaoseval.investigate.diverge import analyse, to_json
+from chaoseval.investigate.replay import replay, sample, to_markdown
+from chaoseval.investigate.search import search
+from chaoseval.loading.files import installed, load_paths
+from chaoseval.model.records import ModelSettings
+from chaoseval.model.trajectory import Step
+from chaoseval.seams.agent import load_agent
+from chaoseval.store.journal import read_journal
+
+
+def _hits(result) -> str:
+    """Where the confirmed schedule's faults landed: 'timeout on lookup_order x20'."""
+    where: Counter[str] = Counter()
+    for r in result.confirmation.records:
+        for f in r.trajectory.faults:
+            if not f.delivered:
+                continue
+            step = r.trajectory.steps[f.step] if f.step is not None else None
+            target = f" on {step.tool}" if step is not None and step.tool else ""
+            where[f"{f.perturbation}/{f.kind}{target}"] += 1
+    return ", ".join(f"{k} x{v}" for k, v in where.most_common()) or "none delivered"
+
+
+@app.command("search")
+def search_cmd(
+    agent: Annotated[str, typer.Option("--agent", "-a", help="agent name or module:factory")],
+    scenario: Annotated[str, typer.Option("--scenario", "-s", help="one scenario id")],
+    scenario_path: Annotated[
+        list[Path] | None, typer.Option("--scenarios", help="scenario files or directories")
+    ] = None,
+    trials: Annotated[int, typer.Option("--trials", "-n", help="trials per candidate")] = 3,
+    seed: Annotated[int, typer.Option(help="run seed; the search is deterministic in it")] = 0,
+    budget: Annotated[int, typer.Option(help="candidate schedules to try before shrinking")] = 200,
+    confirm: Annotated[int, typer.Option(help="fresh trials to confirm the shrunk schedule")] = 20,
+    min_failure_rate: Annotated[
+        float, typer.Option(help="share of a candidate's trials that must fail from a fault")
+    ] = 1.0,
+    confirm_rate: Annotated[
+        float, typer.Option(help="share of the fresh trials that must fail to confirm a find")
+    ] = 0.8,
+    max_faults: Annotated[int, typer.Option(help="largest stack of faults to try")] = 3,
+    plugin: Annotated[
+        list[str] | None, typer.Option("--plugin", help="only these plugins (repeatable)")
+    ] = None,
+    tools: Annotated[
+        list[str] | None, typer.Option("--tools", help="only target these tool globs")
+    ] = None,
+    model: Annotated[str, typer.Option(help="model name given to the agent")] = "sim-1",
+    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.7,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="save the spec here")] = None,
+) -> None:
+    """Find the smallest perturbation schedule that makes an agent fail a scenario.
+
+    Exit status 1 when the find did not confirm on fresh trials (it is still saved, marked
+    "confirmed": false), 2 when no schedule broke the agent.
+    """
+    try:
+        found = _scenarios(scenario_path, [scenario])
+        if len(found) != 1:
+            raise ConfigError(
+                f"--scenario {scenario!r} matches {len(found)} scenarios; name exactly one: "
+                + ", ".join(s.id for s in found)
+            )
+        result = search(
+            found[0],
+            load_agent(agent),
+            agent_name=agent,
+            model=ModelSettings(model=model, temperature=temperature),
+            seed=seed,
+            trials=trials,
+            budget=budget,
+            min_failure_rate=min_failure_rate,
+            confirm=confirm,
+            confirm_rate=confirm_rate,
+            max_faults=max_faults,
+            plugins=plugin,
+            tools=tools,
+        )
+        if out is not None:
+            result.save(out)
+    except ChaosevalError as exc:
+        _fail(exc)
+    conf = result.confirmation
+    console.print(f"[bold]minimal failing schedule[/] for {agent} on {result.scenario}:")
+    for p in result.cell.perturbations:
+        params = ", ".join(f"{k}={v}" for k, v in p.params.items())
+        console.print(f"  {p.name}({params})")
+    console.print(
+        f"searched {result.examples} schedule(s) x {result.search_trials} trial(s), seed {seed}; "
+        f"confirmed on {len(conf.scored)} fresh trial(s): {conf.broken} failed with a fault "
+        f"delivered (failure rate {conf.failure_rate:.2f}; clean {result.clean_failure_rate:.2f})"
+    )
+    console.print(f"faults delivered: {_hits(result)}")
+    for name, rate in result.rejected:
+        console.print(f"rejected on confirmation (failure rate {rate:.2f}): {name}", markup=False)
+    if not result.confirmed:
+        console.print(
+            f"[bold yellow]not confirmed:[/] fewer than {confirm_rate:.0%} of the fresh trials "
+            "failed; the schedule breaks the agent only sometimes"
+        )
+        raise typer.Exit(1)
+    if out is not None:
+        console.print(f"saved to {out}; add it to a matrix with: chaoseval run -p {out}")
+    else:
+        console.print(json.dumps(result.spec(), indent=2), markup=False)
+
+
+@app.command("diverge")
+def diverge_cmd(
+    journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
+    format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    baseline: Annotated[
+        bool, typer.Option(help="compare all-failing cells with the clean cell's successes")
+    ] = True,
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+) -> None:
+    """Where failed trials first left the path successful ones took, grouped by that point."""
+    try:
+        data = read_journal(journal)
+        tasks = analyse(data, baseline=baseline)
+        if format == "json":
+            text = json.dumps(to_json(tasks, data), indent=2)
+            if output:
+                output.write_text(text + "\n")
+            else:
+                print(text)
+            return
+        if format != "table":
+            raise ConfigError(f"unknown --format {format!r}; use table or json")
+    except ChaosevalError as exc:
+        _fail(exc)
+    table = Table(
+        "scenario", "cell", "pass/fail", "consistency", "first divergence", "n", show_lines=True
+    )
+    for t in tasks:
+        style = {"stable error": "bold red", "inconsistent": "yellow", "stable": "green"}.get(
+            t.consistency, ""
+        )
+        consistency = f"[{style}]{t.consistency}[/]" if style else t.consistency
+        if t.groups:
+            labels = "\n".join(g.label for g in t.groups)
+            counts = "\n".join(str(len(g.trials)) for g in t.groups)
+            if t.reference == "clean":
+                labels = "(vs clean successes)\n" + labels
+                counts = "\n" + counts
+        elif t.failed:
+            labels, counts = "(no successful trial to compare with)", ""
+        else:
+            labels, counts = "", ""
+        table.add_row(t.scenario, t.cell, f"{t.passed}/{t.failed}", consistency, labels, counts)
+    console.print(table)
+    stable_errors = [t for t in tasks if t.consistency == "stable error"]
+    if stable_errors:
+        console.print(
+            f"[bold red]{len(stable_errors)} stable error(s)[/]: consistent, and consistently "
+            "wrong: " + ", ".join(f"{t.scenario} [{t.cell}]" for t in stable_errors),
+            markup=True,
+        )
+
+
+def _step_cell(step: Step | None) -> str:
+    if step is None:
+        return ""
+    if step.kind == "tool":
+        args = ", ".join(f"{k}={v!r}" for k, v in (step.args or {}).items())
+        text = f"{step.tool}({args}) → {step.result_class}"
+        if step.faults:
+            text += f" [fault {','.join(map(str, step.faults))}]"
+        return text
+    if step.kind == "model":
+        d = step.data
+        return f"model ({d.get('input_tokens', 0)} in / {d.get('output_tokens', 0)} out)"
+    if step.kind == "answer":
+        return "answer" + (" (gave up)" if step.data.get("gave_up") else "")
+    return step.kind
+
+
+@app.command("replay")
+def replay_cmd(
+    journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
+    trial_id: Annotated[str, typer.Argument(help="scenario/cell/index, as in the journal")],
+    scenario_path: Annotated[
+        list[Path] | None, typer.Option("--scenarios", help="scenario files or directories")
+    ] = None,
+) -> None:
+    """Re-run one trial from its recorded seeds and show it beside the original."""
+    try:
+        data = read_journal(journal)
+        scenarios = load_paths(scenario_path) if scenario_path else installed()
+        result = replay(data, trial_id, scenarios)
+    except ChaosevalError as exc:
+        _fail(exc)
+    a, b = result.original, result.replayed
+    table = Table("#", "t", "recorded", "replayed", "", title=f"replay of {trial_id}")
+    for i in range(max(len(a.trajectory.steps), len(b.trajectory.steps))):
+        sa = a.trajectory.steps[i] if i < len(a.trajectory.steps) else None
+        sb = b.trajectory.steps[i] if i < len(b.trajectory.steps) else None
+        same = sa is not None and sb is not None and sa == sb
+        t = f"{(sa or sb).t:g}" if (sa or sb) is not None else ""
+        if sa is not None and sb is not None and sa.t != sb.t:
+            t = f"{sa.t:g} / {sb.t:g}"
+        table.add_row(str(i), t, _step_cell(sa), _step_cell(sb), "=" if same else "[red]≠[/]")
+    table.add_row(
+        "", "", f"{a.status} ({a.root_cause or '-'})", f"{b.status} ({b.root_cause or '-'})", ""
+    )
+    console.print(table)
+    if result.exact:
+        console.print("[green]reproduced exactly[/] (wall-clock fields ignored)")
+    else:
+        console.print(
+            "[bold yellow]same steps, different timings[/]: the agent waited differently "
+            "(an unseeded random source in its waits?):"
+            if result.same_steps
+            else "[bold red]did not reproduce[/]:"
+        )
+        for d in result.differences:
+            console.print(f"  {d}", markup=False)
+        raise typer.Exit(1)
+
+
+@app.command("sample")
+def sample_cmd(
+    journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
+    n: Annotated[int, typer.Option("--n", "-n", help="how many trials")] = 10,
+    seed: Annotated[int, typer.Option(help="sampling seed: the same seed draws the same")] = 0,
+    status: Annotated[
+        str,
+        typer.Option(
+            help="passed (default: a judge's passes deserve a second look) | failed | any"
+        ),
+    ] = "passed",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Markdown file")] = None,
+    scenario_path: Annotated[
+        list[Path] | None, typer.Option("--scenarios", help="to rebuild instructions")
+    ] = None,
+) -> None:
+    """Draw a reproducible sample of trials and write them to Markdown for human review."""
+    try:
+        data = read_journal(journal)
+        chosen = sample(data, n=n, seed=seed, status=status)
+        try:
+            scenarios = load_paths(scenario_path) if scenario_path else installed()
+        except ChaosevalError as exc:
+            err.print(f"[yellow]warning:[/] instructions not rebuilt: {exc}")
+            scenarios = []
+        text = to_markdown(chosen, data, scenarios, seed=seed, status=status)
+    except ChaosevalError as exc:
+        _fail(exc)
+    if output is not None:
+        output.write_text(text)
+        console.print(f"wrote {len(chosen)} trial(s) to {output}")
+    else:
+        print(text)

@@ -1,0 +1,25 @@
+"""``chaoseval summary``: several harnesses' degradation in one table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chaoseval.cli.app import _fail, app, console
+from chaoseval.errors import ChaosevalError
+from chaoseval.render.summary import print_summary
+from chaoseval.store.journal import read_journal
+
+
+@app.command("summary")
+def summary_cmd(
+    journals: Annotated[list[Path], typer.Argument(help="journals, one per harness")],
+    k: Annotated[int | None, typer.Option("--k", help="k for pass^k (default: largest)")] = None,
+) -> None:
+    """Per perturbation: each journal's mean, pass^k and change against its clean baseline."""
+    try:
+        print_summary([read_journal(p) for p in journals], console, k)
+    except ChaosevalError as exc:
+        _fail(exc)

@@ -1,0 +1,205 @@
+"""The matrix runner: scenarios x (clean + cells) x n trials, bounded concurrency, a journal."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import anyio
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from chaoseval.engine.trial import TrialPlan, instantiate, run_trial
+from chaoseval.errors import ConfigError
+from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecord
+from chaoseval.model.scenario import Scenario
+from chaoseval.seams.agent import AgentAdapter
+from chaoseval.store.journal import JournalWriter, read_journal
+
+CLEAN = Cell(name="clean")
+PACKAGES = ("anyio", "pydantic", "numpy", "hypothesis", "faker", "freezegun", "tenacity", "respx")
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass
+class RunConfig:
+    scenarios: Sequence[Scenario]
+    agent: AgentAdapter
+    agent_name: str
+    cells: Sequence[Cell] = ()
+    trials: int = 5
+    seed: int = 0
+    model: ModelSettings = field(default_factory=ModelSettings)
+    ks: Sequence[int] = (1, 2, 5)
+    concurrency: int = 4
+    journal: Path | None = None
+    resume: bool = False
+    overwrite: bool = False
+    wall_timeout: float | None = None
+    progress: bool = False
+
+    @property
+    def clock_mode(self):
+        return getattr(self.agent, "clock", "real")
+
+    def all_cells(self) -> list[Cell]:
+        cells = [CLEAN, *[c for c in self.cells if not c.is_clean]]
+        names = [c.name for c in cells]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"two matrix cells share a name: {names}")
+        return cells
+
+
+@dataclass
+class RunResult:
+    manifest: RunManifest
+    records: list[TrialRecord]
+    journal: Path | None
+    resumed: int = 0
+
+
+def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
+    return RunManifest(
+        run_id=run_id,
+        chaoseval_version=_version("chaoseval"),
+        python=f"{platform.python_implementation()} {sys.version.split()[0]}",
+        packages={p: _version(p) for p in PACKAGES},
+        agent=config.agent_name,
+        model=config.model,
+        seed=config.seed,
+        trials=config.trials,
+        ks=list(config.ks),
+        clock=config.clock_mode,
+        scenarios=[
+            {
+                "id": s.id,
+                "domain": s.domain,
+                "tags": s.tags,
+                "source": s.source,
+                "tools": {t.name: t.version for t in s.tools},
+                "budgets": s.budgets.model_dump(),
+            }
+            for s in config.scenarios
+        ],
+        cells=config.all_cells(),
+        concurrency=config.concurrency,
+        created_at=datetime.now(UTC),
+    )
+
+
+def plan(config: RunConfig) -> list[TrialPlan]:
+    if config.trials < 1:
+        raise ConfigError(f"--trials must be at least 1 (got {config.trials})")
+    if not config.scenarios:
+        raise ConfigError("no scenarios selected")
+    for cell in config.all_cells():
+        instantiate(cell)  # unknown plugins and bad parameters stop the run before it starts
+    return [
+        TrialPlan(s, c, i)
+        for c in config.all_cells()
+        for s in config.scenarios
+        for i in range(config.trials)
+    ]
+
+
+async def run_matrix(
+    config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None
+) -> RunResult:
+    plans = plan(config)
+    run_id = uuid.uuid4().hex[:12]
+    manifest = build_manifest(config, run_id)
+    done: dict[str, TrialRecord] = {}
+    writer: JournalWriter | None = None
+    if config.journal is not None:
+        path = Path(config.journal)
+        if path.exists() and path.stat().st_size and not (config.resume or config.overwrite):
+            raise ConfigError(
+                f"{path} already exists; pass --resume to continue it or --overwrite to replace it"
+            )
+        if config.resume and path.exists() and path.stat().st_size:
+            old = read_journal(path)
+            if old.manifest.config_key() != manifest.config_key():
+                raise ConfigError(
+                    f"{path} was written by a different run configuration (agent, model, seed, "
+                    "scenarios or cells differ); use another --journal or --overwrite"
+                )
+            manifest = old.manifest
+            manifest.trials = max(manifest.trials, config.trials)
+            done = {r.trial_id: r for r in old.records if r.status != "not_evaluable"}
+            writer = JournalWriter(path, None, truncate_cut_off=True)
+        else:
+            if path.exists():
+                path.unlink()
+            writer = JournalWriter(path, manifest, truncate_cut_off=False)
+
+    todo = [p for p in plans if p.trial_id not in done]
+    records: list[TrialRecord] = [done[p.trial_id] for p in plans if p.trial_id in done]
+    limiter = anyio.CapacityLimiter(max(1, config.concurrency))
+    wall = config.wall_timeout or (
+        30.0
+        if config.clock_mode == "virtual"
+        else max(s.budgets.trial_timeout for s in config.scenarios) + 5
+    )
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        disable=not config.progress,
+        transient=False,
+    )
+    counts = {"passed": 0, "failed": 0, "not_evaluable": 0}
+
+    async def one(p: TrialPlan, task_id) -> None:
+        async with limiter:
+            record = await run_trial(
+                p,
+                config.agent,
+                agent_name=config.agent_name,
+                model=manifest.model,
+                clock_mode=config.clock_mode,
+                run_id=manifest.run_id,
+                run_seed=config.seed,
+                wall_timeout=wall,
+            )
+        records.append(record)
+        counts[record.status] += 1
+        if writer is not None:
+            writer.append(record)
+        if on_record is not None:
+            on_record(record)
+        progress.update(
+            task_id,
+            advance=1,
+            status=f"pass {counts['passed']} fail {counts['failed']} n/e {counts['not_evaluable']}",
+        )
+
+    try:
+        with progress:
+            task_id = progress.add_task(f"{config.agent_name}", total=len(todo), status="")
+            async with anyio.create_task_group() as tg:
+                for p in todo:
+                    tg.start_soon(one, p, task_id)
+    finally:
+        if writer is not None:
+            writer.close()
+    order = {p.trial_id: i for i, p in enumerate(plans)}
+    records.sort(key=lambda r: order.get(r.trial_id, len(order)))
+    return RunResult(manifest, records, config.journal, resumed=len(done))
+
+
+def run(config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None) -> RunResult:
+    return anyio.run(run_matrix, config, on_record)

@@ -1,0 +1,259 @@
+"""The tool channel of one trial: policy, budgets, perturbations, then the scenario's tool.
+
+Every call becomes a trajectory step with its result class and the faults that touched it.
+Faults are marked delivered only when the call's outcome actually returns to the agent.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from typing import Any
+
+from freezegun import freeze_time
+from pydantic import BaseModel, ValidationError
+
+from chaoseval.errors import (
+    AgentVisibleError,
+    HarnessError,
+    ScenarioError,
+    ToolError,
+    ToolTimeout,
+)
+from chaoseval.model.records import Veto
+from chaoseval.model.scenario import Scenario, ToolSpec
+from chaoseval.model.trajectory import Trajectory
+from chaoseval.model.world import World
+from chaoseval.seams.perturbation import PerturbationContext, ToolCall, build_chain, ctx_stream
+
+EXCERPT = 2000
+
+
+class StepBudgetExceeded(AgentVisibleError):
+    """The agent used more tool calls than the scenario allows."""
+
+    kind = "budget_exceeded"
+
+
+class TrialState:
+    """Mutable bookkeeping shared by the channels of one trial."""
+
+    def __init__(self) -> None:
+        self.trajectory = Trajectory()
+        self.harness_errors: list[HarnessError] = []
+        self.vetoes: list[Veto] = []
+        self.budget_exceeded = False
+        self.turn = 0
+
+    def record_fault(self, fault: Any) -> int:
+        return self.trajectory.add_fault(fault)
+
+    def deliver(self, fault_ids: list[int]) -> None:
+        for i in fault_ids:
+            self.trajectory.faults[i].delivered = True
+
+
+class ToolBox:
+    """What ``episode.tools`` is. ``await tools.call("lookup_order", order_id="A-1")``."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        world: World,
+        state: TrialState,
+        plugins: list[Any],
+        run_seed: int,
+        trial: int,
+    ):
+        self._scenario = scenario
+        self._world = world
+        self._state = state
+        self._plugins = plugins
+        self._run_seed = run_seed
+        self._trial = trial
+        self._count = 0
+        self.specs: dict[str, ToolSpec] = {t.name: t for t in scenario.tools}
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [t.describe() for t in self._scenario.tools]
+
+    def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:
+        self._state.turn += 1
+        self._state.trajectory.add_step(
+            "model",
+            t=self._world.clock.monotonic(),
+            data={"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost},
+        )
+
+    async def call(self, name: str, /, **args: Any) -> Any:
+        state, world = self._state, self._world
+        clock = world.clock
+        step = state.trajectory.add_step("tool", t=clock.monotonic(), tool=name, args=args)
+        state.turn += 1
+        index = self._count
+        self._count += 1
+
+        if len(state.trajectory.tool_steps()) > self._scenario.budgets.max_steps:
+            state.budget_exceeded = True
+            step.result_class = "tool_error"
+            step.error = f"step budget of {self._scenario.budgets.max_steps} tool calls exceeded"
+            raise StepBudgetExceeded(step.error)
+        if not self._scenario.allowed(name) and name in self.specs:
+            state.vetoes.append(
+                Veto(kind="safety", detail=f"called forbidden tool {name!r}", step=step.index)
+            )
+
+        call = ToolCall(tool=name, args=args, index=index, turn=state.turn, step=step.index)
+        contexts: list[PerturbationContext] = []
+
+        def make_ctx(plugin: Any, c: Any) -> PerturbationContext:
+            ctx = PerturbationContext(
+                run_seed=self._run_seed,
+                scenario=self._scenario.id,
+                trial=self._trial,
+                perturbation=plugin.label,
+                clock=clock,
+                world=world,
+                record=state.record_fault,
+                call_index=index,
+                step=step.index,
+                rng=ctx_stream(self._run_seed, self._scenario.id, plugin.label, self._trial, index),
+                spec=self.specs.get(name),
+            )
+            contexts.append(ctx)
+            return ctx
+
+        chain = build_chain("tool", self._plugins, self._base, make_ctx)
+        started = clock.monotonic()
+        try:
+            with clock.deadline(self._scenario.budgets.call_timeout):
+                result = await chain(call)
+        except TimeoutError as exc:
+            err = (
+                exc
+                if isinstance(exc, ToolTimeout)
+                else ToolTimeout(
+                    f"{name} did not answer within {self._scenario.budgets.call_timeout:g}s"
+                )
+            )
+            self._finish(step, contexts, started, "timeout", error=str(err))
+            raise err from None
+        except AgentVisibleError as exc:
+            self._finish(step, contexts, started, exc.kind, error=str(exc))  # type: ignore[arg-type]
+            raise
+        except HarnessError as exc:
+            state.harness_errors.append(exc)
+            self._finish(step, contexts, started, "harness_error", error=str(exc), deliver=False)
+            raise
+        result_class = "ok" if self._valid(self.specs.get(name), result) else "malformed"
+        self._finish(step, contexts, started, result_class, result=result)
+        return result
+
+    def _finish(
+        self,
+        step: Any,
+        contexts: list[PerturbationContext],
+        started: float,
+        result_class: str,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        deliver: bool = True,
+    ) -> None:
+        fired = [i for c in contexts for i in c.fired]
+        step.faults = fired
+        step.result_class = result_class
+        step.error = error
+        step.latency = self._world.clock.monotonic() - started
+        step.result = _excerpt(result)
+        if deliver:
+            self._state.deliver(fired)
+
+    @staticmethod
+    def _valid(spec: ToolSpec | None, result: Any) -> bool:
+        if spec is None or spec.returns is None:
+            return True
+        try:
+            _validate(spec.returns, result)
+        except (ValidationError, TypeError, ValueError):
+            return False
+        return True
+
+    async def _base(self, call: ToolCall) -> Any:
+        """Run the scenario's tool: argument validation, then the body, on the world."""
+        spec = self.specs.get(call.tool)
+        if spec is None:
+            raise ToolError(f"no tool named {call.tool!r}; tools: {', '.join(sorted(self.specs))}")
+        try:
+            args = spec.params.model_validate(call.args).model_dump()
+        except ValidationError as exc:
+            raise ToolError(f"invalid arguments for {call.tool}: {_brief(exc)}") from None
+        world = self._world
+        world.current_tool = call.tool
+        frozen = freeze_time(world.now()) if self._scenario.freeze_time else nullcontext()
+        writes_before = len(world.writes)
+        try:
+            # Tool bodies are synchronous: nothing else runs while freezegun's patch is active.
+            with frozen:
+                result = spec.fn(world, **args)
+        except AgentVisibleError:
+            raise
+        except Exception as exc:
+            raise ScenarioError(
+                f"tool {call.tool!r} raised {type(exc).__name__}: {exc}",
+                source=self._scenario.source or self._scenario.id,
+            ) from exc
+        finally:
+            world.current_tool = None
+        for w in world.writes[writes_before:]:
+            if w.table in self._scenario.policy.forbidden_writes:
+                self._state.vetoes.append(
+                    Veto(
+                        kind="safety",
+                        detail=f"{call.tool} wrote to forbidden table {w.table!r}",
+                        step=call.step,
+                    )
+                )
+        try:
+            # A copy, so the agent can never mutate the world through a returned object.
+            return json.loads(json.dumps(result, default=str))
+        except (TypeError, ValueError) as exc:
+            raise ScenarioError(f"tool {call.tool!r} returned non-JSON data: {exc}") from exc
+
+
+def _validate(model: type[BaseModel], result: Any) -> BaseModel:
+    if not isinstance(result, dict):
+        raise TypeError(f"expected a JSON object, got {type(result).__name__}")
+    # JSON mode: dates arrive as strings, as they would over the wire.
+    return model.model_validate_json(json.dumps(result), strict=True)
+
+
+def validate_result(spec: ToolSpec, result: Any) -> Any:
+    """Raise ValueError when ``result`` does not match the tool's declared result model."""
+    if spec.returns is None:
+        return result
+    try:
+        _validate(spec.returns, result)
+    except (ValidationError, TypeError) as exc:
+        raise ValueError(f"{spec.name} returned malformed data: {_brief(exc)}") from None
+    return result
+
+
+def _brief(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
+        )[:300]
+    return str(exc)[:300]
+
+
+def _excerpt(result: Any) -> Any:
+    text = result if isinstance(result, str) else None
+    if text is None:
+        try:
+            text = json.dumps(result, default=str)
+        except (TypeError, ValueError):
+            text = repr(result)
+        if len(text) <= EXCERPT:
+            return result
+    return text if len(text) <= EXCERPT else text[:EXCERPT] + f"...[{len(text)} chars]"

@@ -1,0 +1,267 @@
+"""Replay one recorded trial from the journal's seeds, and draw trials for human spot checks.
+
+A replay rebuilds the trial's plan from the manifest (run seed, agent, model settings, the
+cell) and the record (scenario, cell, index), runs it again and compares the trajectories.
+Wall-clock fields are ignored; on the virtual clock step times are simulated and must match.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
+from chaoseval.errors import ConfigError, JournalError
+from chaoseval.model.records import Cell, TrialRecord
+from chaoseval.model.scenario import Scenario
+from chaoseval.model.trajectory import Step
+from chaoseval.seams.agent import AgentAdapter, load_agent
+from chaoseval.store.journal import Journal
+
+# Step fields that measure real elapsed time when the trial ran on the real clock.
+WALL_FIELDS = frozenset({"t", "latency"})
+
+
+@dataclass
+class Replay:
+    original: TrialRecord
+    replayed: TrialRecord
+    differences: list[str]
+
+    @property
+    def exact(self) -> bool:
+        return not self.differences
+
+    @property
+    def same_steps(self) -> bool:
+        """Everything but step timings matched: the agent waited differently, e.g. jitter drawn
+        from an unseeded random source, though it took the same steps."""
+        return not compare(self.original, self.replayed, ignore=WALL_FIELDS)
+
+
+def find_record(journal: Journal, trial_id: str) -> TrialRecord:
+    records = journal.by_trial_id()
+    if trial_id in records:
+        return records[trial_id]
+    import difflib
+
+    close = difflib.get_close_matches(trial_id, list(records), n=3)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise JournalError(f"{journal.path}: no trial {trial_id!r}{hint}")
+
+
+def find_scenario(scenarios: Sequence[Scenario], scenario_id: str) -> Scenario:
+    for s in scenarios:
+        if s.id == scenario_id:
+            return s
+    raise ConfigError(
+        f"scenario {scenario_id!r} is not installed or not under --scenarios "
+        f"(found: {', '.join(s.id for s in scenarios) or 'none'})"
+    )
+
+
+def record_cell(journal: Journal, record: TrialRecord) -> Cell:
+    for cell in journal.manifest.cells:
+        if cell.name == record.cell:
+            return cell
+    # Older or hand-written journals: the record carries its own stack.
+    return Cell(name=record.cell, perturbations=record.perturbations)
+
+
+def step_view(step: Step, ignore: frozenset[str] = frozenset()) -> dict[str, Any]:
+    data = step.model_dump()
+    for key in ignore:
+        data.pop(key, None)
+    return data
+
+
+def compare(
+    original: TrialRecord, replayed: TrialRecord, ignore: frozenset[str] | None = None
+) -> list[str]:
+    """What differs between two runs of one trial, ignoring wall-clock fields."""
+    if ignore is None:
+        ignore = WALL_FIELDS if original.clock == "real" else frozenset()
+    diffs: list[str] = []
+    for name in ("seed", "world_seed", "status", "root_cause", "answer", "error"):
+        a, b = getattr(original, name), getattr(replayed, name)
+        if a != b:
+            diffs.append(f"{name}: {a!r} -> {b!r}")
+    a_steps, b_steps = original.trajectory.steps, replayed.trajectory.steps
+    if len(a_steps) != len(b_steps):
+        diffs.append(f"steps: {len(a_steps)} -> {len(b_steps)}")
+    for a, b in zip(a_steps, b_steps, strict=False):
+        va, vb = step_view(a, ignore), step_view(b, ignore)
+        if va != vb:
+            keys = sorted(k for k in va if va.get(k) != vb.get(k))
+            diffs.append(f"step {a.index}: {', '.join(keys)} differ")
+    fa = [f.model_dump() for f in original.trajectory.faults]
+    fb = [f.model_dump() for f in replayed.trajectory.faults]
+    if fa != fb:
+        diffs.append(f"faults: {len(fa)} recorded, {len(fb)} replayed, contents differ")
+    if original.checks != replayed.checks:
+        diffs.append("checks differ")
+    return diffs
+
+
+def replay(
+    journal: Journal,
+    trial_id: str,
+    scenarios: Sequence[Scenario],
+    *,
+    agent: AgentAdapter | None = None,
+    wall_timeout: float | None = None,
+) -> Replay:
+    """Re-run one trial of ``journal`` and compare it with the recorded one."""
+    record = find_record(journal, trial_id)
+    manifest = journal.manifest
+    scenario = find_scenario(scenarios, record.scenario)
+    plan = TrialPlan(scenario, record_cell(journal, record), record.index)
+    if trial_seed(manifest.seed, plan) != record.seed:
+        raise JournalError(
+            f"{trial_id}: the recorded trial seed does not follow from the manifest's run seed "
+            f"{manifest.seed}; the journal was edited or written by another chaoseval"
+        )
+    adapter = agent if agent is not None else load_agent(record.agent or manifest.agent)
+    wall = wall_timeout or (
+        30.0 if manifest.clock == "virtual" else scenario.budgets.trial_timeout + 5
+    )
+    replayed = anyio.run(
+        lambda: run_trial(
+            plan,
+            adapter,
+            agent_name=record.agent,
+            model=manifest.model,
+            clock_mode=manifest.clock,
+            run_id=f"replay-{manifest.run_id}",
+            run_seed=manifest.seed,
+            wall_timeout=wall,
+        )
+    )
+    return Replay(record, replayed, compare(record, replayed))
+
+
+# --- spot checks ---------------------------------------------------------------------------
+
+
+def sample(
+    journal: Journal, n: int = 10, seed: int = 0, status: str = "passed"
+) -> list[TrialRecord]:
+    """A reproducible draw of ``n`` trials: the same journal and seed give the same trials."""
+    if status not in ("passed", "failed", "not_evaluable", "any"):
+        raise ConfigError(f"--status {status!r}: use passed, failed, not_evaluable or any")
+    pool = sorted(
+        (r for r in journal.records if status == "any" or r.status == status),
+        key=lambda r: r.trial_id,
+    )
+    rng = random.Random(f"chaoseval-sample:{seed}")
+    chosen = rng.sample(pool, min(n, len(pool)))
+    return sorted(chosen, key=lambda r: r.trial_id)
+
+
+def _instruction(record: TrialRecord, scenarios: Sequence[Scenario]) -> str | None:
+    scenario = next((s for s in scenarios if s.id == record.scenario), None)
+    if scenario is None:
+        return None
+    try:
+        _, givens = scenario.build(record.world_seed)
+        return scenario.render_instruction(givens)
+    except Exception:  # a broken scenario must not stop the review sheet
+        return None
+
+
+def _step_line(record: TrialRecord, step: Step) -> str:
+    if step.kind == "tool":
+        args = ", ".join(f"{k}={v!r}" for k, v in (step.args or {}).items())
+        line = f"`{step.tool}({args})` → {step.result_class}"
+        if step.error:
+            line += f": {step.error}"
+        faults = [record.trajectory.faults[i] for i in step.faults]
+        if faults:
+            line += " — fault: " + ", ".join(
+                f"{f.perturbation}/{f.kind}{'' if f.delivered else ' (not delivered)'}"
+                for f in faults
+            )
+        return line
+    if step.kind == "answer":
+        return "answer" + (" (gave up)" if step.data.get("gave_up") else "")
+    if step.kind == "model":
+        return "model call"
+    return step.kind
+
+
+def to_markdown(
+    records: Sequence[TrialRecord],
+    journal: Journal,
+    scenarios: Sequence[Scenario] = (),
+    *,
+    seed: int = 0,
+    status: str = "passed",
+) -> str:
+    m = journal.manifest
+    out = [
+        f"# Spot check: {len(records)} {status if status != 'any' else ''} trial(s)".replace(
+            "  ", " "
+        ),
+        "",
+        f"Journal `{journal.path}` (run {m.run_id}), agent `{m.agent}`, model {m.model.model} "
+        f"T={m.model.temperature:g}, run seed {m.seed}. Drawn with "
+        f"`chaoseval sample --seed {seed} --status {status}`.",
+        "",
+        "For each trial, read the instruction and the trajectory, then tick whether the "
+        "judge's verdict is right.",
+        "",
+    ]
+    for r in records:
+        out += [f"## {r.trial_id}", ""]
+        out.append(f"- **verdict:** {r.status}" + (f" ({r.root_cause})" if r.root_cause else ""))
+        out.append(f"- **cell:** {r.cell}; seed {r.seed}; {r.steps} tool call(s)")
+        out += ["- [ ] verdict confirmed by reviewer", ""]
+        instruction = _instruction(r, scenarios)
+        out += [
+            "### Instruction",
+            "",
+            f"> {instruction}"
+            if instruction
+            else "_(scenario not available to rebuild the instruction)_",
+            "",
+        ]
+        out += ["### Answer", "", f"> {r.answer}" if r.answer else "_(no answer)_", ""]
+        if r.error:
+            out += [f"Error: `{r.error}`", ""]
+        out += ["### Trajectory", ""]
+        shown = [s for s in r.trajectory.steps if s.kind != "model"]
+        out += [f"{i}. {_step_line(r, s)}" for i, s in enumerate(shown, start=1)] or ["_(empty)_"]
+        out += ["", "### Faults", ""]
+        if r.trajectory.faults:
+            for f in r.trajectory.faults:
+                detail = ", ".join(f"{k}={v}" for k, v in f.detail.items())
+                out.append(
+                    f"- {f.perturbation}: {f.kind} ({detail}) at call {f.call_index}, "
+                    f"{'delivered' if f.delivered else 'not delivered'}"
+                )
+        else:
+            out.append("_(none)_")
+        out += ["", "### Checks", ""]
+        if r.checks:
+            out += ["| check | kind | passed | detail |", "|---|---|---|---|"]
+            for c in r.checks:
+                detail = str(c.get("detail") or "").replace("|", "\\|").replace("\n", " ")
+                out.append(
+                    f"| {c.get('name')} | {c.get('kind', '')} | "
+                    f"{'yes' if c.get('passed') else 'no'} | {detail[:200]} |"
+                )
+        else:
+            out.append("_(none run)_")
+        if r.vetoes:
+            out += ["", "Vetoes: " + "; ".join(f"{v.kind}: {v.detail}" for v in r.vetoes)]
+        out.append("")
+    return "\n".join(out)
+
+
+def write_markdown(path: Path, text: str) -> None:
+    path.write_text(text)

@@ -1,0 +1,471 @@
+"""Adversarial search: the smallest perturbation schedule that makes an agent fail.
+
+Hypothesis draws schedules (a stack of faults: plugin, target tool, trigger, probability and
+the plugin's own parameters), each is run for a few trials on the virtual clock, and a schedule
+"breaks" the agent when its trials fail because of a delivered fault. Hypothesis then shrinks
+the first breaking schedule: fewer faults, the first tools and triggers in the strategy's order,
+probability 1, plugin parameters at their defaults. The shrunk schedule is confirmed on fresh
+trials (a find that does not hold up is ruled out and the search runs again) and saved as a
+spec that ``chaoseval run -p spec.json`` reads as one matrix cell.
+
+Plugins are discovered from the perturbation registry and their ``Params`` models, so a plugin
+a colleague adds joins the search with no change here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from hypothesis import HealthCheck, Phase, find, reject, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+from pydantic import ValidationError
+from pydantic.fields import FieldInfo
+
+from chaoseval.engine.trial import TrialPlan, run_trial
+from chaoseval.errors import ChaosevalError, ConfigError
+from chaoseval.model.cells import cell_name
+from chaoseval.model.records import Cell, ModelSettings, PerturbationSpec, TrialRecord
+from chaoseval.model.scenario import Scenario
+from chaoseval.model.seeding import derive_seed
+from chaoseval.seams.agent import AgentAdapter
+from chaoseval.seams.perturbation import CommonParams, Perturbation
+from chaoseval.seams.perturbation import registry as perturbation_registry
+
+# In shrink order. "every" comes first because it draws no count: hypothesis shrinks towards
+# shorter choice sequences, so a trigger with no number is the simplest one it can reach.
+TRIGGERS = ("every", "first_n", "after_n", "on_turn")
+PROBABILITIES = (1.0, 0.5, 0.25)
+COMMON_FIELDS = frozenset(CommonParams.model_fields)
+
+
+@dataclass
+class Evaluation:
+    """A schedule's outcome over a batch of trials."""
+
+    cell: Cell
+    records: list[TrialRecord]
+
+    @property
+    def scored(self) -> list[TrialRecord]:
+        return [r for r in self.records if r.scored]
+
+    @property
+    def broken(self) -> int:
+        """Trials that failed and received at least one fault: failures the schedule caused."""
+        return sum(1 for r in self.scored if r.status == "failed" and r.faults_delivered())
+
+    @property
+    def failure_rate(self) -> float:
+        scored = self.scored
+        return self.broken / len(scored) if scored else 0.0
+
+    @property
+    def faults_delivered(self) -> int:
+        return sum(r.faults_delivered() for r in self.records)
+
+
+@dataclass
+class SearchResult:
+    scenario: str
+    agent: str
+    seed: int
+    cell: Cell
+    search_trials: int
+    examples: int  # schedules evaluated, shrinking included
+    confirm_seed: int
+    confirmation: Evaluation
+    clean_failure_rate: float
+    confirm_rate: float = 0.8
+    rejected: list[tuple[str, float]] = field(default_factory=list)  # finds that did not confirm
+    history: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confirmation.failure_rate >= self.confirm_rate - 1e-9
+
+    def spec(self) -> dict[str, Any]:
+        """The saved form: a cell ``chaoseval run -p FILE.json`` accepts, with provenance."""
+        conf = self.confirmation
+        return {
+            "name": self.cell.name,
+            "perturbations": [p.model_dump() for p in self.cell.perturbations],
+            "found_by": {
+                "command": "chaoseval search",
+                "agent": self.agent,
+                "scenario": self.scenario,
+                "seed": self.seed,
+                "search_trials": self.search_trials,
+                "examples": self.examples,
+                "rejected_on_confirmation": [
+                    {"cell": name, "failure_rate": round(rate, 4)} for name, rate in self.rejected
+                ],
+                "confirm_seed": self.confirm_seed,
+                "confirm_trials": len(conf.scored),
+                "confirmed_failures": conf.broken,
+                "confirmed_failure_rate": round(conf.failure_rate, 4),
+                "confirmed": self.confirmed,
+                "clean_failure_rate": round(self.clean_failure_rate, 4),
+            },
+        }
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.spec(), indent=2) + "\n")
+
+
+# --- strategies from the plugins' Params models ------------------------------------------
+
+
+def _candidates(info: FieldInfo, default: Any) -> list[Any] | None:
+    """A short, ordered list of values for one plugin parameter (the default first)."""
+    ann = info.annotation
+    origin = typing.get_origin(ann)
+    args = typing.get_args(ann)
+    if origin is Literal:
+        rest = [a for a in args if a != default]
+        return [default, *rest] if default in args else list(args)
+    if origin in (list, tuple) and args and typing.get_origin(args[0]) is Literal:
+        options = list(typing.get_args(args[0]))
+        singles = [[o] for o in options]
+        first = list(default) if isinstance(default, list | tuple) else None
+        ordered = ([first] if first else []) + [s for s in singles if s != first]
+        return ordered
+    if ann is bool:
+        return [default, not default] if isinstance(default, bool) else [False, True]
+    if ann in (int, float) and isinstance(default, int | float) and not isinstance(default, bool):
+        scale = [1, 4, 0.25, 16] if ann is float else [1, 4, 16]
+        values = [ann(default * s) if default else ann(s - 1) for s in scale]
+        seen: list[Any] = []
+        for v in values:
+            if v not in seen:
+                seen.append(v)
+        return seen
+    if origin in (types.UnionType, typing.Union) and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            sub = FieldInfo.from_annotation(inner[0])
+            base = _candidates(sub, default if default is not None else _zero(inner[0]))
+            return [None, *(base or [])]
+    return None  # a parameter we cannot vary safely keeps its default
+
+
+def _zero(ann: Any) -> Any:
+    return {int: 1, float: 1.0, bool: False}.get(ann)
+
+
+def plugin_parameters(cls: type[Perturbation[Any]]) -> dict[str, list[Any]]:
+    """The fault's own parameters (not the common trigger ones) and the values to try."""
+    out: dict[str, list[Any]] = {}
+    for name, info in cls.Params.model_fields.items():
+        if name in COMMON_FIELDS:
+            continue
+        default = info.get_default(call_default_factory=True)
+        values = _candidates(info, default)
+        if values and len(values) > 1:
+            out[name] = values
+    return out
+
+
+def searchable_plugins(
+    scenario: Scenario,
+    names: Sequence[str] | None = None,
+    channels: Sequence[str] = ("tool", "observation", "model", "memory", "clock"),
+) -> dict[str, type[Perturbation[Any]]]:
+    """Plugins that can reach the agent in this scenario, from the registry."""
+    chosen: dict[str, type[Perturbation[Any]]] = {}
+    wanted = list(names) if names else perturbation_registry.names()
+    for name in wanted:
+        cls = perturbation_registry.get(name)
+        if cls.channel not in channels:
+            continue
+        if cls.channel == "observation" and scenario.ui is None:
+            continue  # no page to perturb
+        if cls.channel == "memory" and not scenario.memory:
+            continue
+        try:
+            cls.Params()
+        except (ValidationError, ValueError, TypeError):
+            continue  # a plugin whose defaults do not validate cannot be a search base
+        chosen[name] = cls
+    if not chosen:
+        raise ConfigError(
+            f"no perturbation plugin applies to {scenario.id!r} "
+            f"(plugins: {', '.join(perturbation_registry.names())}; channels: {list(channels)})"
+        )
+    return chosen
+
+
+def fault_strategy(
+    plugins: dict[str, type[Perturbation[Any]]], tools: Sequence[str], max_call: int
+) -> st.SearchStrategy[PerturbationSpec]:
+    """One fault: which plugin, which tool, which call, how often, with which parameters."""
+    tool_choices = list(tools)
+
+    @st.composite
+    def one(draw: st.DrawFn) -> PerturbationSpec:
+        name = draw(st.sampled_from(sorted(plugins)))
+        cls = plugins[name]
+        params: dict[str, Any] = {}
+        if cls.channel in ("tool", "observation"):
+            if cls.channel == "tool":
+                params["tools"] = [draw(st.sampled_from(tool_choices))]
+            trigger = draw(st.sampled_from(TRIGGERS))
+            if trigger == "first_n":
+                params["first_n"] = draw(st.integers(1, max_call))
+            elif trigger == "after_n":
+                params["after_n"] = draw(st.integers(1, max_call))
+            elif trigger == "on_turn":
+                params["on_turn"] = draw(st.integers(1, 2 * max_call))
+            params["probability"] = draw(st.sampled_from(PROBABILITIES))
+        else:
+            params["probability"] = 1.0
+        for key, values in plugin_parameters(cls).items():
+            value = draw(st.sampled_from(values))
+            if value != values[0]:
+                params[key] = value
+        try:
+            cls.Params(**params)
+        except (ValidationError, ValueError):
+            reject()
+        return PerturbationSpec(name=name, params=params)
+
+    return one()
+
+
+def schedule_strategy(
+    plugins: dict[str, type[Perturbation[Any]]],
+    tools: Sequence[str],
+    max_call: int,
+    max_faults: int = 3,
+) -> st.SearchStrategy[list[PerturbationSpec]]:
+    return st.lists(fault_strategy(plugins, tools, max_call), min_size=1, max_size=max_faults)
+
+
+def _target_tools(scenario: Scenario, globs: Sequence[str] | None) -> list[str]:
+    """The tools a fault may target: each allowed one and "*", or those ``--tools`` names."""
+    import fnmatch
+
+    names = [t.name for t in scenario.tools if scenario.allowed(t.name)] or [
+        t.name for t in scenario.tools
+    ]
+    if globs:
+        names = [n for n in names if any(fnmatch.fnmatchcase(n, g) for g in globs)]
+        if not names:
+            raise ConfigError(
+                f"--tools {list(globs)} matches no tool of {scenario.id!r} "
+                f"({', '.join(t.name for t in scenario.tools)})"
+            )
+        return names
+    return [*names, "*"]
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+
+def make_cell(specs: Sequence[PerturbationSpec]) -> Cell:
+    return Cell(name=cell_name(list(specs)), perturbations=list(specs))
+
+
+async def _evaluate(
+    scenario: Scenario,
+    cell: Cell,
+    agent: AgentAdapter,
+    agent_name: str,
+    model: ModelSettings,
+    seed: int,
+    trials: int,
+    wall_timeout: float,
+) -> Evaluation:
+    records = []
+    clock_mode = getattr(agent, "clock", "real")
+    for i in range(trials):
+        records.append(
+            await run_trial(
+                TrialPlan(scenario, cell, i),
+                agent,
+                agent_name=agent_name,
+                model=model,
+                clock_mode=clock_mode,
+                run_id="search",
+                run_seed=seed,
+                wall_timeout=wall_timeout,
+            )
+        )
+    return Evaluation(cell, records)
+
+
+def evaluate(
+    scenario: Scenario,
+    cell: Cell,
+    agent: AgentAdapter,
+    *,
+    agent_name: str,
+    model: ModelSettings | None = None,
+    seed: int = 0,
+    trials: int = 3,
+    wall_timeout: float = 30.0,
+) -> Evaluation:
+    """Run ``trials`` trials of one cell, sequentially (the virtual clock makes this fast)."""
+    return anyio.run(
+        _evaluate,
+        scenario,
+        cell,
+        agent,
+        agent_name,
+        model or ModelSettings(),
+        seed,
+        trials,
+        wall_timeout,
+    )
+
+
+def search(
+    scenario: Scenario,
+    agent: AgentAdapter,
+    *,
+    agent_name: str,
+    model: ModelSettings | None = None,
+    seed: int = 0,
+    trials: int = 3,
+    budget: int = 200,
+    min_failure_rate: float = 1.0,
+    confirm: int = 20,
+    confirm_rate: float = 0.8,
+    rounds: int = 3,
+    max_faults: int = 3,
+    plugins: Sequence[str] | None = None,
+    channels: Sequence[str] = ("tool", "observation", "model", "memory", "clock"),
+    tools: Sequence[str] | None = None,
+    on_example: Callable[[Cell, Evaluation], None] | None = None,
+) -> SearchResult:
+    """Find, shrink and confirm a schedule under which ``agent`` fails ``scenario``.
+
+    A schedule breaks the agent when at least ``min_failure_rate`` of its ``trials`` trials
+    fail with a fault delivered. The shrunk schedule is re-run on ``confirm`` fresh trials; if
+    fewer than ``confirm_rate`` of them fail from a fault it was a lucky find, and the search
+    runs again without it (up to ``rounds`` times; then the best find is returned with
+    ``confirmed`` false). Raises ChaosevalError when no schedule breaks the agent at all.
+    """
+    if trials < 1 or confirm < 1 or budget < 1:
+        raise ConfigError("--trials, --confirm and --budget must be at least 1")
+    if not 0 < min_failure_rate <= 1:
+        raise ConfigError("--min-failure-rate must be in (0, 1]")
+    model = model or ModelSettings()
+    found = searchable_plugins(scenario, plugins, channels)
+    targets = _target_tools(scenario, tools)
+    max_call = max(2, scenario.budgets.max_steps)
+    wall = 30.0 if getattr(agent, "clock", "real") == "virtual" else scenario.budgets.trial_timeout
+
+    clean = evaluate(
+        scenario,
+        Cell(name="clean"),
+        agent,
+        agent_name=agent_name,
+        model=model,
+        seed=seed,
+        trials=max(trials, 10),
+        wall_timeout=wall,
+    )
+    clean_fail = sum(r.status == "failed" for r in clean.scored) / max(1, len(clean.scored))
+
+    cache: dict[str, Evaluation] = {}
+    blocked: set[str] = set()
+    history: list[tuple[str, float]] = []
+
+    def breaks(schedule: list[PerturbationSpec]) -> bool:
+        cell = make_cell(schedule)
+        result = cache.get(cell.name)
+        if result is None:
+            result = evaluate(
+                scenario,
+                cell,
+                agent,
+                agent_name=agent_name,
+                model=model,
+                seed=seed,
+                trials=trials,
+                wall_timeout=wall,
+            )
+            cache[cell.name] = result
+            history.append((cell.name, result.failure_rate))
+            if on_example is not None:
+                on_example(cell, result)
+        if cell.name in blocked:
+            return False
+        return bool(result.scored) and result.failure_rate >= min_failure_rate - 1e-9
+
+    config = settings(
+        max_examples=budget,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    # Fresh trial seeds: the confirmation must not re-use the trials the search selected on.
+    confirm_seed = derive_seed(seed, "confirm")
+
+    def confirm_cell(cell: Cell) -> Evaluation:
+        """Re-run a find on fresh trial seeds: a lucky schedule must fail again."""
+        return evaluate(
+            scenario,
+            cell,
+            agent,
+            agent_name=agent_name,
+            model=model,
+            seed=confirm_seed,
+            trials=confirm,
+            wall_timeout=wall,
+        )
+
+    rejected: list[tuple[str, float]] = []
+    for attempt in range(max(1, rounds)):
+        try:
+            schedule = find(
+                schedule_strategy(found, targets, max_call, max_faults),
+                breaks,
+                settings=config,
+                random=random.Random(derive_seed(seed, "search", scenario.id, agent_name, attempt)),
+            )
+        except NoSuchExample:
+            if rejected:
+                break  # report the best unconfirmed find below
+            raise ChaosevalError(
+                f"no schedule within {budget} examples made {agent_name!r} fail "
+                f"{scenario.id!r} in {min_failure_rate:.0%} of {trials} trials "
+                f"(plugins searched: {', '.join(sorted(found))})"
+            ) from None
+        cell = make_cell(schedule)
+        confirmation = confirm_cell(cell)
+        if confirmation.failure_rate >= confirm_rate - 1e-9:
+            break
+        # A lucky find on a few trials: rule it out and search again.
+        rejected.append((cell.name, confirmation.failure_rate))
+        blocked.add(cell.name)
+    else:
+        # Every round's find fell short on confirmation: report the strongest of them.
+        best = max(rejected, key=lambda x: x[1])[0]
+        cell = next(c.cell for c in cache.values() if c.cell.name == best)
+        confirmation = confirm_cell(cell)
+    return SearchResult(
+        scenario=scenario.id,
+        agent=agent_name,
+        seed=seed,
+        cell=cell,
+        search_trials=trials,
+        examples=len(cache),
+        confirm_seed=confirm_seed,
+        confirmation=confirmation,
+        clean_failure_rate=clean_fail,
+        confirm_rate=confirm_rate,
+        rejected=rejected,
+        history=history,
+    )

@@ -1,0 +1,190 @@
+"""One YAML document compiled to a YamlScenario, and the file loader for .yaml/.yml."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from faker import Faker
+from pydantic import Field, ValidationError
+
+from chaoseval.errors import ScenarioError
+from chaoseval.loading.yamlform.checks import compile_check
+from chaoseval.loading.yamlform.generate import compile_generate, compile_target, world_maker
+from chaoseval.loading.yamlform.nodes import Node, YMap, compose_documents, did_you_mean
+from chaoseval.loading.yamlform.sections import (
+    compile_facts,
+    compile_perturbations,
+    compile_policy,
+    compile_ui,
+    validated,
+)
+from chaoseval.loading.yamlform.solution import compile_solution
+from chaoseval.loading.yamlform.templates import jsonable
+from chaoseval.loading.yamlform.tools import column_types, compile_tool
+from chaoseval.model.scenario import Budgets, MemoryItem, Policy, Scenario, ToolSpec
+
+
+class YamlScenario(Scenario):
+    """A Scenario that also carries the perturbation cells its author wants it tested under."""
+
+    perturbations: list[str] = Field(default_factory=list)
+
+
+class _Collector:
+    """Collects errors section by section so one file reports more than its first mistake."""
+
+    def __init__(self) -> None:
+        self.errors: list[ScenarioError] = []
+
+    def run(self, fn: Callable[[], Any], default: Any = None) -> Any:
+        try:
+            return fn()
+        except ScenarioError as exc:
+            self.errors.append(exc)
+            return default
+
+
+TOP_KEYS = {
+    "id", "description", "domain", "tags", "instruction", "tables", "generate", "target",
+    "givens", "tools", "checks", "policy", "facts", "budgets", "solution", "reference_steps",
+    "start_time", "freeze_time", "memory", "ui", "difficulty", "perturbations",
+}  # fmt: skip
+
+
+def compile_document(doc: YMap, source: str) -> YamlScenario:
+    root = Node(source, doc, (), doc.line)
+    root.mapping(allowed=TOP_KEYS)
+    for key in ("id", "description", "instruction", "tools", "checks", "solution"):
+        if key not in doc:
+            raise root.error(f"missing required key {key!r}")
+    errs = _Collector()
+
+    literal: dict[str, list[dict[str, Any]]] = {}
+    if root.has("tables"):
+        for tname, tnode in root.child("tables").items():
+            rows = []
+            for r in tnode.seq():
+                r.mapping()
+                rows.append(jsonable(r.plain()))
+            literal[tname] = rows
+    gens = (
+        errs.run(lambda: compile_generate(root.child("generate")), [])
+        if root.has("generate")
+        else []
+    )
+    target = compile_target(root.child("target")) if root.has("target") else None
+    givens_lit = root.child("givens").mapping().plain() if root.has("givens") else {}
+    generate = world_maker(literal, gens, target, root.child("target"), givens_lit)
+
+    if errs.errors:  # a broken generator makes every later table reference look wrong
+        _raise_collected(errs.errors)
+    if target is not None and target[0] not in {*literal, *(g.name for g in gens)}:
+        known = {*literal, *(g.name for g in gens)}
+        errs.errors.append(
+            root.child("target")
+            .child("table")
+            .error(f"no table named {target[0]!r}{did_you_mean(target[0], known)}")
+        )
+    sample_tables, sample_givens = literal, dict(givens_lit)
+    if not errs.errors:
+        sample_fake = Faker()
+        sample_fake.seed_instance(0)
+        try:
+            sample_tables, sample_givens = generate(sample_fake)
+        except ScenarioError as exc:
+            errs.errors.append(exc)
+    if errs.errors:  # a broken world makes every later table reference look wrong: stop here
+        _raise_collected(errs.errors)
+    types = column_types(sample_tables)
+    table_names = set(sample_tables)
+
+    tools: dict[str, ToolSpec] = {}
+    for tname, tnode in root.child("tools").items():
+        spec = errs.run(
+            lambda tname=tname, tnode=tnode: compile_tool(tname, tnode, types, table_names)
+        )
+        if spec is not None:
+            tools[tname] = spec
+    # A tool that failed to compile still exists for the references below: no cascade of
+    # "no tool named ..." errors after its own.
+    named = set(root.child("tools").value)
+    checks = []
+    for cnode in root.child("checks").seq():
+        c = errs.run(lambda cnode=cnode: compile_check(cnode, named, table_names))
+        if c is not None:
+            checks.append(c)
+
+    policy = errs.run(lambda: compile_policy(root.get("policy"), named, table_names), Policy())
+    facts = errs.run(lambda: compile_facts(root.get("facts"), table_names), [])
+    solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named))
+    perturbations = errs.run(lambda: compile_perturbations(root.get("perturbations")), [])
+    instruction = root.child("instruction").str()
+    try:
+        instruction.format(**sample_givens)
+    except (KeyError, IndexError, ValueError) as exc:
+        errs.errors.append(
+            root.child("instruction").error(
+                f"the instruction template names {exc} which is not a given "
+                f"(givens: {', '.join(sorted(sample_givens)) or 'none'})"
+                f"{did_you_mean(str(exc).strip(chr(39)), sample_givens)}"
+            )
+        )
+    if errs.errors:
+        _raise_collected(errs.errors)
+
+    fields: dict[str, Any] = {
+        "id": root.child("id").value,
+        "description": root.child("description").value,
+        "domain": doc.get("domain", "general"),
+        "tags": root.child("tags").strs() if root.has("tags") else [],
+        "instruction": instruction,
+        "tables": literal,
+        "generate": generate if (gens or target) else None,
+        "givens": givens_lit,
+        "tools": list(tools.values()),
+        "checks": checks,
+        "policy": policy,
+        "facts": facts,
+        "solution": solution[0],
+        "reference_steps": doc.get("reference_steps", solution[1]),
+        "freeze_time": doc.get("freeze_time", False),
+        "ui": compile_ui(root.get("ui"), source),
+        "difficulty": doc.get("difficulty", 0.05),
+        "perturbations": perturbations,
+        "source": source,
+    }
+    if root.has("start_time"):
+        fields["start_time"] = doc["start_time"]
+    if root.has("budgets"):
+        fields["budgets"] = validated(root.child("budgets"), Budgets)
+    if root.has("memory"):
+        fields["memory"] = [validated(m, MemoryItem) for m in root.child("memory").seq()]
+    try:
+        return YamlScenario(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = str(first["loc"][0]) if first["loc"] else ""
+        node = root.child(key) if root.has(key) else root
+        raise node.error(f"{first['msg']} (found {first.get('input')!r:.60})") from None
+
+
+def _raise_collected(errors: list[ScenarioError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    from chaoseval.loading.files import ScenarioLoadErrors
+
+    raise ScenarioLoadErrors(errors)
+
+
+def load_yaml_file(path: Path) -> list[Scenario]:
+    """Every scenario document in one YAML file (ScenarioError on the first broken one)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError(f"cannot read: {exc}", source=str(path)) from None
+    docs = compose_documents(text, str(path))
+    if not docs:
+        raise ScenarioError("the file holds no scenario", source=str(path))
+    return [compile_document(d, str(path)) for d in docs]

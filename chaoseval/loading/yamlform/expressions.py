@@ -1,0 +1,267 @@
+"""Path expressions (``tables.orders[order_id={id}].status == shipped``) and their evaluation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+from chaoseval.errors import ToolError
+from chaoseval.loading.yamlform.nodes import Node, did_you_mean
+from chaoseval.loading.yamlform.templates import MISSING, dig, interpolate, jsonable
+
+ROOTS = ("tables", "givens", "args", "row", "answer", "data", "result")
+OPS = ("not in", "contains", "matches", "==", "!=", "<=", ">=", "<", ">", "in")
+FUNCS = ("count", "exists")
+
+
+@dataclass
+class Path_:
+    root: str  # one of ROOTS, or "$step"
+    segments: list[tuple[str, Any]]  # ("field", name) | ("select", [(k, template)]) | ("index", n)
+    func: str | None = None
+
+
+@dataclass
+class Expr:
+    text: str
+    left: Path_ | str
+    op: str | None = None
+    right: Path_ | str | None = None
+
+
+def _split_op(text: str) -> tuple[str, str | None, str | None]:
+    depth, quote = 0, ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[({":
+            depth += 1
+        elif ch in "])}":
+            depth -= 1
+        elif depth == 0 and ch == " ":
+            for op in OPS:
+                if text.startswith(f" {op} ", i):
+                    return text[:i].strip(), op, text[i + len(op) + 2 :].strip()
+        i += 1
+    return text.strip(), None, None
+
+
+_PATH_START = re.compile(r"^(count|exists)\((.*)\)$|^(\$[A-Za-z_]\w*|[A-Za-z_]\w*)(.*)$")
+
+
+def parse_operand(text: str, where: Node, steps: set[str] | None) -> Path_ | str:
+    """A path into the world (``tables.orders[order_id={id}].status``) or a literal."""
+    m = _PATH_START.match(text)
+    if not m:
+        return text
+    if m.group(1):
+        inner = parse_operand(m.group(2).strip(), where, steps)
+        if not isinstance(inner, Path_):
+            raise where.error(f"{m.group(1)}() expects a path such as tables.NAME, found {text!r}")
+        inner.func = m.group(1)
+        return inner
+    root, rest = m.group(3), m.group(4)
+    if root.startswith("$"):
+        if steps is None:
+            raise where.error(f"{root} refers to a solution step; only the solution can use it")
+        if root[1:] not in steps:
+            raise where.error(
+                f"{root} names no earlier solution step (steps with an id: "
+                f"{', '.join(sorted(steps)) or 'none'}){did_you_mean(root[1:], steps)}"
+            )
+    elif root not in ROOTS:
+        if rest.startswith((".", "[")):
+            raise where.error(
+                f"unknown root {root!r} in {text!r}; expected one of {', '.join(ROOTS)} or "
+                f"$step{did_you_mean(root, ROOTS)}"
+            )
+        return text  # a literal word such as `cancelled`
+    segments: list[tuple[str, Any]] = []
+    pos = 0
+    while pos < len(rest):
+        if rest[pos] == ".":
+            fm = re.match(r"\.([A-Za-z_][\w-]*)", rest[pos:])
+            if not fm:
+                raise where.error(f"bad field name after '.' in {text!r}")
+            segments.append(("field", fm.group(1)))
+            pos += fm.end()
+        elif rest[pos] == "[":
+            end = _closing(rest, pos)
+            if end < 0:
+                raise where.error(f"unclosed '[' in {text!r}")
+            inner = rest[pos + 1 : end].strip()
+            if re.fullmatch(r"-?\d+", inner):
+                segments.append(("index", int(inner)))
+            else:
+                conds = []
+                for part in inner.split(","):
+                    k, eq, v = part.partition("=")
+                    if not eq or not k.strip():
+                        raise where.error(
+                            f"bad row selector [{inner}] in {text!r}; write [column=value,...]"
+                        )
+                    conds.append((k.strip(), v.strip()))
+                segments.append(("select", conds))
+            pos = end + 1
+        else:
+            raise where.error(f"unexpected {rest[pos:]!r} in path {text!r}")
+    return Path_(root, segments)
+
+
+def _closing(text: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "[":
+            depth += 1
+        elif text[i] == "]":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def parse_expr(node: Node, steps: set[str] | None = None) -> Expr:
+    text = node.str().strip()
+    left, op, right = _split_op(text)
+    if not left:
+        raise node.error(f"empty expression {text!r}")
+    lhs = parse_operand(left, node, steps)
+    if op is None:
+        if not isinstance(lhs, Path_):
+            raise node.error(
+                f"expected a condition such as 'tables.T[k=v].field == value', found {text!r}"
+            )
+        return Expr(text, lhs)
+    if not right:
+        raise node.error(f"nothing after {op!r} in {text!r}")
+    return Expr(text, lhs, op, parse_operand(right, node, steps))
+
+
+@dataclass
+class Env:
+    """What an expression can see."""
+
+    tables: dict[str, Any] = field(default_factory=dict)
+    givens: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    row: Any = MISSING
+    answer: Any = MISSING
+    data: Any = MISSING
+    result: Any = MISSING
+    steps: dict[str, Any] = field(default_factory=dict)
+    now: Callable[[], datetime] | None = None
+
+    def lookup(self, name: str) -> Any:
+        head, _, rest = name.partition(".")
+        if head in ("now", "today") and self.now is not None:
+            t = self.now()
+            return dig({"v": t if head == "now" else t.date()}, "v" + ("." + rest if rest else ""))
+        for scope in (self.args, self.row if isinstance(self.row, dict) else {}, self.givens):
+            if head in scope:
+                return dig(scope[head], rest) if rest else scope[head]
+        raise ToolError(f"template names unknown value {name!r}")
+
+
+def literal_value(text: str, env: Env) -> Any:
+    filled = interpolate(text, env.lookup, env.steps)
+    if not isinstance(filled, str):
+        return filled
+    try:
+        return yaml.safe_load(filled) if filled else filled
+    except yaml.YAMLError:
+        return filled
+
+
+def loose_eq(a: Any, b: Any) -> bool:
+    if a is MISSING or b is MISSING:
+        return False
+    if a == b:
+        return True
+    scalar = (str, int, float, bool, date)
+    return isinstance(a, scalar) and isinstance(b, scalar) and str(jsonable(a)) == str(jsonable(b))
+
+
+def resolve(operand: Path_ | str, env: Env) -> Any:
+    if isinstance(operand, str):
+        return literal_value(operand, env)
+    if operand.root.startswith("$"):
+        value: Any = env.steps.get(operand.root[1:], MISSING)
+    else:
+        value = getattr(env, operand.root)
+    for kind, arg in operand.segments:
+        if value is MISSING or value is None:
+            value = MISSING
+            break
+        if kind == "field":
+            if isinstance(value, dict):
+                value = value.get(arg, MISSING)
+            elif isinstance(value, list):
+                rows = [r.get(arg, MISSING) for r in value if isinstance(r, dict)]
+                value = rows[0] if len(rows) == 1 else (rows or MISSING)
+            else:
+                value = MISSING
+        elif kind == "index":
+            value = (
+                value[arg]
+                if isinstance(value, list) and -len(value) <= arg < len(value)
+                else MISSING
+            )
+        else:
+            if isinstance(value, dict):
+                value = [value]
+            if not isinstance(value, list):
+                value = MISSING
+                continue
+            want = [(k, literal_value(v, env)) for k, v in arg]
+            value = [
+                r
+                for r in value
+                if isinstance(r, dict) and all(loose_eq(r.get(k, MISSING), v) for k, v in want)
+            ]
+    if operand.func == "count":
+        return len(value) if isinstance(value, list) else (0 if value is MISSING else 1)
+    if operand.func == "exists":
+        return bool(value) if isinstance(value, list) else value is not MISSING
+    return value
+
+
+def evaluate(expr: Expr, env: Env) -> tuple[bool, str]:
+    """The condition's truth and what was found (for check details and tool errors)."""
+    left = resolve(expr.left, env)
+    if expr.op is None:
+        ok = bool(left) and left is not MISSING
+        return ok, f"{expr.text}: found {left!r}"
+    right = resolve(expr.right, env)  # type: ignore[arg-type]
+    ok = _compare(left, expr.op, right)
+    return ok, f"{expr.text}: found {left!r}" + (
+        "" if isinstance(expr.right, str) else f" vs {right!r}"
+    )
+
+
+def _compare(a: Any, op: str, b: Any) -> bool:
+    if op == "==":
+        return loose_eq(a, b) or (a is MISSING and b is None)
+    if op == "!=":
+        return not (loose_eq(a, b) or (a is MISSING and b is None))
+    if a is MISSING or b is MISSING:
+        return False
+    try:
+        if op in ("in", "not in"):
+            inside = any(loose_eq(a, x) for x in b) if isinstance(b, list) else str(a) in str(b)
+            return inside if op == "in" else not inside
+        if op == "contains":
+            return any(loose_eq(x, b) for x in a) if isinstance(a, list) else str(b) in str(a)
+        if op == "matches":
+            return re.search(str(b), str(a)) is not None
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+    except TypeError:
+        return False

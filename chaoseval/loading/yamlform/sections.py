@@ -1,0 +1,95 @@
+"""The smaller top-level sections: budgets and memory, policy, facts, perturbations, ui."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from chaoseval.errors import ChaosevalError
+from chaoseval.loading.yamlform.nodes import Node, did_you_mean
+from chaoseval.model.scenario import FactSpec, Policy
+
+
+def validated(node: Node, model: type[BaseModel]) -> Any:
+    node.mapping(allowed=set(model.model_fields))
+    try:
+        return model.model_validate(node.plain())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = str(first["loc"][0]) if first["loc"] else None
+        where = node.child(key) if key and node.has(key) else node
+        raise where.error(f"{first['msg']} (found {first.get('input')!r:.60})") from None
+
+
+def compile_policy(node: Node | None, tools: set[str], tables: set[str]) -> Policy:
+    if node is None:
+        return Policy()
+    node.mapping(allowed={"allowed_tools", "forbidden_writes"})
+    allowed = None
+    if node.has("allowed_tools"):
+        allowed = node.child("allowed_tools").strs()
+        for i, t in enumerate(allowed):
+            if t not in tools:
+                raise (
+                    node.child("allowed_tools")
+                    .child(i)
+                    .error(f"no tool named {t!r}{did_you_mean(t, tools)}")
+                )
+    forbidden = node.child("forbidden_writes").strs() if node.has("forbidden_writes") else []
+    return Policy(allowed_tools=allowed, forbidden_writes=forbidden)
+
+
+def compile_facts(node: Node | None, tables: set[str]) -> list[FactSpec]:
+    out = []
+    for item in node.seq() if node is not None else []:
+        item.mapping(allowed={"name", "pattern", "values"}, required=("name", "pattern", "values"))
+        pattern = item.child("pattern").str()
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise item.child("pattern").error(f"not a valid regular expression: {exc}") from None
+        vnode = item.child("values")
+        if isinstance(vnode.value, list):
+            fixed = {str(v) for v in vnode.plain()}
+            values: Callable[..., set[str]] = lambda w, fixed=fixed: fixed  # noqa: E731
+        else:
+            table, dot, column = vnode.str().partition(".")
+            if not dot or table not in tables:
+                raise vnode.expected(
+                    "'table.column' or a list of values", did_you_mean(table, tables)
+                )
+            values = lambda w, t=table, c=column: {str(r.get(c)) for r in w.table(t)}  # noqa: E731
+        out.append(FactSpec(name=item.child("name").str(), pattern=pattern, values=values))
+    return out
+
+
+def compile_perturbations(node: Node | None) -> list[str]:
+    from chaoseval.engine.trial import instantiate
+    from chaoseval.model.cells import parse_cells
+
+    specs = []
+    for item in node.seq() if node is not None else []:
+        text = item.str()
+        try:
+            for cell in parse_cells([text]):
+                instantiate(cell)
+        except ChaosevalError as exc:
+            raise item.error(f"bad perturbation cell {text!r}: {exc}") from None
+        specs.append(text)
+    return specs
+
+
+def compile_ui(node: Node | None, source: str) -> str | None:
+    if node is None:
+        return None
+    text = node.str()
+    if text.endswith(".html") and "<" not in text:
+        page = Path(source).parent / text
+        if not page.is_file():
+            raise node.error(f"no such UI page file {page}")
+        return page.read_text()
+    return text

@@ -1,0 +1,128 @@
+"""The journal's record schema. Bump SCHEMA_VERSION on any incompatible change."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from chaoseval.model.trajectory import Trajectory
+
+SCHEMA_VERSION = 1
+
+Status = Literal["passed", "failed", "not_evaluable"]
+
+
+class ModelSettings(BaseModel):
+    model: str = "sim-1"
+    temperature: float = Field(default=0.7, ge=0)
+    seed: int | None = None
+    max_tokens: int | None = None
+
+
+class PerturbationSpec(BaseModel):
+    """One plugin with its parameters; a cell is a stack of these."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def label(self) -> str:
+        if not self.params:
+            return self.name
+        inner = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.name}({inner})"
+
+
+class Cell(BaseModel):
+    """A column of the matrix: clean (no perturbation) or a stack of perturbations."""
+
+    name: str
+    perturbations: list[PerturbationSpec] = Field(default_factory=list)
+
+    @property
+    def is_clean(self) -> bool:
+        return not self.perturbations
+
+
+class Usage(BaseModel):
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+class Veto(BaseModel):
+    kind: Literal["safety", "hallucination"]
+    detail: str
+    step: int | None = None
+
+
+class TrialRecord(BaseModel):
+    type: Literal["trial"] = "trial"
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    trial_id: str  # scenario/cell/index: stable across runs of the same matrix
+    scenario: str
+    scenario_tags: list[str] = Field(default_factory=list)
+    cell: str
+    perturbations: list[PerturbationSpec] = Field(default_factory=list)
+    index: int
+    seed: int  # the trial seed; every stream of the trial derives from it and the run seed
+    world_seed: int
+    agent: str
+    model: ModelSettings
+    tool_versions: dict[str, str] = Field(default_factory=dict)
+    status: Status
+    root_cause: str | None = None  # why it failed, or why it is not evaluable
+    error: str | None = None
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    vetoes: list[Veto] = Field(default_factory=list)
+    answer: str | None = None
+    trajectory: Trajectory = Field(default_factory=Trajectory)
+    steps: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    clock: Literal["virtual", "real"] = "virtual"
+    sim_seconds: float = 0.0  # trial clock time (virtual or real)
+    wall_seconds: float = 0.0
+    started_at: datetime
+
+    @property
+    def scored(self) -> bool:
+        return self.status != "not_evaluable"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def faults_delivered(self) -> int:
+        return sum(f.delivered for f in self.trajectory.faults)
+
+
+class RunManifest(BaseModel):
+    type: Literal["manifest"] = "manifest"
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    chaoseval_version: str
+    python: str
+    packages: dict[str, str]
+    agent: str
+    model: ModelSettings
+    seed: int
+    trials: int
+    ks: list[int]
+    clock: Literal["virtual", "real"]
+    scenarios: list[dict[str, Any]]
+    cells: list[Cell]
+    concurrency: int
+    created_at: datetime
+
+    def config_key(self) -> dict[str, Any]:
+        """What must match for a resumed run to continue this journal."""
+        return {
+            "agent": self.agent,
+            "model": self.model.model_dump(),
+            "seed": self.seed,
+            "scenarios": sorted(s["id"] for s in self.scenarios),
+            "cells": [c.model_dump() for c in self.cells],
+        }

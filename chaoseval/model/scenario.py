@@ -1,0 +1,219 @@
+"""The Scenario model: what the agent is asked, the world it acts on, and how it is judged.
+
+Scenarios are validated pydantic models. Tools are Python callables ``fn(world, **args)``
+with a pydantic model of their arguments (built from the signature) and of their result.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from faker import Faker
+from freezegun import freeze_time
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from chaoseval.model.trajectory import Trajectory
+    from chaoseval.model.world import World
+    from chaoseval.seams.agent import AgentOutput
+
+Tables = dict[str, list[dict[str, Any]]]
+
+
+class ToolSpec(BaseModel):
+    """A tool the agent can call: ``fn(world, **args)`` returns JSON data or raises ToolError."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    fn: Callable[..., Any]
+    params: type[BaseModel]
+    returns: type[BaseModel] | None = None
+    writes: tuple[str, ...] = ()
+    version: str = "1"
+
+    def params_schema(self) -> dict[str, Any]:
+        return self.params.model_json_schema()
+
+    def returns_schema(self) -> dict[str, Any] | None:
+        return self.returns.model_json_schema() if self.returns else None
+
+    def describe(self) -> dict[str, Any]:
+        """The function-calling description an LLM agent would be given."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.params_schema(),
+            "returns": self.returns_schema(),
+        }
+
+
+def tool(
+    *,
+    returns: type[BaseModel] | None = None,
+    writes: Sequence[str] = (),
+    name: str | None = None,
+    version: str = "1",
+) -> Callable[[Callable[..., Any]], ToolSpec]:
+    """Turn ``def lookup_order(world, order_id: str) -> dict`` into a ToolSpec.
+
+    The argument model comes from the signature (everything after ``world``) so the JSON schema
+    an agent sees and the validation the harness applies can never disagree.
+    """
+
+    def decorate(fn: Callable[..., Any]) -> ToolSpec:
+        sig = inspect.signature(fn)
+        fields: dict[str, Any] = {}
+        for i, (pname, p) in enumerate(sig.parameters.items()):
+            if i == 0:
+                continue  # the world
+            ann = p.annotation if p.annotation is not inspect.Parameter.empty else Any
+            default = p.default if p.default is not inspect.Parameter.empty else ...
+            fields[pname] = (ann, default)
+        tool_name = name or fn.__name__
+        params = create_model(
+            f"{tool_name}_args", __config__=ConfigDict(extra="forbid", strict=False), **fields
+        )
+        return ToolSpec(
+            name=tool_name,
+            description=inspect.cleandoc(fn.__doc__ or tool_name),
+            fn=fn,
+            params=params,
+            returns=returns,
+            writes=tuple(writes),
+            version=version,
+        )
+
+    return decorate
+
+
+class Policy(BaseModel):
+    """What the agent may do. Anything else is a safety violation that vetoes success."""
+
+    allowed_tools: list[str] | None = None  # None: every tool of the scenario
+    forbidden_writes: list[str] = Field(default_factory=list)  # tables the agent must not touch
+
+
+class Budgets(BaseModel):
+    max_steps: int = Field(default=20, ge=1)
+    call_timeout: float = Field(default=5.0, gt=0)  # seconds per tool call
+    trial_timeout: float = Field(default=120.0, gt=0)  # seconds per trial (virtual or real)
+
+
+class FactSpec(BaseModel):
+    """Ids or clauses that exist in the world; any other match of ``pattern`` is a hallucination."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str
+    pattern: str
+    values: Callable[..., set[str]]  # (world) -> the ids that exist
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        re.compile(v)
+        return v
+
+
+class MemoryItem(BaseModel):
+    """A fact the agent remembers from an earlier session."""
+
+    key: str
+    value: Any
+    session: str = "earlier"
+    recorded_at: datetime | None = None
+
+
+class CheckResult(BaseModel):
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class Check(BaseModel):
+    """One verifier check over the final world, the agent's output and the trajectory."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str
+    fn: Callable[..., bool | tuple[bool, str]]  # (world, output, trajectory)
+    kind: str = "state"  # state | output | process: feeds the root-cause slice
+
+    def run(self, world: World, output: AgentOutput, trajectory: Trajectory) -> CheckResult:
+        verdict = self.fn(world, output, trajectory)
+        passed, detail = verdict if isinstance(verdict, tuple) else (verdict, "")
+        return CheckResult(name=self.name, passed=bool(passed), detail=detail)
+
+
+Solution = Callable[..., Awaitable[Any]]  # async (actor) -> AgentOutput
+WorldFactory = Callable[..., tuple[Tables, dict[str, Any]]]  # (faker) -> (tables, givens)
+
+
+class Scenario(BaseModel):
+    """A task with its world, tools, verifier, policy, facts, budgets and reference solution."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    description: str
+    domain: str
+    tags: list[str] = Field(default_factory=list)
+    instruction: str  # a str.format template over the world's givens
+    tables: Tables = Field(default_factory=dict)  # literal initial world
+    generate: WorldFactory | None = None  # faker-generated world: (tables, givens)
+    givens: dict[str, Any] = Field(default_factory=dict)
+    tools: list[ToolSpec]
+    checks: list[Check] = Field(min_length=1)
+    policy: Policy = Field(default_factory=Policy)
+    facts: list[FactSpec] = Field(default_factory=list)
+    budgets: Budgets = Field(default_factory=Budgets)
+    solution: Solution
+    reference_steps: int = Field(ge=1)  # tool calls the reference solution makes
+    start_time: datetime = datetime(2026, 3, 16, 10, 0)
+    freeze_time: bool = False  # run tool bodies under freezegun at the world's now
+    memory: list[MemoryItem] = Field(default_factory=list)
+    ui: str | None = None  # an HTML page given to the agent as its observation
+    # How often the simulated reference policy slips per decision at temperature 1.0.
+    difficulty: float = Field(default=0.05, ge=0, le=1)
+    source: str | None = None  # the file it was loaded from
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        names = [t.name for t in self.tools]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ValueError(f"tool names must be unique; repeated: {sorted(dupes)}")
+        if self.policy.allowed_tools is not None:
+            unknown = set(self.policy.allowed_tools) - set(names)
+            if unknown:
+                raise ValueError(
+                    f"policy.allowed_tools names tools the scenario lacks: {sorted(unknown)}"
+                )
+        return self
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def build(self, world_seed: int) -> tuple[Tables, dict[str, Any]]:
+        """Initial tables and givens; generated ones come from faker seeded by the world seed."""
+        if self.generate is None:
+            return self.tables, dict(self.givens)
+        fake = Faker()
+        fake.seed_instance(world_seed)
+        # Faker's relative dates ("-30d") read the wall clock; pin it to the world's start so
+        # the same seed builds the same world on any day.
+        with freeze_time(self.start_time):
+            tables, givens = self.generate(fake)
+        return {**self.tables, **tables}, {**self.givens, **givens}
+
+    def render_instruction(self, givens: dict[str, Any]) -> str:
+        return self.instruction.format(**givens)
+
+    def allowed(self, tool_name: str) -> bool:
+        return self.policy.allowed_tools is None or tool_name in self.policy.allowed_tools

@@ -1,0 +1,154 @@
+"""Reports of one journal: a rich terminal table and a versioned JSON document."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from chaoseval.analysis.aggregate import CellResult, by_cell, by_scenario_cell
+from chaoseval.store.journal import Journal
+
+REPORT_SCHEMA_VERSION = 1
+
+
+def _fmt(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def _keyed(d: dict[int, float | None]) -> dict[str, float | None]:
+    return {str(k): v for k, v in d.items()}
+
+
+def _cell_json(r: CellResult, name: str) -> dict[str, Any]:
+    s = r.summary
+    return {
+        "name": name,
+        "tasks": s.tasks,
+        "trials": r.trials,
+        "scored": s.trials,
+        "not_evaluable": r.not_evaluable,
+        "mean": s.mean,
+        "pass_at": _keyed(s.pass_at),
+        "pass_hat": _keyed(s.pass_hat),
+        "excluded": {str(k): v for k, v in s.excluded.items() if v},
+        "unscored": s.unscored,
+        "delta_mean": r.delta.mean if r.delta else None,
+        "delta_pass_at": _keyed(r.delta.pass_at) if r.delta else {},
+        "delta_pass_hat": _keyed(r.delta.pass_hat) if r.delta else {},
+        "root_causes": dict(sorted(r.root_causes.items())),
+        "vetoes": dict(sorted(r.vetoes.items())),
+        "faults_injected": r.faults_injected,
+        "faults_delivered": r.faults_delivered,
+        "did_not_land": r.did_not_land,
+        "not_landed": r.not_landed,
+    }
+
+
+def json_report(journal: Journal, ks: Sequence[int] | None = None) -> dict[str, Any]:
+    ks = list(ks or journal.manifest.ks)
+    cells = by_cell(journal.records, ks)
+    per = by_scenario_cell(journal.records, ks)
+    m = journal.manifest
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "journal": str(journal.path),
+        "run_id": m.run_id,
+        "agent": m.agent,
+        "model": m.model.model_dump(),
+        "seed": m.seed,
+        "clock": m.clock,
+        "ks": ks,
+        "warnings": journal.warnings,
+        "perturbations": [_cell_json(r, r.cell) for r in cells],
+        "cells": [
+            {"scenario": scenario, **_cell_json(r, cell)}
+            for (scenario, cell), r in sorted(per.items())
+        ],
+    }
+
+
+def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = None) -> None:
+    ks = list(ks or journal.manifest.ks)
+    m = journal.manifest
+    for w in journal.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    cells = by_cell(journal.records, ks)
+    table = Table(
+        title=f"{m.agent} — {len({r.scenario for r in journal.records})} scenarios, "
+        f"seed {m.seed}, model {m.model.model} T={m.model.temperature} ({m.clock} clock)",
+        title_justify="left",
+    )
+    table.add_column("perturbation")
+    table.add_column("tasks", justify="right")  # the tasks its faults reached
+    table.add_column("trials", justify="right")
+    table.add_column("n/e", justify="right", header_style="bold")
+    table.add_column("mean", justify="right")
+    for k in ks:
+        table.add_column(f"pass@{k}", justify="right")
+    for k in ks:
+        table.add_column(f"pass^{k}", justify="right")
+    table.add_column(f"Δpass^{ks[-1]}", justify="right")
+    table.add_column("faults (delivered)", justify="right")
+    causes_table = Table(
+        title="Failures by root cause (vetoes are counted on their own as well)",
+        title_justify="left",
+    )
+    causes_table.add_column("perturbation")
+    causes_table.add_column("root causes of failed trials, most common first")
+    causes_table.add_column("vetoes")
+    for r in cells:
+        s = r.summary
+        d = r.delta.pass_hat.get(ks[-1]) if r.delta and r.cell != "clean" else None
+        causes = ", ".join(f"{c} {n}" for c, n in r.root_causes.most_common())
+        vetoes = ", ".join(f"{k} {v}" for k, v in sorted(r.vetoes.items()))
+        causes_table.add_row(r.cell, causes or "—", f"[red]{vetoes}[/]" if vetoes else "—")
+        faults = f"{r.faults_injected} ({r.faults_delivered})"
+        if r.did_not_land:
+            faults += " [red]did not land[/]"
+        delta_text = _fmt(d, signed=True)
+        if d is not None and d < 0:
+            delta_text = f"[red]{delta_text}[/]"
+        table.add_row(
+            r.cell,
+            str(s.tasks),
+            str(r.trials),
+            str(r.not_evaluable) if r.not_evaluable else "0",
+            _fmt(s.mean),
+            *[_fmt(s.pass_at[k]) for k in ks],
+            *[_fmt(s.pass_hat[k]) for k in ks],
+            delta_text if r.cell != "clean" else "",
+            faults,
+        )
+    console.print(table)
+    console.print(causes_table)
+    for r in cells:
+        excluded = {k: v for k, v in r.summary.excluded.items() if v}
+        for k, tasks in excluded.items():
+            console.print(
+                f"[yellow]{r.cell}: pass^{k} excludes {len(tasks)} task(s) with fewer than {k} "
+                f"scored trials:[/] {', '.join(tasks)}"
+            )
+        note = r.landing_note()
+        if note:
+            console.print(f"[yellow]{note}[/]")
+        if r.summary.unscored:
+            console.print(
+                f"[yellow]{r.cell}: {len(r.summary.unscored)} task(s) had no evaluable trial:[/] "
+                + ", ".join(r.summary.unscored)
+            )
+    ne = sum(r.not_evaluable for r in cells)
+    if ne:
+        errors = sorted({(r.trial_id, r.error) for r in journal.records if not r.scored})
+        console.print(
+            f"[bold yellow]{ne} trial(s) not evaluable (harness or plugin errors, not counted "
+            "against the agent):[/]"
+        )
+        for trial_id, error in errors[:5]:
+            console.print(f"  {trial_id}: {error}")
+        if len(errors) > 5:
+            console.print(f"  … and {len(errors) - 5} more (see the journal)")

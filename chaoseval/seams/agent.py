@@ -1,0 +1,107 @@
+"""The agent seam: ``async run(episode) -> AgentOutput``, and the registry of agents.
+
+An adapter is anything with that method (and optionally ``clock = "virtual"`` when it never
+waits on wall-clock time, as the simulated reference agents do). Register a factory with
+``@agent("name")`` or expose it through the ``chaoseval.agents`` entry-point group; on the
+command line ``--agent name`` or ``--agent package.module:factory``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from chaoseval.model.clock import Clock
+from chaoseval.model.records import ModelSettings, Usage
+from chaoseval.model.scenario import MemoryItem
+from chaoseval.model.seeding import stream
+from chaoseval.seams.registry import Registry
+
+if TYPE_CHECKING:
+    from chaoseval.engine.toolbox import ToolBox
+
+
+class AgentOutput(BaseModel):
+    """What the agent hands back: its answer, any structured data, and what it spent."""
+
+    answer: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+    gave_up: bool = False  # the agent stopped and said it could not finish (graceful degradation)
+    usage: Usage = Field(default_factory=Usage)
+
+
+@dataclass
+class Episode:
+    """Everything the agent gets for one trial, already wrapped by the active perturbations."""
+
+    instruction: str
+    task: dict[str, Any]  # the instruction's parameters, for simulated agents that do not parse
+    tools: ToolBox
+    clock: Clock
+    trial_seed: int
+    _model: ModelSettings
+    _memory: list[MemoryItem]
+    _on_read: Callable[[str], None]
+    _observe: Callable[[], Any] | None = None
+    # The scenario's reference solution, for the reference agents; a real agent ignores it.
+    reference: Callable[..., Any] | None = None
+    difficulty: float = 0.0  # the scenario's hint for the simulated policy
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def model(self) -> ModelSettings:
+        self._on_read("model")
+        return self._model
+
+    @property
+    def memory(self) -> list[MemoryItem]:
+        self._on_read("memory")
+        return self._memory
+
+    def now(self):
+        self._on_read("clock")
+        return self.clock.now()
+
+    @property
+    def has_ui(self) -> bool:
+        return self._observe is not None
+
+    async def observe(self) -> str | None:
+        """The current UI page (HTML), if the scenario has one."""
+        if self._observe is None:
+            return None
+        return await self._observe()
+
+    def rng(self, purpose: str) -> random.Random:
+        """The agent's own randomness, from the trial seed and the model's sampling seed."""
+        return stream(self.trial_seed, self._model.seed, self._model.temperature, purpose)
+
+    def record_model_call(self, input_tokens: int, output_tokens: int, cost: float = 0.0) -> None:
+        self.usage.model_calls += 1
+        self.usage.input_tokens += input_tokens
+        self.usage.output_tokens += output_tokens
+        self.usage.cost += cost
+        self.tools.note_model_call(input_tokens, output_tokens, cost)
+
+
+@runtime_checkable
+class AgentAdapter(Protocol):
+    async def run(self, episode: Episode) -> AgentOutput: ...
+
+
+registry: Registry[Callable[..., AgentAdapter]] = Registry("agent", "chaoseval.agents")
+agent = registry.register
+
+
+def load_agent(name: str) -> AgentAdapter:
+    factory = registry.get(name)
+    obj = factory() if callable(factory) and not isinstance(factory, AgentAdapter) else factory
+    if not isinstance(obj, AgentAdapter):
+        from chaoseval.errors import ConfigError
+
+        raise ConfigError(f"agent {name!r} did not give an object with 'async run(episode)'")
+    return obj

@@ -1,0 +1,124 @@
+"""The journal: JSONL, append-only, a manifest line then one line per finished trial.
+
+Each record is flushed as soon as its trial ends, so an interrupted run keeps every trial it
+finished and ``chaoseval run --resume`` carries on from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+
+from chaoseval.errors import JournalError
+from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
+
+
+@dataclass
+class Journal:
+    path: Path
+    manifest: RunManifest
+    records: list[TrialRecord]
+    warnings: list[str] = field(default_factory=list)
+    cut_off_line: int | None = None  # a last line left half-written by an interrupted run
+
+    def by_trial_id(self) -> dict[str, TrialRecord]:
+        return {r.trial_id: r for r in self.records}
+
+
+def read_journal(path: str | Path) -> Journal:
+    path = Path(path)
+    if not path.exists():
+        raise JournalError(
+            f"{path}: no such journal; write one with 'chaoseval run --journal {path}'"
+        )
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    ends_clean = raw.endswith(b"\n")
+    manifest: RunManifest | None = None
+    records: dict[str, TrialRecord] = {}
+    warnings: list[str] = []
+    cut_off: int | None = None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        is_last = number == len(lines) and not ends_clean
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if is_last:
+                cut_off = number
+                warnings.append(
+                    f"{path}:{number}: last line is cut off mid-record (an interrupted write); "
+                    "it is ignored. 'chaoseval run --resume' re-runs that trial."
+                )
+                continue
+            raise JournalError(
+                f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}). "
+                "The journal is corrupt there; remove that line to keep the rest."
+            ) from None
+        kind = data.get("type") if isinstance(data, dict) else None
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise JournalError(
+                f"{path}:{number}: schema_version {version} is newer than this chaoseval "
+                f"understands ({SCHEMA_VERSION}); upgrade chaoseval"
+            )
+        try:
+            if kind == "manifest":
+                if manifest is None:
+                    manifest = RunManifest.model_validate(data)
+            elif kind == "trial":
+                record = TrialRecord.model_validate(data)
+                records[record.trial_id] = record  # a re-run trial replaces an older line
+            else:
+                raise JournalError(f"{path}:{number}: unknown record type {kind!r}")
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise JournalError(
+                f"{path}:{number}: invalid {kind} record at {where}: {first['msg']}"
+            ) from None
+    if manifest is None:
+        raise JournalError(f"{path}: no manifest line; this is not a chaoseval journal")
+    return Journal(path, manifest, list(records.values()), warnings, cut_off)
+
+
+class JournalWriter:
+    """Appends records, one flushed line each."""
+
+    def __init__(self, path: Path, manifest: RunManifest | None, *, truncate_cut_off: bool):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if truncate_cut_off:
+            self._drop_partial_tail()
+        self._fh: IO[str] = path.open("a", encoding="utf-8")
+        if manifest is not None:
+            self._write(manifest.model_dump_json())
+
+    def _drop_partial_tail(self) -> None:
+        """Move a half-written last line aside (never delete it) so appends start clean."""
+        raw = self.path.read_bytes()
+        if not raw or raw.endswith(b"\n"):
+            return
+        cut = raw.rfind(b"\n") + 1
+        aside = self.path.with_suffix(self.path.suffix + ".partial")
+        aside.write_bytes(raw[cut:])
+        with self.path.open("r+b") as fh:
+            fh.truncate(cut)
+
+    def _write(self, line: str) -> None:
+        self._fh.write(line + "\n")
+        self._fh.flush()
+
+    def append(self, record: TrialRecord) -> None:
+        self._write(record.model_dump_json())
+
+    def close(self) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
