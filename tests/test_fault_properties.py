@@ -26,8 +26,8 @@ from chaoseval.seams.perturbation import (
     build_chain,
     ctx_stream,
 )
-from perturbations.latency import Latency, LatencyParams
-from perturbations.malformed import (
+from chaoseval.bundled.perturbations.latency import Latency, LatencyParams
+from chaoseval.bundled.perturbations.malformed import (
     MALFORMED_MODES,
     Malformed,
     MalformedParams,
@@ -36,8 +36,8 @@ from perturbations.malformed import (
     make_payload,
     record_strategy,
 )
-from perturbations.timeout import Timeout, TimeoutParams
-from scenarios.vending import COMMON
+from chaoseval.bundled.perturbations.timeout import Timeout, TimeoutParams
+from chaoseval.bundled.scenarios.vending import COMMON
 
 # The malformed plugin draws its payloads with hypothesis.find (a @given inside): nesting is
 # the point here, not an accident.

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 # Imported for their registration, so the tests run before the entry points are installed.
-import perturbations.clock_skew
-import perturbations.layout_shift
-import perturbations.sampling
-import perturbations.stale_memory  # noqa: F401
+import chaoseval.bundled.perturbations.clock_skew
+import chaoseval.bundled.perturbations.layout_shift
+import chaoseval.bundled.perturbations.sampling
+import chaoseval.bundled.perturbations.stale_memory  # noqa: F401
 from chaoseval.analysis.metrics import pass_hat_k
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.engine.ui import (
@@ -34,7 +34,7 @@ from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import load_agent
-from scenarios import memory_sessions, ui_admin, vending
+from chaoseval.bundled.scenarios import memory_sessions, ui_admin, vending
 
 COLD = ModelSettings(temperature=0.0)
 UI = [ui_admin.refund_admin, ui_admin.checkout]
@@ -210,7 +210,7 @@ def test_stale_memory_uses_the_scenarios_own_history() -> None:
 
 
 def _calendar() -> list[Scenario]:
-    from scenarios import calendar_scheduling as cal
+    from chaoseval.bundled.scenarios import calendar_scheduling as cal
 
     wanted = {"calendar-next-tuesday", "calendar-callback-tomorrow-tz"}
     found = [s for s in vars(cal).values() if isinstance(s, Scenario) and s.id in wanted]

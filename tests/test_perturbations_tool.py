@@ -16,7 +16,7 @@ from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings
 from chaoseval.seams.agent import load_agent
-from perturbations.malformed import MALFORMED_MODES
+from chaoseval.bundled.perturbations.malformed import MALFORMED_MODES
 
 SCENARIOS = ["vending-refund-not-dispensed", "vending-refund-dispensed"]
 K = 3

@@ -18,7 +18,7 @@ from chaoseval.model.records import Cell, PerturbationSpec, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.world import fresh_world
 from chaoseval.seams.agent import AgentOutput, Episode, load_agent
-from scenarios import bundled
+from chaoseval.bundled.scenarios import bundled
 
 SCENARIOS: list[Scenario] = bundled()
 BY_ID = {s.id: s for s in SCENARIOS}
