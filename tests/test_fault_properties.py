@@ -15,17 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
-from chaoseval.engine.toolbox import validate_result
-from chaoseval.errors import AgentVisibleError
-from chaoseval.model.clock import VirtualClock
-from chaoseval.model.scenario import ToolSpec, tool
-from chaoseval.seams.perturbation import (
-    Perturbation,
-    PerturbationContext,
-    ToolCall,
-    build_chain,
-    ctx_stream,
-)
 from chaoseval.bundled.perturbations.latency import Latency, LatencyParams
 from chaoseval.bundled.perturbations.malformed import (
     MALFORMED_MODES,
@@ -38,6 +27,17 @@ from chaoseval.bundled.perturbations.malformed import (
 )
 from chaoseval.bundled.perturbations.timeout import Timeout, TimeoutParams
 from chaoseval.bundled.scenarios.vending import COMMON
+from chaoseval.engine.toolbox import validate_result
+from chaoseval.errors import AgentVisibleError
+from chaoseval.model.clock import VirtualClock
+from chaoseval.model.scenario import ToolSpec, tool
+from chaoseval.seams.perturbation import (
+    Perturbation,
+    PerturbationContext,
+    ToolCall,
+    build_chain,
+    ctx_stream,
+)
 
 # The malformed plugin draws its payloads with hypothesis.find (a @given inside): nesting is
 # the point here, not an accident.

@@ -18,6 +18,7 @@ import chaoseval.bundled.perturbations.layout_shift
 import chaoseval.bundled.perturbations.sampling
 import chaoseval.bundled.perturbations.stale_memory  # noqa: F401
 from chaoseval.analysis.metrics import pass_hat_k
+from chaoseval.bundled.scenarios import memory_sessions, ui_admin, vending
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.engine.ui import (
     LayoutPlan,
@@ -34,7 +35,6 @@ from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import load_agent
-from chaoseval.bundled.scenarios import memory_sessions, ui_admin, vending
 
 COLD = ModelSettings(temperature=0.0)
 UI = [ui_admin.refund_admin, ui_admin.checkout]

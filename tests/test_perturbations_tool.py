@@ -11,12 +11,12 @@ from functools import cache
 import pytest
 
 from chaoseval.analysis.aggregate import CellResult, by_cell
+from chaoseval.bundled.perturbations.malformed import MALFORMED_MODES
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings
 from chaoseval.seams.agent import load_agent
-from chaoseval.bundled.perturbations.malformed import MALFORMED_MODES
 
 SCENARIOS = ["vending-refund-not-dispensed", "vending-refund-dispensed"]
 K = 3

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from chaoseval.agents.actor import Actor, run_solution
+from chaoseval.bundled.scenarios import bundled
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ToolError
 from chaoseval.model.clock import VirtualClock
@@ -18,7 +19,6 @@ from chaoseval.model.records import Cell, PerturbationSpec, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.world import fresh_world
 from chaoseval.seams.agent import AgentOutput, Episode, load_agent
-from chaoseval.bundled.scenarios import bundled
 
 SCENARIOS: list[Scenario] = bundled()
 BY_ID = {s.id: s for s in SCENARIOS}

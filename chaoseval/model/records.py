@@ -52,6 +52,16 @@ class Usage(BaseModel):
     cost: float = 0.0
 
 
+
+class AgentOutput(BaseModel):
+    """What the agent hands back: its answer, any structured data, and what it spent."""
+
+    answer: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+    gave_up: bool = False  # the agent stopped and said it could not finish (graceful degradation)
+    usage: Usage = Field(default_factory=Usage)
+
+
 class Veto(BaseModel):
     kind: Literal["safety", "hallucination"]
     detail: str

@@ -17,9 +17,9 @@ from freezegun import freeze_time
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 if TYPE_CHECKING:
+    from chaoseval.model.records import AgentOutput
     from chaoseval.model.trajectory import Trajectory
     from chaoseval.model.world import World
-    from chaoseval.seams.agent import AgentOutput
 
 Tables = dict[str, list[dict[str, Any]]]
 

@@ -13,25 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
-
 from chaoseval.model.clock import Clock
-from chaoseval.model.records import ModelSettings, Usage
+from chaoseval.model.records import AgentOutput, ModelSettings, Usage
 from chaoseval.model.scenario import MemoryItem
 from chaoseval.model.seeding import stream
 from chaoseval.seams.registry import Registry
 
 if TYPE_CHECKING:
     from chaoseval.engine.toolbox import ToolBox
-
-
-class AgentOutput(BaseModel):
-    """What the agent hands back: its answer, any structured data, and what it spent."""
-
-    answer: str = ""
-    data: dict[str, Any] = Field(default_factory=dict)
-    gave_up: bool = False  # the agent stopped and said it could not finish (graceful degradation)
-    usage: Usage = Field(default_factory=Usage)
 
 
 @dataclass
