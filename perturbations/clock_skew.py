@@ -28,9 +28,12 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from chaoseval.model.clock import Clock
+from chaoseval.model.records import RootCause
+from chaoseval.model.trajectory import Fault
 from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
+    FailureContext,
     Perturbation,
     PerturbationContext,
     perturbation,
@@ -86,6 +89,11 @@ def preset_instant(preset: Preset, now: datetime, offset_hours: int) -> datetime
     return now + timedelta(hours=offset_hours)
 
 
+WRONG_DATE_REASONING = RootCause(
+    name="wrong_date_reasoning", label="reasoned from a skewed clock", owner="clock_skew"
+)
+
+
 @perturbation("clock_skew")
 class ClockSkew(Perturbation[ClockSkewParams]):
     """Move the trial's calendar time (date boundaries, leap day, DST, time zones)."""
@@ -93,6 +101,7 @@ class ClockSkew(Perturbation[ClockSkewParams]):
     channel = "clock"
     Params = ClockSkewParams
     models = "a server clock at a date boundary, in another time zone, or across a DST switch"
+    root_causes = (WRONG_DATE_REASONING,)
 
     async def apply(self, call: Clock, call_next: CallNext, ctx: PerturbationContext) -> Any:
         clock: Clock = await call_next(call)
@@ -116,3 +125,7 @@ class ClockSkew(Perturbation[ClockSkewParams]):
             shift_hours=round((target - before).total_seconds() / 3600, 3),
         )
         return clock
+
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        """A shifted clock that reached the agent explains a failed date-bound task."""
+        return WRONG_DATE_REASONING

@@ -21,9 +21,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from chaoseval.engine.ui import LayoutPlan, ModalPlan, apply_layout, apply_modal, elements, ui_state
+from chaoseval.model.records import RootCause
+from chaoseval.model.trajectory import Fault
 from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
+    FailureContext,
     ObservationCall,
     Perturbation,
     PerturbationContext,
@@ -64,6 +67,22 @@ class LayoutShiftParams(CommonParams):
     )
 
 
+UI_ELEMENT_NOT_FOUND = RootCause(
+    name="ui_element_not_found",
+    label="acted on a UI element that moved or was renamed",
+    owner="layout_shift",
+)
+POPUP_NOT_HANDLED = RootCause(
+    name="popup_not_handled", label="did not dismiss a dialog over the page", owner="modal"
+)
+
+
+def later_call_failed(fault: Fault, failure: FailureContext) -> bool:
+    """A UI change shaped the failure only if a later tool call failed (a click on a moved
+    or covered element); otherwise the agent found its way and failed for another reason."""
+    return any(s.result_class not in (None, "ok") for s in failure.tool_steps_after(fault))
+
+
 @perturbation("layout_shift")
 class LayoutShift(Perturbation[LayoutShiftParams]):
     """Move and rename the page's interactive elements (a redesign the agent did not see)."""
@@ -71,6 +90,7 @@ class LayoutShift(Perturbation[LayoutShiftParams]):
     channel = "observation"
     Params = LayoutShiftParams
     models = "a UI redesign / A-B variant: buttons moved, ids and labels changed"
+    root_causes = (UI_ELEMENT_NOT_FOUND,)
 
     async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         plan = ui_state(ctx.world).layout
@@ -105,6 +125,9 @@ class LayoutShift(Perturbation[LayoutShiftParams]):
         ctx.fault("observation", "layout_shift", mode=mode, elements=changed)
         return shifted
 
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        return UI_ELEMENT_NOT_FOUND if later_call_failed(fault, failure) else None
+
 
 class ModalParams(CommonParams):
     banner: Literal["cookie", "survey", "session", "newsletter", "any"] = Field(
@@ -119,6 +142,7 @@ class Modal(Perturbation[ModalParams]):
     channel = "observation"
     Params = ModalParams
     models = "a cookie banner / interstitial that intercepts clicks until dismissed"
+    root_causes = (POPUP_NOT_HANDLED,)
 
     async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         plan = ui_state(ctx.world).modal
@@ -147,3 +171,6 @@ class Modal(Perturbation[ModalParams]):
         ui_state(ctx.world).modal = plan
         ctx.fault("observation", "modal", banner=kind, dialog=plan.dialog_id, button=plan.button)
         return apply_modal(page, plan)
+
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        return POPUP_NOT_HANDLED if later_call_failed(fault, failure) else None

@@ -42,13 +42,17 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
+from chaoseval.model.records import RootCause
+from chaoseval.model.trajectory import Fault
 from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
+    FailureContext,
     Perturbation,
     PerturbationContext,
     perturbation,
 )
+from chaoseval.seams.rootcause import ACCEPTED_MALFORMED_DATA
 
 Mode = Literal[
     "truncated",
@@ -109,6 +113,8 @@ class Malformed(Perturbation[MalformedParams]):
     channel = "tool"
     Params = MalformedParams
     models = "a broken response body (truncated, wrong types, renamed fields, HTML, oversized)"
+    # A core cause: the tool box flags malformed results whoever breaks them.
+    root_causes = (ACCEPTED_MALFORMED_DATA,)
 
     async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         true = await call_next(call)
@@ -121,6 +127,14 @@ class Malformed(Perturbation[MalformedParams]):
         payload, detail = make_payload(mode, model, true, ctx.rng, self.params.oversize_bytes)
         ctx.fault("tool", "malformed", mode=mode, **detail)
         return payload
+
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        """The agent went on with the bad result: it did not call that tool again."""
+        if fault.step is not None:
+            tool = failure.trajectory.steps[fault.step].tool
+            if any(s.tool == tool for s in failure.tool_steps_after(fault)):
+                return None
+        return ACCEPTED_MALFORMED_DATA
 
 
 # --- drawing reproducibly -------------------------------------------------------------------

@@ -18,15 +18,19 @@ the perturbation did not land.
 from __future__ import annotations
 
 import fnmatch
+import json
 from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import Field
 
+from chaoseval.model.records import RootCause
 from chaoseval.model.scenario import MemoryItem
+from chaoseval.model.trajectory import Fault
 from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
+    FailureContext,
     Perturbation,
     PerturbationContext,
     perturbation,
@@ -68,6 +72,11 @@ class StaleMemoryParams(CommonParams):
     age_days: float = Field(default=60, ge=0, description="how old the stale fact claims to be")
 
 
+STALE_MEMORY_TRUSTED = RootCause(
+    name="stale_memory_trusted", label="acted on a stale remembered fact", owner="stale_memory"
+)
+
+
 @perturbation("stale_memory")
 class StaleMemory(Perturbation[StaleMemoryParams]):
     """Replace or contradict remembered facts with outdated ones from earlier sessions."""
@@ -75,6 +84,7 @@ class StaleMemory(Perturbation[StaleMemoryParams]):
     channel = "memory"
     Params = StaleMemoryParams
     models = "an agent memory holding outdated facts: old address, old policy, old status"
+    root_causes = (STALE_MEMORY_TRUSTED,)
 
     async def apply(
         self, call: list[MemoryItem], call_next: CallNext, ctx: PerturbationContext
@@ -105,3 +115,10 @@ class StaleMemory(Perturbation[StaleMemoryParams]):
             ctx.fault("memory", "stale_memory", key=item.key, mode=mode, stale=stale)
             out.extend([old] if mode == "outdated" else [old, item])
         return out
+
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        """Trusted only when the stale value shows up in a later tool argument or the answer."""
+        stale = str(fault.detail.get("stale", ""))
+        after = failure.tool_steps_after(fault)
+        used = json.dumps([s.args for s in after], default=str) + failure.answer_text()
+        return STALE_MEMORY_TRUSTED if stale and stale in used else None

@@ -1,16 +1,30 @@
-"""Root-cause attribution: a delivered fault is blamed only where it shaped the failure."""
+"""Root-cause attribution: a delivered fault is blamed only where it shaped the failure, and
+only by the plugin that delivered it (the judge asks the plugin; it names none)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from chaoseval.engine.judge import judge
+import pytest
+
+from chaoseval.engine.judge import judge, possible_root_causes
 from chaoseval.engine.toolbox import TrialState
-from chaoseval.errors import ToolError
+from chaoseval.errors import ConfigError, ToolError
 from chaoseval.model.clock import VirtualClock
+from chaoseval.model.records import RootCause
 from chaoseval.model.trajectory import Fault
 from chaoseval.model.world import fresh_world
 from chaoseval.seams.agent import AgentOutput
+from chaoseval.seams.perturbation import (
+    CallNext,
+    FailureContext,
+    Perturbation,
+    PerturbationContext,
+    perturbation,
+    registry,
+)
+from chaoseval.seams.rootcause import CORE, CORE_CAUSES, root_causes
 
 
 def _state(*steps: tuple[str, str, dict], faults: tuple[tuple[str, int, dict], ...] = ()):
@@ -24,9 +38,13 @@ def _state(*steps: tuple[str, str, dict], faults: tuple[tuple[str, int, dict], .
     return state
 
 
-def _verdict(tiny, state, output=None, error=None):
+def _verdict(tiny, state, output=None, error=None, plugins=None):
+    # The plugins the faults came from, as the trial hands them to the judge.
+    if plugins is None:
+        names = {f.perturbation for f in state.trajectory.faults}
+        plugins = [registry.get(name)() for name in sorted(names)]
     with fresh_world(tiny.tables, VirtualClock(datetime(2026, 1, 1)), 1, tiny.givens) as world:
-        return judge(tiny, world, state, output, error)
+        return judge(tiny, world, state, output, error, plugins=plugins)
 
 
 def test_tool_error_after_malformed_data_blames_the_data(tiny):
@@ -84,3 +102,89 @@ def test_only_output_checks_failing_is_a_wrong_answer(tiny):
     )
     verdict = _verdict(scenario, _state(), AgentOutput(answer="nope"))
     assert (verdict.status, verdict.root_cause) == ("failed", "wrong_answer")
+
+
+def test_a_fault_is_blamed_only_through_its_plugin(tiny):
+    # Without the plugin that delivered it, the fault explains nothing: the judge has no
+    # table of fault kinds to fall back on.
+    state = _state(
+        ("get_item", "ok", {"sku": "SKU-100"}),
+        ("add_to_cart", "tool_error", {"sku": "SKU-200"}),
+        faults=(("stale_memory", 0, {"key": "sku", "stale": "SKU-200"}),),
+    )
+    assert _verdict(tiny, state, AgentOutput(answer="done")).root_cause == "stale_memory_trusted"
+    unowned = _verdict(tiny, state, AgentOutput(answer="done"), plugins=[])
+    assert unowned.root_cause == "wrong_final_state"
+
+
+WRONG_SHELF = RootCause(name="test_wrong_shelf", label="took the wrong shelf", owner="test-shelf")
+
+
+class _ShelfBase(Perturbation[Any]):
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        return await call_next(call)
+
+
+@perturbation("test-shelf")
+class Shelf(_ShelfBase):
+    root_causes = (WRONG_SHELF,)
+
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        return WRONG_SHELF if failure.output is not None else None
+
+
+def test_a_plugin_cause_is_registered_and_judged(tiny):
+    assert root_causes.get("test_wrong_shelf") == WRONG_SHELF
+    state = _state(("get_item", "ok", {}), faults=(("test-shelf", 0, {}),))
+    verdict = _verdict(tiny, state, AgentOutput(answer="done"))
+    assert (verdict.status, verdict.cause) == ("failed", WRONG_SHELF)
+    # A crash is the agent's own: the plugin declines when there is no output.
+    assert _verdict(tiny, state, error=RuntimeError("boom")).root_cause == "crash"
+    assert possible_root_causes([Shelf]) == [*CORE_CAUSES, WRONG_SHELF]
+
+
+def test_blaming_an_undeclared_cause_makes_the_trial_not_evaluable(tiny):
+    class Liar(_ShelfBase):
+        def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+            return WRONG_SHELF  # declared by another plugin, not by this one
+
+    state = _state(("get_item", "ok", {}), faults=(("liar", 0, {}),))
+    from chaoseval.errors import PluginError
+
+    with pytest.raises(PluginError, match="not in its root_causes"):
+        _verdict(tiny, state, AgentOutput(answer="done"), plugins=[Liar(label="liar")])
+
+
+def test_root_causes_are_checked_when_a_plugin_registers():
+    taken = RootCause(name="timeout", label="my own timeout", owner="test-taken")
+    with pytest.raises(ConfigError, match="already declared by core"):
+
+        @perturbation("test-taken")
+        class Taken(_ShelfBase):
+            root_causes = (taken,)
+
+    with pytest.raises(ConfigError, match="owned by 'someone-else'"):
+
+        @perturbation("test-squatter")
+        class Squatter(_ShelfBase):
+            root_causes = (RootCause(name="test_squat", label="x", owner="someone-else"),)
+
+    relabelled = RootCause(name="timeout", label="another label", owner=CORE)
+    with pytest.raises(ConfigError, match="not registered as declared by core"):
+
+        @perturbation("test-relabel")
+        class Relabel(_ShelfBase):
+            root_causes = (relabelled,)
+
+    assert "test-taken" not in registry.names()
+    assert root_causes.get("timeout").label != "my own timeout"
+
+
+def test_every_cause_the_judge_emits_is_registered_by_the_core():
+    emitted = {
+        "timeout", "unhandled_tool_error", "accepted_malformed_data", "wrong_final_state",
+        "wrong_answer", "budget_exceeded", "premature_stop", "gave_up", "crash",
+        "invalid_output", "safety_violation", "hallucination", "harness_error", "plugin_error",
+    }  # fmt: skip
+    assert {c.name for c in CORE_CAUSES} == emitted
+    assert all(c.owner == CORE and c.label for c in CORE_CAUSES)

@@ -177,7 +177,9 @@ async def run_trial(
                     "answer", t=clock.monotonic(), data={"gave_up": output.gave_up}
                 )
             sim_seconds = clock.monotonic()
-            verdict = judge(scenario, world, state, output, agent_error, raw_output=raw)
+            verdict = judge(
+                scenario, world, state, output, agent_error, raw_output=raw, plugins=plugins
+            )
     except HarnessError as exc:
         state.harness_errors.append(exc)
         verdict = judge(scenario, None, state, None, exc)  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from chaoseval.model.trajectory import Trajectory
 
@@ -60,6 +60,18 @@ class AgentOutput(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
     gave_up: bool = False  # the agent stopped and said it could not finish (graceful degradation)
     usage: Usage = Field(default_factory=Usage)
+
+
+class RootCause(BaseModel):
+    """One category a trial can be blamed on. An open set: the judge's generic causes belong to
+    ``core``, a perturbation plugin declares its own (chaoseval.seams.rootcause registers both),
+    and a run's manifest lists the ones it can produce so a report labels them without plugins."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")  # what TrialRecord.root_cause holds
+    label: str = Field(min_length=1)  # for people: "trusted a stale memory"
+    owner: str = "core"  # "core", or the name of the plugin that declares it
 
 
 class Veto(BaseModel):

@@ -11,8 +11,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from chaoseval.errors import ConfigError
 from chaoseval.model.clock import Clock
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
 from chaoseval.model.scenario import MemoryItem
@@ -82,7 +83,16 @@ class AgentAdapter(Protocol):
     async def run(self, episode: Episode) -> AgentOutput: ...
 
 
-registry: Registry[Callable[..., AgentAdapter]] = Registry("agent", "chaoseval.agents")
+def _agent_factory(name: str, obj: object) -> Callable[..., AgentAdapter]:
+    """An agent registers as a factory (anything callable) or as an adapter object itself."""
+    if callable(obj) or isinstance(obj, AgentAdapter):
+        return cast("Callable[..., AgentAdapter]", obj)
+    raise ConfigError(f"agent {name!r}: {obj!r} is neither a factory nor has 'async run(episode)'")
+
+
+registry: Registry[Callable[..., AgentAdapter]] = Registry(
+    "agent", "chaoseval.agents", _agent_factory
+)
 agent = registry.register
 
 

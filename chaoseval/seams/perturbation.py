@@ -5,23 +5,29 @@ Channels: ``tool`` and ``observation`` pass through the middleware on every call
 model settings, memory list or clock). Plugins subclass :class:`Perturbation`, declare a
 ``Params`` model and register with ``@perturbation("name")``; third-party packages expose the
 class through the ``chaoseval.perturbations`` entry-point group.
+
+A plugin also owns the root causes its faults can give a failure: it lists them in
+``root_causes`` and the judge asks its ``blame`` whether a delivered fault shaped the failure.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chaoseval.errors import AgentVisibleError, ConfigError, HarnessError, PluginError
 from chaoseval.model.clock import Clock
+from chaoseval.model.records import AgentOutput, RootCause
 from chaoseval.model.seeding import stream
-from chaoseval.model.trajectory import Channel, Fault
-from chaoseval.seams.registry import Registry
+from chaoseval.model.trajectory import Channel, Fault, Step, Trajectory
+from chaoseval.seams.registry import Registry, qualified_name
+from chaoseval.seams.rootcause import CORE, root_causes
 
 CallNext = Callable[[Any], Awaitable[Any]]
 
@@ -104,13 +110,38 @@ class PerturbationContext:
         return fault
 
 
+@dataclass(frozen=True)
+class FailureContext:
+    """What the judge shows a plugin when it asks whether the plugin's fault shaped a failure."""
+
+    trajectory: Trajectory
+    output: AgentOutput | None = None  # None when the agent raised or returned no answer
+    error: BaseException | None = None  # what the agent raised, if it did
+
+    def tool_steps_after(self, fault: Fault) -> list[Step]:
+        """The tool calls the agent made after the step the fault affected."""
+        return [s for s in self.trajectory.steps[(fault.step or 0) + 1 :] if s.kind == "tool"]
+
+    def answer_text(self) -> str:
+        """The answer and its structured data as one string (empty when there is no answer)."""
+        if self.output is None:
+            return ""
+        return self.output.answer + json.dumps(self.output.data, default=str)
+
+
 class Perturbation(Generic[P]):
-    """Base class for plugins: set ``channel``, a ``Params`` model, and implement ``apply``."""
+    """Base class for plugins: set ``channel``, a ``Params`` model, and implement ``apply``.
+
+    A plugin whose faults explain a failure better than the failing check does lists those
+    root causes in ``root_causes`` (its own, owned by its name, or core ones it reuses) and
+    overrides ``blame``.
+    """
 
     name: ClassVar[str] = "perturbation"
     channel: ClassVar[Channel] = "tool"
     Params: ClassVar[type[CommonParams]] = CommonParams
     models: ClassVar[str] = ""  # one line: what real-world failure this models
+    root_causes: ClassVar[tuple[RootCause, ...]] = ()
 
     def __init__(self, params: P | None = None, *, label: str | None = None):
         self.params: P = params if params is not None else self.Params()  # type: ignore[assignment]
@@ -119,7 +150,7 @@ class Perturbation(Generic[P]):
     @classmethod
     def from_spec(cls, params: dict[str, Any], label: str | None = None) -> Perturbation[Any]:
         try:
-            return cls(cls.Params(**params), label=label)
+            return cls(cast(Any, cls.Params(**params)), label=label)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
@@ -156,8 +187,45 @@ class Perturbation(Generic[P]):
     async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         raise NotImplementedError
 
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        """The root cause (one of ``root_causes``) this delivered ``fault`` gave the failure,
+        or None when it did not demonstrably shape it. Delivery alone is not enough, or any
+        failure of a perturbed trial would be blamed on whatever fault reached the agent.
+        The judge asks about the latest delivered fault first and takes the first answer."""
+        return None
 
-registry: Registry[type[Perturbation[Any]]] = Registry("perturbation", "chaoseval.perturbations")
+
+def validate(name: str, obj: object) -> type[Perturbation[Any]]:
+    """A perturbation plugin as it registers: the class, its parameters, its root causes."""
+    where = f"perturbation {name!r} ({qualified_name(obj)})"
+    if not (isinstance(obj, type) and issubclass(obj, Perturbation)):
+        raise ConfigError(f"{where} is not a subclass of chaoseval's Perturbation")
+    if not (isinstance(obj.Params, type) and issubclass(obj.Params, CommonParams)):
+        raise ConfigError(f"{where}: Params must subclass CommonParams")
+    if obj.channel not in get_args(Channel):
+        raise ConfigError(
+            f"{where}: channel {obj.channel!r} is not one of {', '.join(get_args(Channel))}"
+        )
+    if obj.apply is Perturbation.apply and obj.__call__ is Perturbation.__call__:
+        raise ConfigError(f"{where} implements neither apply nor __call__")
+    for cause in obj.root_causes:
+        if not isinstance(cause, RootCause):
+            raise ConfigError(f"{where}: root_causes holds {cause!r}, not a RootCause")
+        if cause.owner == CORE:
+            root_causes.check(cause)  # reusing a core cause: exactly as the core declares it
+        elif cause.owner not in (name, obj.name):
+            raise ConfigError(
+                f"{where}: root cause {cause.name!r} is owned by {cause.owner!r}; a plugin "
+                f"declares its own causes under its name ({name!r}) or reuses core ones"
+            )
+        else:
+            root_causes.register(cause)
+    return obj
+
+
+registry: Registry[type[Perturbation[Any]]] = Registry(
+    "perturbation", "chaoseval.perturbations", validate
+)
 
 
 def perturbation(name: str) -> Callable[[type[Perturbation[Any]]], type[Perturbation[Any]]]:

@@ -2,6 +2,12 @@
 
 A factory is registered under a name (``@perturbation("latency")``) and looked up by that
 name, by an entry point of the registry's group, or by an import path ``pkg.module:attr``.
+
+As pluggy does it: a factory is validated when it registers (a registry's ``validate`` checks
+its type; a name is taken once), and entry points that fail to load or to validate are kept
+aside as :class:`BrokenEntryPoint` beside the working ones, so one broken package neither
+hides the others nor stops a run that does not use it. Using a broken one by name says which
+entry point broke, why, and how to fix it.
 """
 
 from __future__ import annotations
@@ -9,12 +15,15 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable, Iterator
-from importlib.metadata import entry_points
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from functools import partial
+from importlib.metadata import EntryPoint, entry_points
+from typing import Generic, TypeVar, cast
 
 from chaoseval.errors import ConfigError
 
-F = TypeVar("F", bound=Callable[..., object])
+F = TypeVar("F")
+T = TypeVar("T")
 
 
 def import_object(path: str) -> object:
@@ -35,39 +44,119 @@ def import_object(path: str) -> object:
     return obj
 
 
-class Registry(Generic[F]):
-    """Named factories of one kind, e.g. agents or perturbations."""
+@dataclass(frozen=True)
+class BrokenEntryPoint:
+    """An installed entry point that failed to load or to validate, and why."""
 
-    def __init__(self, kind: str, group: str):
+    group: str
+    name: str
+    value: str
+    distribution: str | None
+    error: str
+
+    def where(self) -> str:
+        source = f", package {self.distribution}" if self.distribution else ""
+        return f"entry point {self.name} = {self.value} (group {self.group}{source})"
+
+    def fix(self) -> str:
+        if self.distribution:
+            return (
+                f"fix or upgrade the package {self.distribution}, or uninstall it "
+                f"(pip uninstall {self.distribution})"
+            )
+        return "fix or uninstall the package that declares it"
+
+    def describe(self) -> str:
+        return f"{self.where()} is broken: {self.error}. To fix: {self.fix()}"
+
+
+def collect_entry_points(
+    group: str, load: Callable[[EntryPoint], T]
+) -> tuple[list[tuple[EntryPoint, T]], list[BrokenEntryPoint]]:
+    """Load every entry point of ``group`` with ``load``; the ones that raise are returned
+    apart, with their error, instead of stopping at the first."""
+    loaded: list[tuple[EntryPoint, T]] = []
+    broken: list[BrokenEntryPoint] = []
+    for ep in entry_points(group=group):
+        try:
+            loaded.append((ep, load(ep)))
+        except Exception as exc:  # a third-party package's bug of any kind: keep it apart
+            dist = ep.dist.name if ep.dist is not None else None
+            error = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+            broken.append(BrokenEntryPoint(group, ep.name, ep.value, dist, error))
+    return loaded, broken
+
+
+def _callable(kind: str, name: str, obj: object) -> object:
+    if not callable(obj):
+        raise ConfigError(f"{kind} {name!r}: {obj!r} is not callable")
+    return obj
+
+
+def qualified_name(obj: object) -> str:
+    module = getattr(obj, "__module__", None) or "?"
+    return f"{module}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+
+
+class Registry(Generic[F]):
+    """Named factories of one kind, e.g. agents or perturbations.
+
+    ``validate(name, obj)`` returns ``obj`` as a factory of this kind or raises ConfigError
+    saying what is wrong; the default asks only for something callable.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        validate: Callable[[str, object], F] | None = None,
+    ):
         self.kind = kind
         self.group = group
+        # Without a validator a registry asks only for something callable (F is then a
+        # callable type, which the caller's annotation states).
+        self._validate: Callable[[str, object], F] = validate or cast(
+            "Callable[[str, object], F]", partial(_callable, kind)
+        )
+        self._validates_paths = validate is not None
         self._items: dict[str, F] = {}
+        self._broken: dict[str, BrokenEntryPoint] = {}
         self._loaded = False
 
     def register(self, name: str | None = None) -> Callable[[F], F]:
         def decorate(factory: F) -> F:
-            key = name or factory.__name__
-            self._items[key] = factory
-            factory.__chaoseval_name__ = key  # type: ignore[attr-defined]
-            return factory
+            return self.add(name or str(getattr(factory, "__name__", "")), factory)
 
         return decorate
+
+    def add(self, name: str, obj: object) -> F:
+        """Validate ``obj`` and register it under ``name``; a name is taken once."""
+        if not name:
+            raise ConfigError(f"a {self.kind} needs a name to register under")
+        factory = self._validate(name, obj)
+        known = self._items.get(name)
+        # The same definition imported again (a reloaded module, a file loaded twice) replaces
+        # itself; a different one under a taken name is a conflict the user must resolve.
+        if known is not None and qualified_name(known) != qualified_name(factory):
+            raise ConfigError(
+                f"{self.kind} name {name!r} is taken by {qualified_name(known)}; "
+                f"{qualified_name(factory)} needs another name"
+            )
+        self._items[name] = factory
+        try:
+            factory.__chaoseval_name__ = name  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            pass  # a builtin or slotted object: the registry key is enough
+        return factory
 
     def _load_entry_points(self) -> None:
         if self._loaded:
             return
         self._loaded = True
-        for ep in entry_points(group=self.group):
-            if ep.name in self._items:
-                continue
-            try:
-                obj = ep.load()
-            except Exception as exc:  # a broken third-party plugin must not hide the others
-                raise ConfigError(
-                    f"{self.kind} plugin {ep.name!r} ({ep.value}, group {self.group}) failed to "
-                    f"load: {type(exc).__name__}: {exc}. Fix or uninstall that package."
-                ) from exc
-            self._items.setdefault(ep.name, obj)
+        _, broken = collect_entry_points(self.group, lambda ep: self.add(ep.name, ep.load()))
+        for b in broken:
+            if b.name not in self._items:  # a working definition of that name wins
+                self._broken[b.name] = b
 
     def names(self) -> list[str]:
         self._load_entry_points()
@@ -77,16 +166,26 @@ class Registry(Generic[F]):
         self._load_entry_points()
         yield from sorted(self._items.items())
 
+    def broken(self) -> list[BrokenEntryPoint]:
+        """Installed entry points of this group that failed to load or validate."""
+        self._load_entry_points()
+        return sorted(self._broken.values(), key=lambda b: b.name)
+
     def get(self, name: str) -> F:
         if ":" in name:
-            return import_object(name)  # type: ignore[return-value]
+            obj = import_object(name)
+            # An import path is checked by a registry's own validator; the callable default
+            # leaves it to the caller (a YAML `function:` may name a @tool-built ToolSpec).
+            return self._validate(name, obj) if self._validates_paths else cast(F, obj)
         self._load_entry_points()
-        try:
+        if name in self._items:
             return self._items[name]
-        except KeyError:
-            close = difflib.get_close_matches(name, self._items, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            known = ", ".join(sorted(self._items)) or "none"
-            raise ConfigError(
-                f"unknown {self.kind} {name!r}{hint} (known: {known}; or give 'module:factory')"
-            ) from None
+        if name in self._broken:
+            broken = self._broken[name]
+            raise ConfigError(f"{self.kind} {name!r} is installed but {broken.describe()}")
+        close = difflib.get_close_matches(name, self._items, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        known = ", ".join(sorted(self._items)) or "none"
+        raise ConfigError(
+            f"unknown {self.kind} {name!r}{hint} (known: {known}; or give 'module:factory')"
+        )
