@@ -92,5 +92,23 @@ def test_installed_plugin_runs_end_to_end(site: Path, tmp_path: Path) -> None:
     assert faults and all(f["perturbation"] == "drop_field" for f in faults)
     assert all(f["detail"] == {"mode": "drop_field", "field": "machine_id"} for f in faults)
     assert all(f["delivered"] for f in faults)
-    # the naive agent forwarded the missing machine id and failed, every time
+    # the naive agent forwarded the missing machine id and failed, every time, and the plugin
+    # (not the judge) says the dropped field is why
     assert all(r["status"] == "failed" for r in trials)
+    assert {r["root_cause"] for r in trials} == {"missing_field_used"}
+    (manifest,) = [r for r in lines if r["type"] == "manifest"]
+    assert {
+        "name": "missing_field_used",
+        "label": "went on without a field the API stopped sending",
+        "owner": "drop_field",
+    } in manifest["root_causes"]
+    assert {c["owner"] for c in manifest["root_causes"]} == {"core", "drop_field"}
+    # The report labels the plugin's cause from the manifest: the plugin need not be installed.
+    for installed in (site, None):
+        report = chaoseval(installed, "report", str(journal), "--k", "1")
+        assert report.returncode == 0, report.stderr
+        assert "missing_field_used 3" in report.stdout
+        assert (
+            "missing_field_used: went on without a field the API stopped sending (drop_field)"
+            in report.stdout
+        )

@@ -14,11 +14,13 @@ from pathlib import Path
 import anyio
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from chaoseval.engine.judge import possible_root_causes
 from chaoseval.engine.trial import TrialPlan, instantiate, run_trial
 from chaoseval.errors import ConfigError
 from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
+from chaoseval.seams.perturbation import registry as perturbations
 from chaoseval.store.journal import JournalWriter, read_journal
 
 CLEAN = Cell(name="clean")
@@ -95,6 +97,9 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
         cells=config.all_cells(),
         concurrency=config.concurrency,
         created_at=datetime.now(UTC),
+        root_causes=possible_root_causes(
+            [perturbations.get(p.name) for c in config.all_cells() for p in c.perturbations]
+        ),
     )
 
 

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chaoseval.model.trajectory import Trajectory
 
-SCHEMA_VERSION = 1
+# 2: the manifest lists the run's root causes (name, label, owner); 1 still reads.
+SCHEMA_VERSION = 2
 
 Status = Literal["passed", "failed", "not_evaluable"]
 
@@ -138,6 +139,9 @@ class RunManifest(BaseModel):
     cells: list[Cell]
     concurrency: int
     created_at: datetime
+    # Every root cause this run's trials can be blamed on, so a report labels them without
+    # loading plugins (schema 2; empty in older journals).
+    root_causes: list[RootCause] = Field(default_factory=list)
 
     def config_key(self) -> dict[str, Any]:
         """What must match for a resumed run to continue this journal."""

@@ -64,12 +64,21 @@ def json_report(journal: Journal, ks: Sequence[int] | None = None) -> dict[str, 
         "clock": m.clock,
         "ks": ks,
         "warnings": journal.warnings,
+        "root_causes": [c.model_dump() for c in m.root_causes],
         "perturbations": [_cell_json(r, r.cell) for r in cells],
         "cells": [
             {"scenario": scenario, **_cell_json(r, cell)}
             for (scenario, cell), r in sorted(per.items())
         ],
     }
+
+
+def root_cause_legend(journal: Journal, names: set[str]) -> str:
+    """What the root causes seen mean, from the manifest (no plugin needs to be installed)."""
+    known = {c.name: c for c in journal.manifest.root_causes}
+    seen = [known[name] for name in sorted(names & set(known))]
+    lines = [f"  {c.name}: {c.label} ({c.owner})" for c in seen]
+    return "Root causes:\n" + "\n".join(lines) if lines else ""
 
 
 def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = None) -> None:
@@ -126,6 +135,9 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
         )
     console.print(table)
     console.print(causes_table)
+    legend = root_cause_legend(journal, {c for r in cells for c in r.root_causes})
+    if legend:
+        console.print(legend, highlight=False)
     for r in cells:
         excluded = {k: v for k, v in r.summary.excluded.items() if v}
         for k, tasks in excluded.items():
