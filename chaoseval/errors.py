@@ -7,6 +7,10 @@ and is never counted as the agent's failure.
 
 from __future__ import annotations
 
+from typing import Literal
+
+Layer = Literal["tool", "transport"]
+
 
 class ChaosevalError(Exception):
     """Root of every exception chaoseval raises on purpose."""
@@ -19,6 +23,10 @@ class AgentVisibleError(ChaosevalError):
     """An error the agent receives from a tool. Recorded in the trajectory, judged as behaviour."""
 
     kind = "error"
+    # Where a wire channel delivers it: in the tool's answer ("tool": an MCP ``isError``
+    # result) or as a failure of the exchange carrying it ("transport": a real HTTP status,
+    # reset or hang). In process both reach the agent as this exception.
+    layer: Layer = "tool"
 
 
 class ToolError(AgentVisibleError):
@@ -31,6 +39,7 @@ class ToolTimeout(AgentVisibleError, TimeoutError):
     """The tool did not answer before its deadline."""
 
     kind = "timeout"
+    hang = False  # on the transport layer: no answer at all (else a gateway's 504 at once)
 
 
 class ToolHTTPError(AgentVisibleError):

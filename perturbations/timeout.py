@@ -7,7 +7,13 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
+from chaoseval.errors import (
+    AgentVisibleError,
+    Layer,
+    ToolConnectionError,
+    ToolHTTPError,
+    ToolTimeout,
+)
 from chaoseval.seams.perturbation import (
     CallNext,
     CommonParams,
@@ -27,6 +33,11 @@ class TimeoutParams(CommonParams):
         "429 (rate limited, Retry-After), 5xx (server error), reset (connection reset)",
     )
     retry_after: float = Field(default=1.0, ge=0, description="Retry-After seconds for 429")
+    layer: Layer = Field(
+        default="tool",
+        description="where a wire channel delivers the fault: tool (an MCP isError result) or "
+        "transport (a real HTTP status, reset or hang on the exchange)",
+    )
 
     @field_validator("modes", mode="before")
     @classmethod
@@ -56,6 +67,12 @@ class Timeout(Perturbation[TimeoutParams]):
 
     Over HTTP (chaoseval.engine.http) these become a 504, the status with its Retry-After header, or
     a connection closed without a response.
+
+    Over MCP (chaoseval.channels.mcp) ``layer`` decides: ``tool`` faults are ``isError`` results
+    whose text keeps the detail ("429 Too Many Requests, retry after 2 s"); ``transport`` faults
+    fail the HTTP exchange itself (the status with Retry-After, a 504, a TCP reset, or a hang
+    until the client gives up). A transport hang leaves the waiting to the wire: the tool call
+    ends at once in the ToolBox and the exchange never answers.
     """
 
     channel = "tool"
@@ -64,18 +81,31 @@ class Timeout(Perturbation[TimeoutParams]):
 
     async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         mode = ctx.rng.choice(sorted(self.params.modes))
+        layer = self.params.layer
+        # The default layer stays out of the fault detail, so tool-layer journals are unchanged.
+        where = {} if layer == "tool" else {"layer": layer}
         if mode == "hang":
-            ctx.fault("tool", "timeout", mode="hang")
+            ctx.fault("tool", "timeout", mode="hang", **where)
+            if layer == "transport":
+                hung = ToolTimeout(f"{call.tool}: no answer")
+                hung.hang = True
+                raise _on(layer, hung)
             await ctx.clock.sleep(math.inf)  # ends at the call's deadline
         if mode == "raise":
-            ctx.fault("tool", "timeout", mode="raise")
-            raise ToolTimeout(f"{call.tool}: upstream timed out")
+            ctx.fault("tool", "timeout", mode="raise", **where)
+            raise _on(layer, ToolTimeout(f"{call.tool}: upstream timed out"))
         if mode == "429":
-            ctx.fault("tool", "http_error", status=429, retry_after=self.params.retry_after)
-            raise ToolHTTPError(429, "Too Many Requests", retry_after=self.params.retry_after)
+            retry = self.params.retry_after
+            ctx.fault("tool", "http_error", status=429, retry_after=retry, **where)
+            raise _on(layer, ToolHTTPError(429, "Too Many Requests", retry_after=retry))
         if mode == "5xx":
             status = ctx.rng.choice([500, 502, 503, 504])
-            ctx.fault("tool", "http_error", status=status)
-            raise ToolHTTPError(status, f"upstream returned {status}")
-        ctx.fault("tool", "connection_reset")
-        raise ToolConnectionError(f"{call.tool}: connection reset by peer")
+            ctx.fault("tool", "http_error", status=status, **where)
+            raise _on(layer, ToolHTTPError(status, f"upstream returned {status}"))
+        ctx.fault("tool", "connection_reset", **where)
+        raise _on(layer, ToolConnectionError(f"{call.tool}: connection reset by peer"))
+
+
+def _on(layer: Layer, exc: AgentVisibleError) -> AgentVisibleError:
+    exc.layer = layer
+    return exc

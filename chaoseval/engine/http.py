@@ -42,6 +42,7 @@ import httpx
 import respx
 from anyio.from_thread import BlockingPortal
 
+from chaoseval.channels.asgi import single
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -196,14 +197,7 @@ async def serve_tools(toolbox: ToolBox) -> AsyncIterator[str]:
     except BaseExceptionGroup as group:
         # The portal's task group wraps whatever the agent raised inside the block; the judge
         # must see the agent's own exception (a ToolTimeout, a crash), not a group.
-        raise _single(group) from None
-
-
-def _single(group: BaseExceptionGroup) -> BaseException:
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
+        raise single(group) from None
 
 
 # --- respx: the same faults at the httpx layer, no socket ------------------------------------

@@ -85,6 +85,46 @@ class ToolBox:
             data={"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost},
         )
 
+    @property
+    def plugins(self) -> list[Any]:
+        """The trial's perturbation plugins (a wire channel asks them about its own requests)."""
+        return self._plugins
+
+    @property
+    def turn(self) -> int:
+        return self._state.turn
+
+    def plugin_context(
+        self,
+        plugin: Any,
+        index: int,
+        *,
+        step: int | None = None,
+        spec: ToolSpec | None = None,
+        purpose: str | None = None,
+    ) -> PerturbationContext:
+        """What ``plugin`` may see at this trial's ``index``-th call. ``purpose`` keys a separate
+        random stream for requests that are not tool calls (an MCP ``tools/list``), so they never
+        shift the draws of the calls themselves."""
+        label = plugin.label if purpose is None else f"{plugin.label}:{purpose}"
+        return PerturbationContext(
+            run_seed=self._run_seed,
+            scenario=self._scenario.id,
+            trial=self._trial,
+            perturbation=plugin.label,
+            clock=self._world.clock,
+            world=self._world,
+            record=self._state.record_fault,
+            call_index=index,
+            step=step,
+            rng=ctx_stream(self._run_seed, self._scenario.id, label, self._trial, index),
+            spec=spec,
+        )
+
+    def deliver(self, fault_ids: list[int]) -> None:
+        """Mark faults delivered: a wire channel calls this when their bytes are written."""
+        self._state.deliver(fault_ids)
+
     async def call(self, name: str, /, **args: Any) -> Any:
         state, world = self._state, self._world
         clock = world.clock
@@ -107,19 +147,7 @@ class ToolBox:
         contexts: list[PerturbationContext] = []
 
         def make_ctx(plugin: Any, c: Any) -> PerturbationContext:
-            ctx = PerturbationContext(
-                run_seed=self._run_seed,
-                scenario=self._scenario.id,
-                trial=self._trial,
-                perturbation=plugin.label,
-                clock=clock,
-                world=world,
-                record=state.record_fault,
-                call_index=index,
-                step=step.index,
-                rng=ctx_stream(self._run_seed, self._scenario.id, plugin.label, self._trial, index),
-                spec=self.specs.get(name),
-            )
+            ctx = self.plugin_context(plugin, index, step=step.index, spec=self.specs.get(name))
             contexts.append(ctx)
             return ctx
 

@@ -1,0 +1,210 @@
+"""One trial's tools as an MCP server, on the low-level ``mcp`` Server API.
+
+The tools are the scenario's ToolSpecs with their own JSON schemas (``spec.params_schema()``,
+the schema the harness validates against), never a schema re-derived from a Python signature,
+so what an MCP client is offered and what the trial accepts cannot disagree. Every
+``tools/call`` goes through the trial's ToolBox: policy, budgets, perturbations, the fault
+ledger and the judge are the same as for an in-process agent. This module maps outcomes:
+
+============================  =========================================================
+ToolBox outcome               MCP answer
+============================  =========================================================
+a JSON result                 ``content``: the JSON text; ``structuredContent``: the object
+a string (malformed body)     ``content``: the raw text
+ToolError, budget exceeded    ``isError`` result with the tool's message
+ToolTimeout                   ``isError``: "timeout: ..."
+ToolHTTPError                 ``isError``: "429 Too Many Requests, retry after 2 s"
+ToolConnectionError           ``isError``: "connection reset: ..."
+a fault on ``layer=transport``  the same ``isError`` result, which the HTTP layer replaces by
+                              a real 429/5xx, reset or hang (chaoseval.channels.mcp.wire);
+                              over stdio and in process only the tool layer exists
+HarnessError                  a JSON-RPC error (the trial is not evaluable anyway)
+============================  =========================================================
+
+``isError`` results also carry the fault's fields in ``_meta`` under :data:`ERROR_META`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, Protocol, runtime_checkable
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from chaoseval.engine.toolbox import ToolBox
+from chaoseval.errors import (
+    AgentVisibleError,
+    HarnessError,
+    ToolConnectionError,
+    ToolHTTPError,
+    ToolTimeout,
+)
+from chaoseval.seams.perturbation import PerturbationContext
+
+SERVER_NAME = "chaoseval"
+ERROR_META = "dev.chaoseval/error"
+EXCHANGE_KEY = "chaoseval.mcp.exchange"  # where the HTTP layer leaves an Exchange in the scope
+
+
+@dataclass
+class Exchange:
+    """One HTTP request carrying an MCP message, shared by the HTTP layer and the handlers.
+
+    The handler that runs the message (in the MCP session's task) leaves a transport-layer
+    fault here, and the fault ids to mark delivered once the response is written.
+    """
+
+    relay: bool = False  # came through ``chaoseval mcp-relay``: stdio has no transport layer
+    transport_fault: AgentVisibleError | None = None
+    on_written: list[int] = field(default_factory=list)
+
+
+@runtime_checkable
+class ListingPerturbation(Protocol):
+    """A tool-channel plugin that also rewrites ``tools/list`` (``tool_schema_drift``)."""
+
+    label: str
+
+    def drift_listing(
+        self, tools: list[dict[str, Any]], ctx: PerturbationContext, turn: int
+    ) -> list[dict[str, Any]]: ...
+
+
+def exchange_of(ctx: ServerRequestContext[Any, Any]) -> Exchange | None:
+    scope = getattr(ctx.request, "scope", None)
+    return scope.get(EXCHANGE_KEY) if isinstance(scope, dict) else None
+
+
+class TrialTools:
+    """The MCP face of one trial's ToolBox: ``server()`` builds a low-level mcp Server on it."""
+
+    def __init__(self, toolbox: ToolBox):
+        self.toolbox = toolbox
+        self._listings = 0
+        self._current: dict[str, dict[str, Any]] = {}
+
+    def server(self) -> Server[Any]:
+        return Server(
+            SERVER_NAME,
+            version=_version(),
+            instructions="The tools of one chaoseval trial.",
+            on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool,
+            get_tool_input_schema=self.input_schema,
+        )
+
+    def base_listing(self) -> list[dict[str, Any]]:
+        """The scenario's tools as MCP tool definitions, schemas exactly as declared."""
+        return [
+            {"name": s.name, "description": s.description, "inputSchema": s.params_schema()}
+            for s in self.toolbox.specs.values()
+        ]
+
+    def listing(self) -> tuple[list[dict[str, Any]], list[int]]:
+        """What ``tools/list`` answers now, and the faults that shaped it (to deliver on write)."""
+        tools = self.base_listing()
+        fired: list[int] = []
+        for plugin in self.toolbox.plugins:
+            if isinstance(plugin, ListingPerturbation):
+                ctx = self.toolbox.plugin_context(plugin, self._listings, purpose="tools/list")
+                tools = plugin.drift_listing(tools, ctx, self.toolbox.turn)
+                fired.extend(ctx.fired)
+        self._listings += 1
+        self._current = {t["name"]: t for t in tools}
+        return tools, fired
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The schema last listed for ``name`` (the SDK checks ``Mcp-Param-*`` headers with it);
+        asking must not count as a listing, or it would fire the listing's faults."""
+        tool = self._current.get(name)
+        if tool is None:
+            spec = self.toolbox.specs.get(name)
+            return None if spec is None else spec.params_schema()
+        return tool["inputSchema"]
+
+    async def _on_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        tools, fired = self.listing()
+        exchange = exchange_of(ctx)
+        if exchange is not None:
+            exchange.on_written.extend(fired)  # delivered when the response's bytes go out
+        else:
+            self.toolbox.deliver(fired)  # in process: handing the result over is delivery
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in tools])
+
+    async def _on_call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await self.call(params.name, params.arguments or {}, exchange_of(ctx))
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], exchange: Exchange | None = None
+    ) -> types.CallToolResult:
+        """Run one ``tools/call`` through the ToolBox and encode the outcome."""
+        try:
+            result = await self.toolbox.call(name, **arguments)
+        except AgentVisibleError as exc:
+            if exc.layer == "transport" and exchange is not None and not exchange.relay:
+                exchange.transport_fault = exc
+            return error_result(exc)
+        except HarnessError as exc:
+            raise MCPError(types.INTERNAL_ERROR, f"chaoseval harness error: {exc}") from exc
+        return ok_result(result)
+
+
+def ok_result(result: Any) -> types.CallToolResult:
+    if isinstance(result, str):  # a malformed body: the raw text, as a broken server sends it
+        return types.CallToolResult(content=[types.TextContent(text=result)])
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(result))],
+        structured_content=result if isinstance(result, dict) else None,
+    )
+
+
+def error_result(exc: AgentVisibleError) -> types.CallToolResult:
+    detail: dict[str, Any] = {"kind": exc.kind}
+    if isinstance(exc, ToolHTTPError):
+        detail.update(status=exc.status, retry_after=exc.retry_after)
+    return types.CallToolResult(
+        content=[types.TextContent(text=error_text(exc))],
+        is_error=True,
+        meta={ERROR_META: detail},
+    )
+
+
+def error_text(exc: AgentVisibleError) -> str:
+    """The fault's detail in words a model reads: "429 Too Many Requests, retry after 2 s"."""
+    message = str(exc)
+    if isinstance(exc, ToolHTTPError):
+        phrase = _phrase(exc.status)
+        text = f"{exc.status} {phrase}".rstrip()
+        if exc.retry_after is not None:
+            text += f", retry after {exc.retry_after:g} s"
+        return text if message in ("", phrase, f"HTTP {exc.status}") else f"{text} ({message})"
+    if isinstance(exc, ToolTimeout):
+        return f"timeout: {message}"
+    if isinstance(exc, ToolConnectionError):
+        return f"connection reset: {message}"
+    return message
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("chaoseval")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+        return "0"
