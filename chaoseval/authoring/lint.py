@@ -22,7 +22,7 @@ from pathlib import Path
 from chaoseval.agents.scripted import ScriptedAgent
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ChaosevalError, ScenarioError
-from chaoseval.loading.files import FILE_LOADERS, ScenarioLoadErrors, installed, load_file
+from chaoseval.loading.files import FILE_LOADERS, ScenarioLoadErrors, installed_packs, load_file
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import Cell, PerturbationSpec, TrialRecord
 from chaoseval.model.scenario import Scenario
@@ -275,10 +275,9 @@ def lint_paths(
     reports: list[ScenarioLint] = []
     loaded: list[Scenario] = []
     if not paths:
-        try:
-            loaded = installed()
-        except ScenarioLoadErrors as exc:
-            reports += [_schema_failure(e.source or "installed packs", [e]) for e in exc.errors]
+        packs = installed_packs()  # a broken pack is a finding; the others are still linted
+        loaded = packs.scenarios
+        reports += [_schema_failure(e.source or "installed packs", [e]) for e in packs.errors()]
     else:
         files, missing = scenario_files(paths)
         reports += [_schema_failure(e.source or "?", [e]) for e in missing]

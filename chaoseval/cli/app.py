@@ -9,16 +9,18 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ChaosevalError
-from chaoseval.loading.files import installed, load_paths, select
+from chaoseval.loading.files import installed_packs, load_paths, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings
 from chaoseval.render.report import print_report
 from chaoseval.seams.agent import load_agent
 from chaoseval.seams.perturbation import registry as perturbation_registry
+from chaoseval.seams.registry import BrokenEntryPoint
 from chaoseval.store.journal import read_journal
 
 app = typer.Typer(
@@ -50,8 +52,19 @@ def _fail(exc: Exception, code: int = 2) -> None:
 
 
 def _scenarios(paths: list[Path] | None, patterns: list[str] | None):
-    found = load_paths(paths) if paths else installed()
-    return select(found, patterns or [])
+    if paths:
+        return select(load_paths(paths), patterns or [])
+    packs = installed_packs()
+    for b in packs.broken:  # the other packs still load; say what is missing and why
+        err.print(f"[yellow]warning:[/] {escape(b.describe())}; its scenarios are left out")
+    return select(packs.scenarios, patterns or [])
+
+
+def _print_broken(what: str, broken: list[BrokenEntryPoint]) -> None:
+    """Broken entry points under the working ones: one line each, the error and the fix."""
+    console.print(f"[bold red]Broken {what} (not loaded):[/]")
+    for b in broken:
+        console.print(f"  [red]{b.name}[/]: {escape(b.describe())}", soft_wrap=True)
 
 
 @app.command("run")
@@ -152,13 +165,16 @@ def scenarios_list(
 ) -> None:
     """List installed (or given) scenarios."""
     try:
-        found = _scenarios(scenario_path, None)
+        packs = installed_packs() if not scenario_path else None
+        found = packs.scenarios if packs else _scenarios(scenario_path, None)
     except ChaosevalError as exc:
         _fail(exc)
     table = Table("id", "domain", "tags", "tools", "description")
     for s in found:
         table.add_row(s.id, s.domain, ", ".join(s.tags), str(len(s.tools)), s.description)
     console.print(table)
+    if packs and packs.broken:
+        _print_broken("scenario packs", packs.broken)
 
 
 @perturbations_app.command("list")
@@ -166,6 +182,7 @@ def perturbations_list() -> None:
     """List perturbation plugins with their parameters and defaults."""
     try:
         items = list(perturbation_registry.items())
+        broken = perturbation_registry.broken()
     except ChaosevalError as exc:
         _fail(exc)
     table = Table("name", "channel", "models", "parameters (default)", show_lines=True)
@@ -176,6 +193,8 @@ def perturbations_list() -> None:
             params.append(f"{field}={default!r}")
         table.add_row(name, cls.channel, cls.models, "\n".join(params))
     console.print(table)
+    if broken:
+        _print_broken("perturbation plugins", broken)
 
 
 def main() -> None:  # pragma: no cover

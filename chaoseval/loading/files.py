@@ -10,7 +10,8 @@ import fnmatch
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable
-from importlib.metadata import entry_points
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 
 from chaoseval.errors import ConfigError, ScenarioError
 from chaoseval.model.scenario import Scenario
+from chaoseval.seams.registry import BrokenEntryPoint, collect_entry_points
 
 GROUP = "chaoseval.scenarios"
 # Extra loaders by file suffix (the YAML form registers itself here).
@@ -136,29 +138,59 @@ def load_paths(paths: Iterable[Path]) -> list[Scenario]:
     return _unique(scenarios)
 
 
-def installed() -> list[Scenario]:
-    """Scenarios from every installed pack (entry-point group ``chaoseval.scenarios``)."""
-    scenarios: list[Scenario] = []
-    errors: list[ScenarioError] = []
-    for ep in entry_points(group=GROUP):
-        try:
-            obj = ep.load()
-            items = obj() if callable(obj) else obj
-            scenarios.extend([items] if isinstance(items, Scenario) else list(items))
-        except ScenarioLoadErrors as exc:
-            errors.extend(exc.errors)
-        except ScenarioError as exc:
-            errors.append(exc)
-        except Exception as exc:
-            errors.append(
-                ScenarioError(
-                    f"scenario pack failed to load: {type(exc).__name__}: {exc}",
-                    source=f"entry point {ep.name} ({ep.value})",
-                )
+@dataclass
+class InstalledPacks:
+    """The scenarios of every pack that loaded, and the packs that did not (kept apart, so
+    one broken package hides nothing else)."""
+
+    scenarios: list[Scenario]
+    broken: list[BrokenEntryPoint]
+
+    def errors(self) -> list[ScenarioError]:
+        """The broken packs' errors, one per broken scenario file where the pack says which."""
+        out: list[ScenarioError] = []
+        for b in self.broken:
+            exc = b.exception
+            if isinstance(exc, ScenarioLoadErrors):
+                out.extend(exc.errors)
+            elif isinstance(exc, ScenarioError):
+                out.append(exc)
+            else:
+                out.append(ScenarioError(f"scenario pack is broken: {b.error}", source=b.where()))
+        return out
+
+
+def _load_pack(ep: EntryPoint) -> list[Scenario]:
+    obj = ep.load()
+    items = obj() if callable(obj) else obj
+    return [items] if isinstance(items, Scenario) else list(items)
+
+
+def installed_packs() -> InstalledPacks:
+    """Every installed pack (entry-point group ``chaoseval.scenarios``), loaded or broken. A
+    pack whose scenario ids another pack already defined is broken too."""
+    loaded, broken = collect_entry_points(GROUP, _load_pack)
+    seen: dict[str, Scenario] = {}
+    for ep, scenarios in loaded:
+        taken = [s for s in scenarios if s.id in seen]
+        if taken:
+            first = seen[taken[0].id]
+            error = ScenarioError(
+                f"scenario id {taken[0].id!r} is already defined ({first.source})",
+                source=taken[0].source,
             )
-    if errors:
-        raise ScenarioLoadErrors(errors)
-    return _unique(scenarios)
+            broken.append(BrokenEntryPoint.of(ep, error))
+            continue
+        try:
+            seen.update((s.id, s) for s in _unique(scenarios))
+        except ScenarioError as exc:
+            broken.append(BrokenEntryPoint.of(ep, exc))
+    return InstalledPacks(list(seen.values()), broken)
+
+
+def installed() -> list[Scenario]:
+    """Scenarios from every installed pack that loads; ``installed_packs`` names the others."""
+    return installed_packs().scenarios
 
 
 def _unique(scenarios: list[Scenario]) -> list[Scenario]:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar, cast
 
-from chaoseval.errors import ConfigError
+from chaoseval.errors import ChaosevalError, ConfigError
 
 F = TypeVar("F")
 T = TypeVar("T")
@@ -53,6 +53,15 @@ class BrokenEntryPoint:
     value: str
     distribution: str | None
     error: str
+    # What was raised, for callers that report it in their own terms (lint: per file).
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, ep: EntryPoint, exc: BaseException) -> BrokenEntryPoint:
+        dist = _distribution(ep)
+        # chaoseval's own errors already say what broke; anything else gets its type named.
+        error = str(exc) if isinstance(exc, ChaosevalError) else f"{type(exc).__name__}: {exc}"
+        return cls(ep.group, ep.name, ep.value, dist, error, exc)
 
     def where(self) -> str:
         source = f", package {self.distribution}" if self.distribution else ""
@@ -70,6 +79,10 @@ class BrokenEntryPoint:
         return f"{self.where()} is broken: {self.error}. To fix: {self.fix()}"
 
 
+def _distribution(ep: EntryPoint) -> str | None:
+    return ep.dist.name if ep.dist is not None else None
+
+
 def collect_entry_points(
     group: str, load: Callable[[EntryPoint], T]
 ) -> tuple[list[tuple[EntryPoint, T]], list[BrokenEntryPoint]]:
@@ -77,13 +90,13 @@ def collect_entry_points(
     apart, with their error, instead of stopping at the first."""
     loaded: list[tuple[EntryPoint, T]] = []
     broken: list[BrokenEntryPoint] = []
-    for ep in entry_points(group=group):
+    # chaoseval's own entry points first: another package cannot take a bundled name.
+    eps = sorted(entry_points(group=group), key=lambda ep: _distribution(ep) != "chaoseval")
+    for ep in eps:
         try:
             loaded.append((ep, load(ep)))
         except Exception as exc:  # a third-party package's bug of any kind: keep it apart
-            dist = ep.dist.name if ep.dist is not None else None
-            error = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
-            broken.append(BrokenEntryPoint(group, ep.name, ep.value, dist, error))
+            broken.append(BrokenEntryPoint.of(ep, exc))
     return loaded, broken
 
 
@@ -120,7 +133,7 @@ class Registry(Generic[F]):
         )
         self._validates_paths = validate is not None
         self._items: dict[str, F] = {}
-        self._broken: dict[str, BrokenEntryPoint] = {}
+        self._broken: list[BrokenEntryPoint] = []
         self._loaded = False
 
     def register(self, name: str | None = None) -> Callable[[F], F]:
@@ -153,10 +166,7 @@ class Registry(Generic[F]):
         if self._loaded:
             return
         self._loaded = True
-        _, broken = collect_entry_points(self.group, lambda ep: self.add(ep.name, ep.load()))
-        for b in broken:
-            if b.name not in self._items:  # a working definition of that name wins
-                self._broken[b.name] = b
+        _, self._broken = collect_entry_points(self.group, lambda ep: self.add(ep.name, ep.load()))
 
     def names(self) -> list[str]:
         self._load_entry_points()
@@ -169,7 +179,7 @@ class Registry(Generic[F]):
     def broken(self) -> list[BrokenEntryPoint]:
         """Installed entry points of this group that failed to load or validate."""
         self._load_entry_points()
-        return sorted(self._broken.values(), key=lambda b: b.name)
+        return sorted(self._broken, key=lambda b: b.name)
 
     def get(self, name: str) -> F:
         if ":" in name:
@@ -180,9 +190,9 @@ class Registry(Generic[F]):
         self._load_entry_points()
         if name in self._items:
             return self._items[name]
-        if name in self._broken:
-            broken = self._broken[name]
-            raise ConfigError(f"{self.kind} {name!r} is installed but {broken.describe()}")
+        for broken in self._broken:  # a working definition of the name was found first
+            if broken.name == name:
+                raise ConfigError(f"{self.kind} {name!r} is installed but {broken.describe()}")
         close = difflib.get_close_matches(name, self._items, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         known = ", ".join(sorted(self._items)) or "none"
