@@ -205,4 +205,5 @@ def main() -> None:  # pragma: no cover
 import chaoseval.cli.analysis  # noqa: E402, I001
 import chaoseval.cli.investigate  # noqa: E402
 import chaoseval.cli.summary  # noqa: E402
-import chaoseval.cli.authoring  # noqa: E402, F401
+import chaoseval.cli.authoring  # noqa: E402
+import chaoseval.cli.relay  # noqa: E402, F401

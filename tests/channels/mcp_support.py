@@ -12,12 +12,14 @@ from mcp import Client
 
 from chaoseval.agents.actor import Actor, run_solution
 from chaoseval.channels.mcp import ERROR_META, serve_mcp
+from chaoseval.engine.runner import RunConfig, run
 from chaoseval.engine.toolbox import ToolBox, TrialState
 from chaoseval.engine.trial import instantiate
 from chaoseval.errors import ToolConnectionError, ToolError, ToolHTTPError, ToolTimeout
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.clock import VirtualClock
+from chaoseval.model.records import ModelSettings, TrialRecord
 from chaoseval.model.world import fresh_world
 from chaoseval.seams.agent import AgentOutput, Episode
 
@@ -68,12 +70,36 @@ class McpActorTools:
 
 
 class McpScripted:
-    """The scripted agent with its tools behind MCP over streamable HTTP on 127.0.0.1."""
+    """The scripted agent with its tools behind MCP over streamable HTTP on 127.0.0.1.
+
+    With ``lists_tools`` it lists the tools first, as MCP agents do, but keeps calling them by
+    the names it was written against (so a schema drift reaches it)."""
 
     clock = "virtual"
+
+    def __init__(self, lists_tools: bool = False):
+        self.lists_tools = lists_tools
 
     async def run(self, episode: Episode) -> AgentOutput:
         assert episode.reference is not None
         async with serve_mcp(episode.tools) as url, Client(url) as client:
+            if self.lists_tools:
+                await client.list_tools()
             over_mcp = dataclasses.replace(episode, tools=McpActorTools(client, episode.tools))
             return await run_solution(Actor(over_mcp), episode.reference)
+
+
+def run_over_mcp(cell: str, trials: int, lists_tools: bool = False) -> list[TrialRecord]:
+    """Whole trials of the scripted agent over MCP through the runner: clean and ``cell``."""
+    return run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=McpScripted(lists_tools=lists_tools),
+            agent_name="mcp-scripted",
+            cells=parse_cells([cell]),
+            trials=trials,
+            seed=5,
+            model=ModelSettings(temperature=0.0),
+            journal=None,
+        )
+    ).records

@@ -12,13 +12,10 @@ import httpx
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_support import McpScripted, trial_toolbox
+from mcp_support import run_over_mcp, trial_toolbox
 
 from chaoseval.channels.mcp import McpHub, serve_mcp
-from chaoseval.engine.runner import RunConfig, run
-from chaoseval.loading.files import installed, select
-from chaoseval.model.cells import parse_cells
-from chaoseval.model.records import ModelSettings
+from chaoseval.loading.files import installed
 
 MODES = ["auto", "legacy"]  # the 2026-07-28 per-request era, and the initialize handshake
 
@@ -211,17 +208,7 @@ def _scenario_id(prefix: str) -> str:
 
 def test_a_scripted_agent_over_mcp_is_judged_like_an_in_process_one() -> None:
     """Whole trials through the runner: clean passes; a 429 on every call fails, delivered."""
-    config = dict(
-        scenarios=select(installed(), ["vending-refund-not-dispensed"]),
-        agent=McpScripted(),
-        agent_name="mcp-scripted",
-        cells=parse_cells(["timeout:probability=1,modes=429"]),
-        trials=2,
-        seed=5,
-        model=ModelSettings(temperature=0.0),
-        journal=None,
-    )
-    records = run(RunConfig(**config)).records
+    records = run_over_mcp("timeout:probability=1,modes=429", 2)
     clean = [r for r in records if r.cell == "clean"]
     faulted = [r for r in records if r.cell != "clean"]
     assert [r.status for r in clean] == ["passed", "passed"]
