@@ -1,4 +1,4 @@
-"""``chaoseval compare`` and ``chaoseval gate``, and the formats behind ``chaoseval report``."""
+"""``chaoseval report`` (every format), ``chaoseval compare`` and ``chaoseval gate``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.markup import escape
 from chaoseval.analysis.compare import compare_journals, print_comparison
 from chaoseval.analysis.core import analysis_json, analyze
 from chaoseval.analysis.gate import evaluate, parse_rule
-from chaoseval.cli.app import app, console, err
+from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError, ConfigError
 from chaoseval.render.junit import render_junit
 from chaoseval.render.markdown import render_comparison_markdown, render_markdown
@@ -23,12 +23,6 @@ from chaoseval.store.importers import SOURCES, load_source
 from chaoseval.store.journal import Journal, read_journal
 
 FORMATS = ("table", "json", "markdown", "html", "junit")
-
-
-def _fail(exc: Exception, code: int = 2) -> None:
-    # Messages quote rules like 'pass^5[timeout]': escape them so rich keeps the brackets.
-    err.print(f"[bold red]error:[/] {escape(str(exc))}")
-    raise typer.Exit(code)
 
 
 def load(path: Path, source: str | None = None, scorer: str | None = None) -> Journal:
@@ -88,6 +82,26 @@ def report_impl(
             print_analysis(a, file_console)
 
 
+def report_cmd(
+    journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="table | json | markdown | html | junit")
+    ] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    k: Annotated[list[int] | None, typer.Option("--k")] = None,
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="read JOURNAL as a tau-bench or inspect results file"),
+    ] = None,
+    scorer: Annotated[str | None, typer.Option(help="Inspect scorer (with --from inspect)")] = None,
+) -> None:
+    """Summarise a journal: pass^k against clean with intervals, root causes, vetoes, process."""
+    try:
+        report_impl(journal, format, output, k, source, scorer)
+    except ChaosevalError as exc:
+        fail(exc)
+
+
 def _check_ks(data: Journal, k: list[int] | None) -> list[int]:
     ks = sorted(set(k or data.manifest.ks))
     bad = [x for x in ks if x < 1]
@@ -96,7 +110,6 @@ def _check_ks(data: Journal, k: list[int] | None) -> list[int]:
     return ks
 
 
-@app.command("compare")
 def compare_cmd(
     a: Annotated[Path, typer.Argument(help="journal of harness A (the baseline)")],
     b: Annotated[Path, typer.Argument(help="journal of harness B")],
@@ -122,10 +135,9 @@ def compare_cmd(
         else:
             raise ConfigError(f"unknown --format {format!r}; use table, markdown or json")
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
 
 
-@app.command("gate")
 def gate_cmd(
     journal: Annotated[Path, typer.Argument(help="a journal (or results file with --from)")],
     rule: Annotated[
@@ -161,8 +173,7 @@ def gate_cmd(
         a = analyze(data, ks, n_resamples=resamples, references=False)
         results = evaluate(a, rules, perturbation or [])
     except ChaosevalError as exc:
-        _fail(exc)
-        return
+        fail(exc)
     for w in data.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     for r in results:
@@ -180,3 +191,9 @@ def gate_cmd(
         )
         raise typer.Exit(1)
     console.print(f"[green]gate passed:[/] {len(results)} rule(s)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_cmd)
+    app.command("compare")(compare_cmd)
+    app.command("gate")(gate_cmd)

@@ -11,13 +11,8 @@ import typer
 
 from chaoseval.authoring.lint import ScenarioLint, lint_paths
 from chaoseval.authoring.scaffold import write_plugin, write_scenario
-from chaoseval.cli.app import _fail, app, console, scenarios_app
+from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError
-
-scenario_app = typer.Typer(help="Write and check scenarios.", no_args_is_help=True)
-init_app = typer.Typer(help="Scaffold a scenario or a perturbation plugin.", no_args_is_help=True)
-app.add_typer(scenario_app, name="scenario")
-app.add_typer(init_app, name="init")
 
 MARK = {True: "[green]PASS[/]", False: "[bold red]FAIL[/]"}
 
@@ -54,7 +49,7 @@ def lint_cmd(
     """Check scenarios: schema, solvable, non-trivial, perturbations reachable. Exit 1 on any
     problem."""
     if seeds < 1 or trials < 1:
-        _fail(ChaosevalError("--seeds and --trials must be at least 1"))
+        fail(ChaosevalError("--seeds and --trials must be at least 1"))
     try:
         reports = lint_paths(
             paths or None,
@@ -63,22 +58,17 @@ def lint_cmd(
             perturbations=perturbation or [],
         )
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
     if format == "json":
         print(json.dumps([{**asdict(r), "ok": r.ok} for r in reports], indent=2))
     elif format == "table":
         _print(reports)
     else:
-        _fail(ChaosevalError(f"unknown --format {format!r}; use table or json"))
+        fail(ChaosevalError(f"unknown --format {format!r}; use table or json"))
     if not reports or any(not r.ok for r in reports):
         raise typer.Exit(1)
 
 
-scenario_app.command("lint")(lint_cmd)
-scenarios_app.command("lint")(lint_cmd)
-
-
-@init_app.command("scenario")
 def init_scenario(
     name: Annotated[str, typer.Argument(help="scenario id, e.g. bookshop-refund")],
     directory: Annotated[Path, typer.Option("--dir", "-d", help="where to write it")] = Path("."),
@@ -88,11 +78,10 @@ def init_scenario(
     try:
         path = write_scenario(name, directory, force=force)
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"wrote {path}\nnext: chaoseval scenario lint {path}")
 
 
-@init_app.command("plugin")
 def init_plugin(
     name: Annotated[str, typer.Argument(help="perturbation name, e.g. flaky-auth")],
     directory: Annotated[Path, typer.Option("--dir", "-d", help="where to write it")] = Path("."),
@@ -102,8 +91,20 @@ def init_plugin(
     try:
         root = write_plugin(name, directory, force=force)
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(
         f"wrote {root}\nnext: pip install -e {root} && pytest {root / 'tests'}\n"
         f"then: chaoseval run --agent naive -p {name}"
     )
+
+
+def register(app: typer.Typer) -> None:
+    scenario_app = typer.Typer(help="Write and check scenarios.", no_args_is_help=True)
+    scenario_app.command("lint")(lint_cmd)
+    init_app = typer.Typer(
+        help="Scaffold a scenario or a perturbation plugin.", no_args_is_help=True
+    )
+    init_app.command("scenario")(init_scenario)
+    init_app.command("plugin")(init_plugin)
+    app.add_typer(scenario_app, name="scenario")
+    app.add_typer(init_app, name="init")

@@ -10,15 +10,23 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from chaoseval.cli.app import _fail, _scenarios, app, console, err
+from chaoseval.cli._common import (
+    AppDir,
+    ScenarioPaths,
+    console,
+    err,
+    fail,
+    load_scenarios,
+    select_scenarios,
+    user_agent,
+)
 from chaoseval.errors import ChaosevalError, ConfigError
 from chaoseval.investigate.diverge import analyse, to_json
 from chaoseval.investigate.replay import replay, sample, to_markdown
 from chaoseval.investigate.search import search
-from chaoseval.loading.files import installed, load_paths
+from chaoseval.loading.userpath import append_path
 from chaoseval.model.records import ModelSettings
 from chaoseval.model.trajectory import Step
-from chaoseval.seams.agent import load_agent
 from chaoseval.store.journal import read_journal
 
 
@@ -35,13 +43,10 @@ def _hits(result) -> str:
     return ", ".join(f"{k} x{v}" for k, v in where.most_common()) or "none delivered"
 
 
-@app.command("search")
 def search_cmd(
     agent: Annotated[str, typer.Option("--agent", "-a", help="agent name or module:factory")],
     scenario: Annotated[str, typer.Option("--scenario", "-s", help="one scenario id")],
-    scenario_path: Annotated[
-        list[Path] | None, typer.Option("--scenarios", help="scenario files or directories")
-    ] = None,
+    scenario_path: ScenarioPaths = None,
     trials: Annotated[int, typer.Option("--trials", "-n", help="trials per candidate")] = 3,
     seed: Annotated[int, typer.Option(help="run seed; the search is deterministic in it")] = 0,
     budget: Annotated[int, typer.Option(help="candidate schedules to try before shrinking")] = 200,
@@ -62,6 +67,7 @@ def search_cmd(
     model: Annotated[str, typer.Option(help="model name given to the agent")] = "sim-1",
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.7,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="save the spec here")] = None,
+    app_dir: AppDir = Path("."),
 ) -> None:
     """Find the smallest perturbation schedule that makes an agent fail a scenario.
 
@@ -69,7 +75,7 @@ def search_cmd(
     "confirmed": false), 2 when no schedule broke the agent.
     """
     try:
-        found = _scenarios(scenario_path, [scenario])
+        found = select_scenarios(scenario_path, [scenario])
         if len(found) != 1:
             raise ConfigError(
                 f"--scenario {scenario!r} matches {len(found)} scenarios; name exactly one: "
@@ -77,7 +83,7 @@ def search_cmd(
             )
         result = search(
             found[0],
-            load_agent(agent),
+            user_agent(agent, app_dir),
             agent_name=agent,
             model=ModelSettings(model=model, temperature=temperature),
             seed=seed,
@@ -93,7 +99,7 @@ def search_cmd(
         if out is not None:
             result.save(out)
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
     conf = result.confirmation
     console.print(f"[bold]minimal failing schedule[/] for {agent} on {result.scenario}:")
     for p in result.cell.perturbations:
@@ -119,7 +125,6 @@ def search_cmd(
         console.print(json.dumps(result.spec(), indent=2), markup=False)
 
 
-@app.command("diverge")
 def diverge_cmd(
     journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
     format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
@@ -142,7 +147,7 @@ def diverge_cmd(
         if format != "table":
             raise ConfigError(f"unknown --format {format!r}; use table or json")
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
     table = Table(
         "scenario", "cell", "pass/fail", "consistency", "first divergence", "n", show_lines=True
     )
@@ -189,21 +194,20 @@ def _step_cell(step: Step | None) -> str:
     return step.kind
 
 
-@app.command("replay")
 def replay_cmd(
     journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
     trial_id: Annotated[str, typer.Argument(help="scenario/cell/index, as in the journal")],
-    scenario_path: Annotated[
-        list[Path] | None, typer.Option("--scenarios", help="scenario files or directories")
-    ] = None,
+    scenario_path: ScenarioPaths = None,
+    app_dir: AppDir = Path("."),
 ) -> None:
     """Re-run one trial from its recorded seeds and show it beside the original."""
     try:
+        append_path(app_dir)  # a journal's agent may be a module:factory from there
         data = read_journal(journal)
-        scenarios = load_paths(scenario_path) if scenario_path else installed()
+        scenarios = load_scenarios(scenario_path)
         result = replay(data, trial_id, scenarios)
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
     a, b = result.original, result.replayed
     table = Table("#", "t", "recorded", "replayed", "", title=f"replay of {trial_id}")
     for i in range(max(len(a.trajectory.steps), len(b.trajectory.steps))):
@@ -232,7 +236,6 @@ def replay_cmd(
         raise typer.Exit(1)
 
 
-@app.command("sample")
 def sample_cmd(
     journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
     n: Annotated[int, typer.Option("--n", "-n", help="how many trials")] = 10,
@@ -253,15 +256,22 @@ def sample_cmd(
         data = read_journal(journal)
         chosen = sample(data, n=n, seed=seed, status=status)
         try:
-            scenarios = load_paths(scenario_path) if scenario_path else installed()
+            scenarios = load_scenarios(scenario_path)
         except ChaosevalError as exc:
             err.print(f"[yellow]warning:[/] instructions not rebuilt: {exc}")
             scenarios = []
         text = to_markdown(chosen, data, scenarios, seed=seed, status=status)
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
     if output is not None:
         output.write_text(text)
         console.print(f"wrote {len(chosen)} trial(s) to {output}")
     else:
         print(text)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(search_cmd)
+    app.command("diverge")(diverge_cmd)
+    app.command("replay")(replay_cmd)
+    app.command("sample")(sample_cmd)

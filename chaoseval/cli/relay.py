@@ -6,10 +6,7 @@ from typing import Annotated
 
 import typer
 
-from chaoseval.cli.app import app
 
-
-@app.command("mcp-relay")
 def mcp_relay(
     url: Annotated[
         str | None,
@@ -22,3 +19,7 @@ def mcp_relay(
     from chaoseval.channels.mcp.relay import main  # the mcp SDK loads only for this command
 
     main(url)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("mcp-relay")(mcp_relay)

@@ -7,13 +7,12 @@ from typing import Annotated
 
 import typer
 
-from chaoseval.cli.app import _fail, app, console
+from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError
 from chaoseval.render.summary import print_summary
 from chaoseval.store.journal import read_journal
 
 
-@app.command("summary")
 def summary_cmd(
     journals: Annotated[list[Path], typer.Argument(help="journals, one per harness")],
     k: Annotated[int | None, typer.Option("--k", help="k for pass^k (default: largest)")] = None,
@@ -22,4 +21,8 @@ def summary_cmd(
     try:
         print_summary([read_journal(p) for p in journals], console, k)
     except ChaosevalError as exc:
-        _fail(exc)
+        fail(exc)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("summary")(summary_cmd)

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from chaoseval.errors import ConfigError, ScenarioError
+from chaoseval.loading.userpath import importable
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.registry import BrokenEntryPoint, collect_entry_points
 
@@ -80,7 +81,8 @@ def _exec_python_file(path: Path) -> list[Scenario]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with importable(path.parent):  # the file may import modules beside it
+            spec.loader.exec_module(module)
     except ValidationError as exc:
         raise describe_validation(exc, str(path)) from None
     except ScenarioError:

@@ -1,0 +1,96 @@
+"""``chaoseval run``: the matrix, written to a journal, then its report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chaoseval.cli._common import (
+    AppDir,
+    ScenarioPaths,
+    console,
+    err,
+    fail,
+    select_scenarios,
+    user_agent,
+)
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.errors import ChaosevalError
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings
+from chaoseval.render.report import print_report
+from chaoseval.store.journal import read_journal
+
+
+def run_cmd(
+    agent: Annotated[str, typer.Option("--agent", "-a", help="agent name or module:factory")],
+    perturbation: Annotated[
+        list[str] | None,
+        typer.Option("--perturbation", "-p", help="perturbation cell (repeatable); see docs"),
+    ] = None,
+    scenario: Annotated[
+        list[str] | None, typer.Option("--scenario", "-s", help="id glob, domain or tag:NAME")
+    ] = None,
+    scenario_path: ScenarioPaths = None,
+    trials: Annotated[int, typer.Option("--trials", "-n", help="trials per cell")] = 5,
+    k: Annotated[list[int] | None, typer.Option("--k", help="k values for pass@k / pass^k")] = None,
+    seed: Annotated[int, typer.Option(help="run seed: every random stream derives from it")] = 0,
+    model: Annotated[str, typer.Option(help="model name given to the agent")] = "sim-1",
+    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.7,
+    model_seed: Annotated[int | None, typer.Option(help="sampling seed given to the agent")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j")] = 4,
+    journal: Annotated[Path, typer.Option(help="JSONL journal to write")] = Path("chaoseval.jsonl"),
+    resume: Annotated[bool, typer.Option(help="continue an interrupted journal")] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing journal")] = False,
+    trial_timeout: Annotated[
+        float | None, typer.Option(help="wall-clock seconds before a hung trial is stopped")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    report: Annotated[bool, typer.Option(help="print the report when done")] = True,
+    app_dir: AppDir = Path("."),
+) -> None:
+    """Run the matrix: scenarios x (clean + each perturbation cell) x n trials."""
+    try:
+        config = RunConfig(
+            scenarios=select_scenarios(scenario_path, scenario),
+            agent=user_agent(agent, app_dir),
+            agent_name=agent,
+            cells=parse_cells(perturbation or []),
+            trials=trials,
+            seed=seed,
+            model=ModelSettings(model=model, temperature=temperature, seed=model_seed),
+            # Default k: 1, 2, 5 where the trial count allows, and n itself.
+            ks=sorted(set(k or [x for x in (1, 2, 5) if x <= trials] + [max(trials, 1)])),
+            concurrency=concurrency,
+            journal=journal,
+            resume=resume,
+            overwrite=overwrite,
+            wall_timeout=trial_timeout,
+            progress=progress and sys.stderr.isatty(),
+        )
+        bad_k = [x for x in config.ks if x < 1 or x > trials]
+        if bad_k:
+            raise ChaosevalError(f"--k {bad_k} must be between 1 and --trials ({trials})")
+        result = run(config)
+    except ChaosevalError as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        kept = len(read_journal(journal).records) if journal.exists() else 0
+        err.print(
+            f"[bold yellow]interrupted:[/] {kept} finished trial(s) are in {journal}; "
+            f"run the same command with --resume to carry on"
+        )
+        raise typer.Exit(130) from None
+    console.print(
+        f"wrote {len(result.records) - result.resumed} trial(s) to {journal}"
+        + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
+    )
+    if report:
+        print_report(read_journal(journal), console)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_cmd)
