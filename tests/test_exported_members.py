@@ -20,7 +20,7 @@ PUBLIC = {
     "ToolSpec", "World", "tool", "Clock", "VirtualClock",
     # writing a perturbation plugin
     "CallNext", "CommonParams", "ObservationCall", "Perturbation", "PerturbationContext",
-    "ToolCall", "perturbation",
+    "ToolCall", "perturbation", "FailureContext", "RootCause",
     # running and reading results
     "Cell", "PerturbationSpec", "RunConfig", "RunResult", "run", "Journal", "read_journal",
     "RunManifest", "TrialRecord", "Trajectory", "Step", "Fault",

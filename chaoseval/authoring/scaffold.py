@@ -134,12 +134,12 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoseval.errors import ToolHTTPError
-from chaoseval.seams.perturbation import (
+from chaoseval import (
     CallNext,
     CommonParams,
     Perturbation,
     PerturbationContext,
+    ToolHTTPError,
     perturbation,
 )
 
@@ -174,11 +174,17 @@ from typing import Any
 
 import pytest
 
-from chaoseval.agents.scripted import ScriptedAgent
-from chaoseval.errors import ConfigError
-from chaoseval.model.records import Cell, PerturbationSpec
-from chaoseval.engine.runner import RunConfig, run
-from chaoseval.model.scenario import Check, Scenario, tool
+from chaoseval import (
+    Cell,
+    Check,
+    ConfigError,
+    PerturbationSpec,
+    RunConfig,
+    Scenario,
+    load_agent,
+    run,
+    tool,
+)
 from {package}.plugin import {cls}
 
 
@@ -211,7 +217,7 @@ def _records(probability: float):
     cell = Cell(name="cell", perturbations=[spec])
     config = RunConfig(
         scenarios=[SCENARIO],
-        agent=ScriptedAgent(),
+        agent=load_agent("scripted"),  # plays the reference solution
         agent_name="scripted",
         cells=[cell],
         trials=3,
