@@ -21,6 +21,7 @@ from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecor
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
+from chaoseval.store.artifacts import ArtifactStore, binding
 from chaoseval.store.journal import JournalWriter, read_journal
 
 CLEAN = Cell(name="clean")
@@ -126,8 +127,10 @@ async def run_matrix(
     manifest = build_manifest(config, run_id)
     done: dict[str, TrialRecord] = {}
     writer: JournalWriter | None = None
+    store: ArtifactStore | None = None
     if config.journal is not None:
         path = Path(config.journal)
+        store = ArtifactStore.for_journal(path)
         if path.exists() and path.stat().st_size and not (config.resume or config.overwrite):
             raise ConfigError(
                 f"{path} already exists; pass --resume to continue it or --overwrite to replace it"
@@ -146,6 +149,7 @@ async def run_matrix(
         else:
             if path.exists():
                 path.unlink()
+            store.clear()  # a replaced journal takes its trials' artifacts with it
             writer = JournalWriter(path, manifest, truncate_cut_off=False)
 
     todo = [p for p in plans if p.trial_id not in done]
@@ -169,17 +173,20 @@ async def run_matrix(
     counts = {"passed": 0, "failed": 0, "not_evaluable": 0}
 
     async def one(p: TrialPlan, task_id) -> None:
+        # The trial's artifact directory is bound while it runs (exec agents' stdout, stderr).
         async with limiter:
-            record = await run_trial(
-                p,
-                config.agent,
-                agent_name=config.agent_name,
-                model=manifest.model,
-                clock_mode=config.clock_mode,
-                run_id=manifest.run_id,
-                run_seed=config.seed,
-                wall_timeout=wall,
-            )
+            with binding(store, p.trial_id) as kept:
+                record = await run_trial(
+                    p,
+                    config.agent,
+                    agent_name=config.agent_name,
+                    model=manifest.model,
+                    clock_mode=config.clock_mode,
+                    run_id=manifest.run_id,
+                    run_seed=config.seed,
+                    wall_timeout=wall,
+                )
+            record.artifacts = list(kept.refs) if kept is not None else []
         records.append(record)
         counts[record.status] += 1
         if writer is not None:

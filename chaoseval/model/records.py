@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from chaoseval.model.trajectory import Trajectory
 
@@ -53,7 +53,6 @@ class Usage(BaseModel):
     cost: float = 0.0
 
 
-
 class AgentOutput(BaseModel):
     """What the agent hands back: its answer, any structured data, and what it spent."""
 
@@ -79,6 +78,15 @@ class Veto(BaseModel):
     kind: Literal["safety", "hallucination"]
     detail: str
     step: int | None = None
+
+
+class Artifact(BaseModel):
+    """A file a trial left in the journal's artifact store (chaoseval.store.artifacts)."""
+
+    name: str  # stdout.txt, stderr.txt, ...
+    path: str  # relative to the journal's folder
+    size: int  # bytes in full, before any cut
+    cut: bool = False  # only part of it was kept
 
 
 class TrialRecord(BaseModel):
@@ -109,6 +117,16 @@ class TrialRecord(BaseModel):
     sim_seconds: float = 0.0  # trial clock time (virtual or real)
     wall_seconds: float = 0.0
     started_at: datetime
+    # Optional and additive: written only when a trial left artifacts, so the records of
+    # in-process agents (and older readers) are unchanged.
+    artifacts: list[Artifact] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_artifacts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not data.get("artifacts"):
+            data.pop("artifacts", None)
+        return data
 
     @property
     def scored(self) -> bool:

@@ -14,6 +14,7 @@ from typing import IO
 
 from pydantic import ValidationError
 
+from chaoseval import redact
 from chaoseval.errors import JournalError
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
 
@@ -98,7 +99,7 @@ class JournalWriter:
             self._drop_partial_tail()
         self._fh: IO[str] = path.open("a", encoding="utf-8")
         if manifest is not None:
-            self._write(manifest.model_dump_json())
+            self._write(redact.clean_json(manifest.model_dump_json(), manifest.model_dump))
 
     def _drop_partial_tail(self) -> None:
         """Move a half-written last line aside (never delete it) so appends start clean."""
@@ -116,7 +117,9 @@ class JournalWriter:
         self._fh.flush()
 
     def append(self, record: TrialRecord) -> None:
-        self._write(record.model_dump_json())
+        # Secrets out and huge strings cut before anything reaches the disk.
+        line = record.model_dump_json()
+        self._write(redact.clean_json(line, lambda: record.model_dump(mode="json")))
 
     def close(self) -> None:
         self._fh.flush()

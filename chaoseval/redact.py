@@ -1,0 +1,145 @@
+"""Secrets never written: one redactor for everything chaoseval writes or prints.
+
+What is replaced by :data:`MARKER`:
+
+- the values of environment variables whose names look secret (KEY, TOKEN, SECRET, PASSWORD)
+  and whose values have at least :data:`MIN_SECRET` characters; the upstream model key is one;
+- credentials in headers: ``Authorization: Bearer ...``, ``x-api-key: ...`` and the like;
+- ``--redact`` patterns (regular expressions) given to the run;
+- secrets registered by code that holds them (:func:`add_secret`).
+
+Writers call :func:`current` (journal lines, artifacts, report and investigation output), so
+adding a rule here covers all of them. Long strings are cut by :func:`cap` with their full size
+in the marker, so a 100 MB answer cannot make a 200 MB journal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoseval.errors import ConfigError
+
+MARKER = "[REDACTED]"
+MIN_SECRET = 8
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+# A credential header's value, in HTTP (``Authorization: Bearer x``), JSON or repr form; only
+# with a scheme or a long value, so prose such as "payment authorization: pending" stays.
+HEADER = re.compile(
+    r"(?i)((?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|basic|token)\s+)[^\s'\",;}]+"
+    r"|((?:x-)?api[-_]key['\"]?\s*[:=]\s*['\"]?)[^\s'\",;}]{8,}"
+)
+BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+TEXT_LIMIT = 256 << 10  # characters of one string kept in a journal line
+
+
+@dataclass
+class Redactor:
+    """Replaces known secret values and secret-looking patterns by the marker."""
+
+    secrets: list[str] = field(default_factory=list)
+    patterns: list[re.Pattern[str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Longest first, so a secret containing another is replaced whole; both raw and as
+        # JSON writes it (quotes and backslashes escaped), since writers see either form.
+        forms = {f for s in self.secrets for f in (s, json.dumps(s)[1:-1]) if len(s) >= 1}
+        self._literals = sorted(forms, key=len, reverse=True)
+
+    def text(self, value: str) -> str:
+        for secret in self._literals:
+            if secret in value:
+                value = value.replace(secret, MARKER)
+        value = HEADER.sub(lambda m: (m[1] or m[2]) + MARKER, value)
+        value = BEARER.sub(lambda m: m[1] + MARKER, value)
+        for pattern in self.patterns:
+            value = pattern.sub(MARKER, value)
+        return value
+
+    def needed(self, value: str) -> bool:
+        """Whether :meth:`text` would change ``value`` (cheap enough for every journal line)."""
+        return self.text(value) != value
+
+    def data(self, value: Any) -> Any:
+        """``value`` with every string in it (keys too) redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.data(k): self.data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(v) for v in value]
+        return value
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values of the environment variables whose names look secret and values are long."""
+    return [v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET]
+
+
+_patterns: list[re.Pattern[str]] = []
+_extra: set[str] = set()
+_cache: tuple[tuple[Any, ...], Redactor] | None = None
+
+
+def configure(patterns: Iterable[str] = ()) -> None:
+    """The run's ``--redact`` patterns (regular expressions), checked here."""
+    global _cache
+    compiled = []
+    for p in patterns:
+        try:
+            compiled.append(re.compile(p))
+        except re.error as exc:
+            raise ConfigError(f"--redact {p!r} is not a regular expression: {exc}") from None
+    _patterns[:] = compiled
+    _cache = None
+
+
+def add_secret(value: str | None) -> None:
+    """A secret the code holds (an upstream key read from a variable of any name)."""
+    global _cache
+    if value and len(value) >= 4:
+        _extra.add(value)
+        _cache = None
+
+
+def current() -> Redactor:
+    """The redactor for now: the environment as it is, plus the run's patterns and secrets."""
+    global _cache
+    values = secret_values(os.environ)
+    key = (tuple(values), tuple(_extra), tuple(p.pattern for p in _patterns))
+    if _cache is None or _cache[0] != key:
+        _cache = (key, Redactor([*values, *_extra], list(_patterns)))
+    return _cache[1]
+
+
+def redact(value: str) -> str:
+    return current().text(value)
+
+
+def cap(value: Any, limit: int = TEXT_LIMIT) -> Any:
+    """``value`` with every string longer than ``limit`` cut, its full size in the marker."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return value[:limit] + f"[... cut by chaoseval: {len(value)} characters in full]"
+    if isinstance(value, dict):
+        return {k: cap(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cap(v, limit) for v in value]
+    return value
+
+
+def clean_json(line: str, dump: Any) -> str:
+    """A JSON line as it may be written: redacted and capped, re-encoded only when needed.
+
+    ``dump()`` gives the same object as plain data; it is only asked for when the line holds
+    a secret or a string too long to keep, so ordinary lines are written byte for byte.
+    """
+    redactor = current()
+    if len(line) <= TEXT_LIMIT and not redactor.needed(line):
+        return line
+    return json.dumps(redactor.data(cap(dump())), ensure_ascii=False, separators=(",", ":"))
