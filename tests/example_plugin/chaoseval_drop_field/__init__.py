@@ -11,14 +11,14 @@ from typing import Any
 
 from pydantic import Field
 
-from chaoseval.model.records import RootCause
-from chaoseval.model.trajectory import Fault
-from chaoseval.seams.perturbation import (
+from chaoseval import (
     CallNext,
     CommonParams,
     FailureContext,
+    Fault,
     Perturbation,
     PerturbationContext,
+    RootCause,
 )
 
 MISSING_FIELD_USED = RootCause(

@@ -1,0 +1,103 @@
+"""What a user installs: the wheel carries every package, and runs from a fresh venv.
+
+Users install from a package index, not from a clone; the editable install that the rest of
+the suite uses would hide a package missing from the wheel's explicit list.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def package_dirs() -> dict[str, Path]:
+    """Every directory holding Python modules, by the package name it installs as."""
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    roots = {"chaoseval": ROOT / "chaoseval"}
+    roots |= {name: ROOT / path for name, path in setuptools.get("package-dir", {}).items()}
+    found: dict[str, Path] = {}
+    for name, root in roots.items():
+        for init in root.rglob("*.py"):
+            rel = init.parent.relative_to(root)
+            if "__pycache__" not in rel.parts:
+                found[".".join((name, *rel.parts))] = init.parent
+    return found
+
+
+def test_the_explicit_packages_list_names_every_package_directory() -> None:
+    listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    found = package_dirs()
+    missing = sorted(set(found) - listed)
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
+    assert sorted(listed - set(found)) == []  # a listed package that no longer exists
+    for name, directory in found.items():
+        assert (directory / "__init__.py").exists(), f"{name}: no __init__.py"
+
+
+def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, f"{args}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding chaoseval from a wheel and, by a .pth file, the dev venv's
+    dependencies (not its editable chaoseval: a path added by .pth is not a site directory,
+    so the editable finder's own .pth file in it is never run)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    # Build from a copy: setuptools writes build/ and *.egg-info beside the sources.
+    src = tmp / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("chaoseval", "scenarios", "perturbations"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    wheels = tmp / "wheels"
+    pip = (sys.executable, "-m", "pip")
+    run(*pip, "wheel", ".", "-q", "--no-deps", "--no-build-isolation", "-w", wheels, cwd=src)
+    (wheel,) = wheels.glob("chaoseval-*.whl")
+    env = tmp / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", env, cwd=tmp)
+    python = env / "bin" / "python"
+    run(*pip, "--python", python, "install", "-q", "--no-deps", "--no-index", wheel, cwd=tmp)
+    site = run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", cwd=tmp)
+    (Path(site.strip()) / "dev-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    return env
+
+
+@pytest.mark.slow
+def test_the_wheel_runs_the_bundled_library_from_an_unrelated_directory(
+    venv: Path, tmp_path: Path
+) -> None:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    env.pop("PYTHONPATH", None)
+    code = "import chaoseval as c, chaoseval.bundled.scenarios as b; print(c.__file__, b.__file__)"
+    for where in run(venv / "bin" / "python", "-c", code, cwd=tmp_path, env=env).split():
+        assert Path(where).is_relative_to(venv), f"imported {where}, not the wheel's copy"
+    chaoseval = venv / "bin" / "chaoseval"
+    listed = run(chaoseval, "scenarios", "list", cwd=tmp_path, env=env)
+    assert "vending-refund-log-down" in listed
+    assert "library-" in listed  # a YAML scenario: the wheel carries the package data
+    plugins = run(chaoseval, "perturbations", "list", cwd=tmp_path, env=env)
+    # A module missing from the wheel shows as a broken entry point, listed but not loaded.
+    assert "Broken" not in listed + plugins
+    for name in PYPROJECT["project"]["entry-points"]["chaoseval.perturbations"]:
+        assert name in plugins
+    out = run(
+        chaoseval, "run", "--agent", "naive", "-s", "vending-*", "-p", "latency", "-n", "2",
+        "--journal", "j.jsonl", cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert "wrote 12 trial(s) to j.jsonl" in out and "pass^2" in out

@@ -1,0 +1,62 @@
+"""The README's "Wrap your own agent", literally: its agent module and its run command, copied
+out of README.md into an empty directory and run as a user would (no PYTHONPATH)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+README = Path(__file__).resolve().parents[2] / "README.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def block(language: str, marker: str) -> str:
+    """The one fenced block in the README of ``language`` that contains ``marker``."""
+    found = [
+        body
+        for lang, body in FENCE.findall(README.read_text(encoding="utf-8"))
+        if lang == language and marker in body
+    ]
+    assert len(found) == 1, f"README: expected one {language} block with {marker!r}"
+    return found[0]
+
+
+def test_readme_agent_and_run_command(tmp_path: Path) -> None:
+    agent = block("python", "def factory()")
+    first = agent.splitlines()[0]
+    assert first.startswith("# myagent.py"), "the README must say where the module goes"
+    (tmp_path / "myagent.py").write_text(agent, encoding="utf-8")
+    command = block("bash", "--agent myagent:factory")
+    assert " -s " in command, "the quickstart runs a small subset (-s) so it stays fast"
+
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    env.pop("PYTHONPATH", None)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+    words = shlex.split(command.replace("\\\n", " "))
+    journal = tmp_path / words[words.index("--journal") + 1]
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    manifest, trials = lines[0], [r for r in lines if r["type"] == "trial"]
+    assert manifest["agent"] == "myagent:factory"
+    assert trials and all(r["status"] != "not_evaluable" for r in trials)
+    assert {r["cell"] for r in trials} >= {"clean"} and len({r["cell"] for r in trials}) > 1
+    assert any(f["delivered"] for r in trials for f in r["trajectory"]["faults"])
+    assert all(r["usage"]["model_calls"] == 1 for r in trials)  # record_model_call counted
