@@ -9,13 +9,13 @@ picked up the wrong one fails loudly instead of passing by luck.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.shell import sh, user_env
 from tests.test_userpath import write_scenario
 
 pytestmark = pytest.mark.slow
@@ -51,20 +51,9 @@ def project(root: Path) -> Path:
 def chaoseval(
     *args: str, cwd: Path, module: bool = False, pythonpath: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    env.pop("PYTHONPATH", None)
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
+    env = user_env() if pythonpath is None else user_env(PYTHONPATH=pythonpath)
     command = [sys.executable, "-m", "chaoseval"] if module else [SCRIPT]
-    return subprocess.run(
-        [*command, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    return sh([*command, *args], cwd, env)
 
 
 def run_echo(cwd: Path, *extra: str, **kwargs: object) -> subprocess.CompletedProcess[str]:

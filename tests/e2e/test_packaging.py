@@ -6,15 +6,15 @@ the suite uses would hide a package missing from the wheel's explicit list.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tomllib
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.shell import sh, user_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -45,9 +45,7 @@ def test_the_explicit_packages_list_names_every_package_directory() -> None:
 
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
-        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
+    proc = sh(list(args), cwd, env or user_env())
     assert proc.returncode == 0, f"{args}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -82,8 +80,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_runs_the_bundled_library_from_an_unrelated_directory(
     venv: Path, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    env.pop("PYTHONPATH", None)
+    env = user_env()
     code = "import chaoseval as c, chaoseval.bundled.scenarios as b; print(c.__file__, b.__file__)"
     for where in run(venv / "bin" / "python", "-c", code, cwd=tmp_path, env=env).split():
         assert Path(where).is_relative_to(venv), f"imported {where}, not the wheel's copy"

@@ -7,11 +7,12 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.shell import sh, user_env
 
 pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -37,18 +38,8 @@ def test_readme_agent_and_run_command(tmp_path: Path) -> None:
     command = block("bash", "--agent myagent:factory")
     assert " -s " in command, "the quickstart runs a small subset (-s) so it stays fast"
 
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    env.pop("PYTHONPATH", None)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", command],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    env = user_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    proc = sh(["bash", "-euo", "pipefail", "-c", command], tmp_path, env)
     assert proc.returncode == 0, proc.stderr
 
     words = shlex.split(command.replace("\\\n", " "))
