@@ -27,7 +27,7 @@ from chaoseval.analysis.stats import TestResult
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
-from chaoseval.model.records import ModelSettings, TrialRecord, Veto
+from chaoseval.model.records import ModelSettings, ReferenceRun, ToolCall, TrialRecord, Veto
 from chaoseval.model.trajectory import Trajectory
 from chaoseval.seams.agent import load_agent
 from chaoseval.store.journal import Journal, read_journal
@@ -234,6 +234,58 @@ def test_vetoes_and_process_metrics_from_records() -> None:
     a = analyze(j, [1], n_resamples=50, references=False)
     assert [(v.kind, v.trial_id) for v in a.vetoes] == [("safety", "s/clean/0")]
     assert a.by_tool["get"].failed_trials == 1  # its invalid call was the first not-ok one
+
+
+def _two_trials() -> list[TrialRecord]:
+    bad_traj = Trajectory()
+    bad_traj.add_step("tool", tool="get", args={"id": 2}, result_class="ok")
+    bad = record("s", "clean", 0, "failed", trajectory=bad_traj)
+    ok_traj = Trajectory()
+    ok_traj.add_step("tool", tool="get", args={"id": 1}, result_class="ok")
+    ok_traj.add_step("tool", tool="put", args={"id": 1}, result_class="ok")
+    return [bad, record("s", "clean", 1, "passed", trajectory=ok_traj)]
+
+
+def test_reference_runs_come_from_the_manifest_only() -> None:
+    """Scenario "s" exists in no file and no pack: the analysis can only read the manifest."""
+    j = journal({"clean": {"s": (2, 1)}})
+    j.records[:] = _two_trials()
+    calls = [ToolCall(tool="get", args={"id": 1}), ToolCall(tool="put", args={"id": 1})]
+    j.manifest.references = {"s": ReferenceRun(steps=2, passed=True, calls=calls)}
+    a = analyze(j, [1], n_resamples=50)
+    p = a.process["clean"]
+    assert a.reference_note is None
+    assert p.correctness == pytest.approx((0 + 1) / 2)  # bad: 0 of 1 calls; good: 2 of 2
+    assert p.right_tool == pytest.approx(1.0) and p.path_efficiency == pytest.approx(1.0)
+    # A reference that did not pass is no yardstick; one that could not run is a warning.
+    j.manifest.references = {"s": ReferenceRun(steps=1, passed=False, error="boom")}
+    a = analyze(j, [1], n_resamples=50)
+    assert a.process["clean"].correctness is None
+    assert a.process["clean"].path_efficiency == pytest.approx(0.5)  # the steps still count
+    assert a.reference_note == "no reference tool calls for: s"
+    assert "reference solution of s could not run: boom" in a.warnings
+    # A journal that recorded none (older, or imported) says so instead of running anything.
+    j.manifest.references = None
+    a = analyze(j, [1], n_resamples=50)
+    assert a.process["clean"].correctness is None and a.process["clean"].path_efficiency is None
+    assert a.reference_note and "records no reference solutions" in a.reference_note
+
+
+def test_analysis_imports_no_engine_loader_or_agent() -> None:
+    """Analysis is a pure function of journals: it cannot load scenarios or run trials."""
+    import ast
+
+    import chaoseval.analysis
+
+    forbidden = ("chaoseval.engine", "chaoseval.agents", "chaoseval.loading", "anyio")
+    for path in Path(chaoseval.analysis.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+            bad = [n for n in names if n.startswith(forbidden)]
+            assert not bad, f"{path.name} imports {bad}"
 
 
 # --- realistic journals -----------------------------------------------------------------------

@@ -66,6 +66,34 @@ def test_manifest_records_what_reproduces_the_run(tmp_path):
     assert all(r.seed and r.world_seed for r in j.records)
 
 
+def test_manifest_records_each_scenarios_reference_run(tmp_path):
+    """What the report needs from the reference solutions is recorded when the run starts."""
+    config = _config(tmp_path / "a.jsonl")
+    run(config)
+    refs = read_journal(tmp_path / "a.jsonl").manifest.references
+    assert refs is not None and set(refs) == {s.id for s in config.scenarios}
+    for s in config.scenarios:
+        ref = refs[s.id]
+        assert ref.passed and ref.error is None and ref.steps == s.reference_steps
+        assert ref.calls and all(c.tool in {t.name for t in s.tools} for c in ref.calls)
+    run(_config(tmp_path / "b.jsonl", references=False))
+    assert read_journal(tmp_path / "b.jsonl").manifest.references is None
+
+
+def test_schema_1_journals_without_references_stay_readable(tmp_path):
+    path = tmp_path / "a.jsonl"
+    run(_config(path, references=False))
+    lines = path.read_text().splitlines()
+    manifest = json.loads(lines[0])
+    manifest.pop("references")
+    lines = [json.dumps({**manifest, "schema_version": 1})] + [
+        json.dumps({**json.loads(x), "schema_version": 1}) for x in lines[1:]
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    j = read_journal(path)
+    assert j.manifest.references is None and len(j.records) == 3 * 3 * 4
+
+
 def test_existing_journal_is_not_overwritten_silently(tmp_path):
     path = tmp_path / "a.jsonl"
     run(_config(path))

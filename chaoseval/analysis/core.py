@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import numpy as np
 
 from chaoseval.analysis.aggregate import (
@@ -39,7 +38,6 @@ from chaoseval.analysis.stats import (
     paired_bootstrap,
     paired_test,
 )
-from chaoseval.errors import ChaosevalError
 from chaoseval.model.records import TrialRecord
 from chaoseval.model.seeding import derive_seed
 from chaoseval.store.journal import Journal
@@ -56,7 +54,7 @@ __all__ = [
     "compare_counts",
     "metric_label",
     "process_metrics",
-    "reference_calls",
+    "recorded_references",
 ]
 
 ILLEGAL_ERRORS = ("no tool named", "invalid arguments", "step budget")
@@ -401,63 +399,27 @@ def process_metrics(
     )
 
 
-def _load_scenarios(journal: Journal) -> dict[str, Any]:
-    """The run's scenarios by id, from their recorded source files or the installed packs."""
-    from pathlib import Path
-
-    from chaoseval.loading.files import installed, load_paths
-
-    found: dict[str, Any] = {}
-    sources = {Path(s["source"]) for s in journal.manifest.scenarios if s.get("source")}
-    existing = [p for p in sources if p.exists()]
-    try:
-        for s in load_paths(existing) if existing else []:
-            found.setdefault(s.id, s)
-    except ChaosevalError:
-        pass
-    wanted = {s["id"] for s in journal.manifest.scenarios} - set(found)
-    if wanted:
-        try:
-            for s in installed():
-                if s.id in wanted:
-                    found.setdefault(s.id, s)
-        except ChaosevalError:
-            pass
-    return found
-
-
-def reference_calls(scenario: Any, run_seed: int) -> list[tuple[str, dict[str, Any]]] | None:
-    """The tool calls the reference solution makes on this run's world for the scenario.
-
-    Runs the scripted agent once, clean, on the same world seed the run's trials saw. None
-    when the reference itself does not pass (then it is no yardstick).
-    """
-    from chaoseval.agents.scripted import ScriptedAgent
-    from chaoseval.engine.trial import TrialPlan, run_trial
-    from chaoseval.model.records import Cell
-
-    async def go() -> TrialRecord:
-        return await run_trial(
-            TrialPlan(scenario, Cell(name=CLEAN), 0),
-            ScriptedAgent(),
-            agent_name="scripted",
-            model=_default_model(),
-            clock_mode="virtual",
-            run_id="reference",
-            run_seed=run_seed,
-            wall_timeout=30.0,
+def recorded_references(
+    journal: Journal, warnings: list[str]
+) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]], dict[str, int], str | None]:
+    """The reference calls and steps the run recorded in its manifest, and a note on what is
+    missing. Reads the manifest only: a report never runs a reference solution itself."""
+    recorded = journal.manifest.references
+    if recorded is None:
+        return {}, {}, (
+            "this journal records no reference solutions (written before chaoseval recorded "
+            "them, or imported): tool-call correctness and path efficiency are off"
         )
-
-    record = anyio.run(go)
-    if not record.passed:
-        return None
-    return [(s.tool or "", dict(s.args or {})) for s in record.trajectory.tool_steps()]
-
-
-def _default_model() -> Any:
-    from chaoseval.model.records import ModelSettings
-
-    return ModelSettings()
+    refs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    steps: dict[str, int] = {}
+    for sid, ref in recorded.items():
+        steps[sid] = ref.steps
+        if ref.error is not None:
+            warnings.append(f"reference solution of {sid} could not run: {ref.error}")
+        elif ref.passed:
+            refs[sid] = [(c.tool, dict(c.args)) for c in ref.calls]
+    missing = sorted({r.scenario for r in journal.records} - set(refs))
+    return refs, steps, ("no reference tool calls for: " + ", ".join(missing)) if missing else None
 
 
 # --- the analysis -----------------------------------------------------------------------------
@@ -518,8 +480,10 @@ def analyze(
     seed: int = 0,
     references: bool = True,
 ) -> Analysis:
-    """Analyse one journal. ``references`` runs each scenario's reference solution once (clean,
-    same world seed) for tool-call correctness; scenarios that cannot be loaded get None."""
+    """Analyse one journal; reads the journal and nothing else.
+
+    Tool-call correctness and path efficiency use the reference runs the run recorded in its
+    manifest; ``references=False`` leaves them off."""
     ks = sorted(set(ks or journal.manifest.ks))
     records = journal.records
     cells = by_cell(records, ks)
@@ -581,24 +545,10 @@ def analyze(
         for v in r.vetoes:
             vetoes.append(VetoItem(v.kind, r.trial_id, r.scenario, r.cell, v.detail))
 
-    scenario_map: dict[str, Any] = {}
     refs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     ref_steps: dict[str, int] = {}
-    note = None
     if references:
-        scenario_map = _load_scenarios(journal)
-        for sid, sc in scenario_map.items():
-            ref_steps[sid] = sc.reference_steps
-            try:
-                calls = reference_calls(sc, journal.manifest.seed)
-            except Exception as exc:  # a reference that cannot run is reported, not fatal
-                warnings.append(f"reference solution of {sid} could not run: {exc}")
-                calls = None
-            if calls is not None:
-                refs[sid] = calls
-        missing = sorted({r.scenario for r in records} - set(refs))
-        if missing:
-            note = "no reference tool calls for: " + ", ".join(missing)
+        refs, ref_steps, note = recorded_references(journal, warnings)
     else:
         note = "reference solutions not run (tool-call correctness and path efficiency off)"
     process = {c.cell: process_metrics(c.cell, groups[c.cell], refs, ref_steps) for c in cells}

@@ -12,9 +12,17 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import anyio
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from chaoseval.engine.judge import possible_root_causes
+from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import TrialPlan, instantiate, run_trial
 from chaoseval.errors import ConfigError
 from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecord
@@ -22,7 +30,7 @@ from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
 from chaoseval.store.artifacts import ArtifactStore, binding
-from chaoseval.store.journal import JournalWriter, read_journal
+from chaoseval.store.journal import Journal, JournalWriter, read_journal
 
 CLEAN = Cell(name="clean")
 PACKAGES = ("anyio", "pydantic", "numpy", "hypothesis", "faker", "freezegun", "tenacity", "respx")
@@ -51,6 +59,9 @@ class RunConfig:
     overwrite: bool = False
     wall_timeout: float | None = None
     progress: bool = False
+    # Run each scenario's reference solution once and record it in the manifest (the report's
+    # tool-call correctness and path efficiency read it from there).
+    references: bool = True
 
     @property
     def clock_mode(self):
@@ -119,49 +130,67 @@ def plan(config: RunConfig) -> list[TrialPlan]:
     ]
 
 
-async def run_matrix(
-    config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None
-) -> RunResult:
-    plans = plan(config)
-    run_id = uuid.uuid4().hex[:12]
-    manifest = build_manifest(config, run_id)
-    done: dict[str, TrialRecord] = {}
-    writer: JournalWriter | None = None
-    store: ArtifactStore | None = None
-    if config.journal is not None:
-        path = Path(config.journal)
-        store = ArtifactStore.for_journal(path)
-        if path.exists() and path.stat().st_size and not (config.resume or config.overwrite):
-            raise ConfigError(
-                f"{path} already exists; pass --resume to continue it or --overwrite to replace it"
-            )
-        if config.resume and path.exists() and path.stat().st_size:
-            old = read_journal(path)
-            if old.manifest.config_key() != manifest.config_key():
-                raise ConfigError(
-                    f"{path} was written by a different run configuration (agent, model, seed, "
-                    "scenarios or cells differ); use another --journal or --overwrite"
-                )
-            manifest = old.manifest
-            manifest.trials = max(manifest.trials, config.trials)
-            done = {r.trial_id: r for r in old.records if r.status != "not_evaluable"}
-            writer = JournalWriter(path, None, truncate_cut_off=True)
-        else:
-            if path.exists():
-                path.unlink()
-            store.clear()  # a replaced journal takes its trials' artifacts with it
-            writer = JournalWriter(path, manifest, truncate_cut_off=False)
+def _resumed(config: RunConfig, manifest: RunManifest) -> Journal | None:
+    """The journal this run continues (``--resume`` on a non-empty journal), else None.
 
-    todo = [p for p in plans if p.trial_id not in done]
-    records: list[TrialRecord] = [done[p.trial_id] for p in plans if p.trial_id in done]
-    limiter = anyio.CapacityLimiter(max(1, config.concurrency))
-    wall = config.wall_timeout or (
-        30.0
-        if config.clock_mode == "virtual"
-        else max(s.budgets.trial_timeout for s in config.scenarios) + 5
-    )
+    Refuses to replace an existing journal without ``--overwrite`` and to continue one that a
+    different configuration wrote."""
+    if config.journal is None:
+        return None
+    path = Path(config.journal)
+    if not (path.exists() and path.stat().st_size):
+        return None
+    if not (config.resume or config.overwrite):
+        raise ConfigError(
+            f"{path} already exists; pass --resume to continue it or --overwrite to replace it"
+        )
+    if not config.resume:
+        return None
+    old = read_journal(path)
+    if old.manifest.config_key() != manifest.config_key():
+        raise ConfigError(
+            f"{path} was written by a different run configuration (agent, model, seed, "
+            "scenarios or cells differ); use another --journal or --overwrite"
+        )
+    return old
 
-    progress = Progress(
+
+async def _start(
+    config: RunConfig, store: ArtifactStore | None
+) -> tuple[RunManifest, dict[str, TrialRecord], JournalWriter | None]:
+    """The run's manifest, the trials a resumed journal already holds, and the journal writer.
+
+    A new manifest records the scenarios' reference runs; a resumed one keeps its own (and its
+    trials' artifacts)."""
+    manifest = build_manifest(config, uuid.uuid4().hex[:12])
+    old = _resumed(config, manifest)
+    if old is not None:
+        manifest = old.manifest
+        manifest.trials = max(manifest.trials, config.trials)
+        done = {r.trial_id: r for r in old.records if r.status != "not_evaluable"}
+        return manifest, done, JournalWriter(old.path, None, truncate_cut_off=True)
+    if config.references:
+        manifest.references = await reference_runs(config.scenarios, config.seed)
+    if config.journal is None:
+        return manifest, {}, None
+    path = Path(config.journal)
+    if path.exists():
+        path.unlink()
+    if store is not None:
+        store.clear()  # a replaced journal takes its trials' artifacts with it
+    return manifest, {}, JournalWriter(path, manifest, truncate_cut_off=False)
+
+
+def _wall_timeout(config: RunConfig) -> float:
+    if config.wall_timeout:
+        return config.wall_timeout
+    if config.clock_mode == "virtual":
+        return 30.0
+    return max(s.budgets.trial_timeout for s in config.scenarios) + 5
+
+
+def _progress(config: RunConfig) -> Progress:
+    return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -170,9 +199,23 @@ async def run_matrix(
         disable=not config.progress,
         transient=False,
     )
+
+
+async def run_matrix(
+    config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None
+) -> RunResult:
+    plans = plan(config)
+    store = None if config.journal is None else ArtifactStore.for_journal(Path(config.journal))
+    manifest, done, writer = await _start(config, store)
+
+    todo = [p for p in plans if p.trial_id not in done]
+    records: list[TrialRecord] = [done[p.trial_id] for p in plans if p.trial_id in done]
+    limiter = anyio.CapacityLimiter(max(1, config.concurrency))
+    wall = _wall_timeout(config)
+    progress = _progress(config)
     counts = {"passed": 0, "failed": 0, "not_evaluable": 0}
 
-    async def one(p: TrialPlan, task_id) -> None:
+    async def one(p: TrialPlan, task_id: TaskID) -> None:
         # The trial's artifact directory is bound while it runs (exec agents' stdout, stderr).
         async with limiter:
             with binding(store, p.trial_id) as kept:

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from chaoseval.model.trajectory import Trajectory
 
 # 2: the manifest lists the run's root causes (name, label, owner); 1 still reads.
-SCHEMA_VERSION = 2
+# 3: the manifest records each scenario's reference run (``references``); 1 and 2 still read.
+SCHEMA_VERSION = 3
 
 Status = Literal["passed", "failed", "not_evaluable"]
 
@@ -140,6 +141,26 @@ class TrialRecord(BaseModel):
         return sum(f.delivered for f in self.trajectory.faults)
 
 
+class ToolCall(BaseModel):
+    """One tool call: the tool's name and the arguments it was called with."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReferenceRun(BaseModel):
+    """A scenario's reference solution, run once at ``run`` time, clean, on the run's world.
+
+    Recorded in the manifest so that a report measures tool-call correctness and path
+    efficiency from the journal alone, without re-loading scenarios or running anything.
+    """
+
+    steps: int  # tool calls the scenario declares its reference solution makes
+    passed: bool  # a reference that does not pass is no yardstick: its calls are not used
+    calls: list[ToolCall] = Field(default_factory=list)
+    error: str | None = None  # why the reference could not run at all
+
+
 class RunManifest(BaseModel):
     type: Literal["manifest"] = "manifest"
     schema_version: int = SCHEMA_VERSION
@@ -160,6 +181,8 @@ class RunManifest(BaseModel):
     # Every root cause this run's trials can be blamed on, so a report labels them without
     # loading plugins (schema 2; empty in older journals).
     root_causes: list[RootCause] = Field(default_factory=list)
+    # Scenario id -> its reference run; None when not recorded (older journals, imports).
+    references: dict[str, ReferenceRun] | None = None
 
     def config_key(self) -> dict[str, Any]:
         """What must match for a resumed run to continue this journal."""
