@@ -15,14 +15,9 @@ from hypothesis import strategies as st
 from synthetic import manifest_for
 
 from chaoseval.analysis.aggregate import by_scenario_cell
-from chaoseval.analysis.core import (
-    Comparison,
-    adjust_family,
-    analysis_json,
-    analyze,
-    compare_counts,
-    process_metrics,
-)
+from chaoseval.analysis.build import analysis_json, analyze
+from chaoseval.analysis.degradation import Comparison, adjust_family, compare_counts
+from chaoseval.analysis.process import References, process_metrics
 from chaoseval.analysis.stats import TestResult
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
@@ -220,9 +215,8 @@ def test_vetoes_and_process_metrics_from_records() -> None:
     ok_traj.add_step("tool", tool="get", args={"id": 1}, result_class="ok")
     ok_traj.add_step("tool", tool="put", args={"id": 1}, result_class="ok")
     good = record("s", "clean", 1, "passed", trajectory=ok_traj)
-    p = process_metrics(
-        "clean", [bad, good], {"s": [("get", {"id": 1}), ("put", {"id": 1})]}, {"s": 2}
-    )
+    calls = [ToolCall(tool="get", args={"id": 1}), ToolCall(tool="put", args={"id": 1})]
+    p = process_metrics("clean", [bad, good], References(calls={"s": calls}, steps={"s": 2}))
     assert p.tool_calls == 5
     assert p.legality == pytest.approx(3 / 5)  # the vetoed call and the invalid one are illegal
     # bad: 1 of 3 calls is a reference call; good: 2 of 2.

@@ -10,8 +10,8 @@ import pytest
 from synthetic import manifest_for
 from typer.testing import CliRunner
 
+from chaoseval.analysis.build import analyze
 from chaoseval.analysis.compare import compare_journals
-from chaoseval.analysis.core import analyze
 from chaoseval.analysis.gate import evaluate, parse_rule
 from chaoseval.cli.app import app
 from chaoseval.engine.runner import RunConfig, run

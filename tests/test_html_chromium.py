@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from chaoseval.analysis.core import analyze
+from chaoseval.analysis.build import analyze
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chaoseval.analysis.core import analyze
+from chaoseval.analysis.build import analyze
 from chaoseval.analysis.gate import evaluate, parse_rule
 from chaoseval.cli.app import app
 from chaoseval.engine.runner import RunConfig, run

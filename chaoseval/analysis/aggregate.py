@@ -115,8 +115,8 @@ def _against_clean(result: CellResult, clean: CellResult, ks: Sequence[int]) -> 
 def by_cell(records: Sequence[TrialRecord], ks: Sequence[int]) -> list[CellResult]:
     """One result per cell, clean first, each with its degradation against clean."""
     groups: dict[str, list[TrialRecord]] = defaultdict(list)
-    for r in records:
-        groups[r.cell].append(r)
+    for record in records:
+        groups[record.cell].append(record)
     order = [CLEAN] + [c for c in groups if c != CLEAN]
     results = [cell_result(c, groups[c], ks) for c in order if c in groups]
     clean = next((r for r in results if r.cell == CLEAN), None)

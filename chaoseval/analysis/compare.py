@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from chaoseval.analysis.aggregate import CLEAN, not_landed, task_counts
-from chaoseval.analysis.core import Comparison, adjust_family, compare_counts
+from chaoseval.analysis.degradation import Comparison, adjust_family, compare_counts
 from chaoseval.model.records import TrialRecord
 from chaoseval.model.seeding import derive_seed
 from chaoseval.store.journal import Journal

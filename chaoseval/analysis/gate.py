@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from chaoseval.analysis.aggregate import CLEAN
-from chaoseval.analysis.core import Analysis
+from chaoseval.analysis.build import Analysis
 from chaoseval.errors import ConfigError
 
 __all__ = ["Rule", "RuleResult", "evaluate", "parse_rule"]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sps
+from scipy import stats as _sps  # type: ignore[import-untyped]  # scipy ships no stubs
 
 __all__ = [
     "EXACT_SIGN_FLIP_MAX_N",

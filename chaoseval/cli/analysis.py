@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from chaoseval.analysis.build import analysis_json, analyze
 from chaoseval.analysis.compare import compare_journals, print_comparison
-from chaoseval.analysis.core import analysis_json, analyze
 from chaoseval.analysis.gate import evaluate, parse_rule
 from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError, ConfigError

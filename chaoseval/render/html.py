@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from html import escape
 
+from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import HarnessComparison
-from chaoseval.analysis.core import Analysis
 from chaoseval.render.markdown import render_comparison_markdown
 from chaoseval.render.svg import heatmap, pass_hat_curves, root_cause_bars
 from chaoseval.render.tables import TableData, report_tables

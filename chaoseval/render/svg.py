@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from html import escape
 
 from chaoseval.analysis.aggregate import CLEAN
-from chaoseval.analysis.core import Analysis
+from chaoseval.analysis.build import Analysis
 
 __all__ = ["heatmap", "pass_hat_curves", "root_cause_bars"]
 

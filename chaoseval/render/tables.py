@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chaoseval.analysis.aggregate import CLEAN
-from chaoseval.analysis.core import Analysis, Comparison
+from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.degradation import Comparison
 
 __all__ = ["TableData", "fmt", "report_tables"]
 
@@ -130,13 +131,13 @@ def noise_table(a: Analysis) -> TableData:
             notes.append(f"{n.cell}: {n.note}")
             continue
         sizing = "; ".join(
-            f"±{s['half_width']:.2f}: "
+            f"±{s.half_width:.2f}: "
             + (
-                f"{s['trials_per_task_with_these_tasks']} trials/task"
-                if s["trials_per_task_with_these_tasks"]
+                f"{s.trials_per_task_with_these_tasks} trials/task"
+                if s.trials_per_task_with_these_tasks
                 else "more tasks needed"
             )
-            + f" or {s['tasks_with_this_many_trials']} tasks x {s['trials_per_task']}"
+            + f" or {s.tasks_with_this_many_trials} tasks x {s.trials_per_task}"
             for s in n.sizing
         )
         rows.append(

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from chaoseval.analysis.core import Analysis
+from chaoseval.analysis.build import Analysis
 from chaoseval.render.tables import report_tables
 
 __all__ = ["print_analysis"]

@@ -1,0 +1,167 @@
+"""From one journal to the answers a team acts on: degradation with uncertainty, noise floor,
+root-cause slices, vetoes and process metrics (the report's sections, each computed by its own
+module). A pure function of the journal: it reads the records and the manifest, nothing else."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
+from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
+from chaoseval.analysis.degradation import Comparison, degradation
+from chaoseval.analysis.noise import RunNoise, run_noise
+from chaoseval.analysis.process import (
+    NOT_USED,
+    ProcessMetrics,
+    References,
+    process_metrics,
+    recorded_references,
+)
+from chaoseval.analysis.slices import Slices, ToolSlice, VetoItem, slices
+from chaoseval.model.records import TrialRecord
+from chaoseval.store.journal import Journal
+
+__all__ = ["Analysis", "analysis_json", "analyze"]
+
+
+@dataclass
+class Analysis:
+    journal: str
+    run_id: str
+    agent: str
+    seed: int
+    ks: list[int]
+    cells: list[CellResult]
+    degradation: dict[str, list[Comparison]]
+    noise: list[RunNoise]
+    root_causes: dict[str, Counter[str]]
+    by_tag: dict[str, Counter[str]]
+    tag_trials: dict[str, tuple[int, int]]
+    by_tool: dict[str, ToolSlice]
+    vetoes: list[VetoItem]
+    process: dict[str, ProcessMetrics]
+    heatmap: dict[tuple[str, str], float | None]
+    curves: dict[str, Curve]
+    baseline_curves: dict[str, Curve]  # clean over each cell's reached tasks
+    scenarios: list[str]
+    warnings: list[str]
+    reference_note: str | None = None
+    plugins: dict[str, list[str]] = field(default_factory=dict)  # cell -> plugin names
+
+    @property
+    def k_main(self) -> int:
+        return max(self.ks)
+
+    @property
+    def perturbed(self) -> list[str]:
+        return [c.cell for c in self.cells if c.cell != CLEAN]
+
+    def cell(self, name: str) -> CellResult | None:
+        return next((c for c in self.cells if c.cell == name), None)
+
+    def veto_counts(self) -> Counter[str]:
+        return Counter(v.kind for v in self.vetoes)
+
+
+def _by_cell_records(records: Iterable[TrialRecord]) -> dict[str, list[TrialRecord]]:
+    groups: dict[str, list[TrialRecord]] = defaultdict(list)
+    for r in records:
+        groups[r.cell].append(r)
+    return groups
+
+
+def analyze(
+    journal: Journal,
+    ks: Sequence[int] | None = None,
+    *,
+    n_resamples: int = 10_000,
+    ci: float = 0.95,
+    seed: int = 0,
+    references: bool = True,
+) -> Analysis:
+    """Analyse one journal; reads the journal and nothing else.
+
+    Tool-call correctness and path efficiency use the reference runs the run recorded in its
+    manifest; ``references=False`` leaves them off."""
+    ks = sorted(set(ks or journal.manifest.ks))
+    records = journal.records
+    cells = by_cell(records, ks)
+    groups = _by_cell_records(records)
+    warnings = list(journal.warnings)
+    degraded = degradation(
+        cells, groups, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed
+    )
+    refs = recorded_references(journal, warnings) if references else References(note=NOT_USED)
+    sl: Slices = slices(records)
+    curves, baselines = pass_hat_curves(cells)
+    m = journal.manifest
+    return Analysis(
+        journal=str(journal.path),
+        run_id=m.run_id,
+        agent=m.agent,
+        seed=m.seed,
+        ks=ks,
+        cells=cells,
+        degradation=degraded,
+        noise=[run_noise(c.cell, groups[c.cell]) for c in cells],
+        root_causes={c.cell: c.root_causes for c in cells},
+        by_tag=sl.by_tag,
+        tag_trials=sl.tag_trials,
+        by_tool=sl.by_tool,
+        vetoes=sl.vetoes,
+        process={c.cell: process_metrics(c.cell, groups[c.cell], refs) for c in cells},
+        heatmap=heatmap(records, ks),
+        curves=curves,
+        baseline_curves=baselines,
+        scenarios=sorted({r.scenario for r in records}),
+        warnings=warnings,
+        reference_note=refs.note,
+        plugins={
+            c: sorted({p.name for r in rs for p in r.perturbations}) for c, rs in groups.items()
+        },
+    )
+
+
+def _slices_json(a: Analysis) -> dict[str, Any]:
+    return {
+        "root_causes": {cell: dict(sorted(c.items())) for cell, c in a.root_causes.items()},
+        "by_tag": {
+            tag: {
+                "scored": a.tag_trials.get(tag, (0, 0))[0],
+                "failed": a.tag_trials.get(tag, (0, 0))[1],
+                "root_causes": dict(sorted(c.items())),
+            }
+            for tag, c in sorted(a.by_tag.items())
+        },
+        "by_tool": {tool: s.to_json() for tool, s in sorted(a.by_tool.items())},
+        "vetoes": {
+            "counts": dict(sorted(a.veto_counts().items())),
+            "items": [v.__dict__ for v in a.vetoes],
+        },
+    }
+
+
+def analysis_json(a: Analysis) -> dict[str, Any]:
+    """The analysis as plain JSON data (the ``analysis`` field of the JSON report)."""
+    return {
+        "ks": a.ks,
+        "degradation": {
+            cell: [c.to_json() for c in comps] for cell, comps in a.degradation.items()
+        },
+        "noise": [n.to_json() for n in a.noise],
+        **_slices_json(a),
+        "process": {cell: p.to_json() for cell, p in a.process.items()},
+        "heatmap": [
+            {"scenario": s, "cell": c, f"delta_pass_hat_{a.k_main}": v}
+            for (s, c), v in sorted(a.heatmap.items())
+            if c != CLEAN
+        ],
+        "pass_hat_curves": {
+            cell: {str(k): v for k, v in curve.items()} for cell, curve in a.curves.items()
+        },
+        "reference_note": a.reference_note,
+        "warnings": a.warnings,
+    }

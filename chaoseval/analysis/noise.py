@@ -1,0 +1,76 @@
+"""Noise floor and run sizing of one cell: how much of a difference this run can see."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chaoseval.analysis.stats import NoiseFloor, noise_floor
+from chaoseval.model.records import TrialRecord
+
+__all__ = ["SIZING_TARGETS", "RunNoise", "Sizing", "run_noise"]
+
+SIZING_TARGETS = (0.05, 0.10)  # half-widths of a 95% interval the sizing answers for
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """Two ways to reach an interval of ``half_width``: more trials on these tasks (None when
+    no number of trials is enough: the spread between tasks dominates), or more tasks."""
+
+    half_width: float
+    trials_per_task_with_these_tasks: int | None
+    tasks_with_this_many_trials: int
+    trials_per_task: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RunNoise:
+    """Noise floor and run sizing of one cell (the clean cell is the run's headline)."""
+
+    cell: str
+    floor: NoiseFloor | None
+    note: str | None
+    sizing: list[Sizing] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.floor
+        return {
+            "cell": self.cell,
+            "note": self.note,
+            "tasks": f.tasks if f else None,
+            "flips": f.flips if f else None,
+            "flip_share": f.flip_share if f else None,
+            "icc": f.icc if f else None,
+            "between_var": f.between_var if f else None,
+            "within_var": f.within_var if f else None,
+            "se_mean": f.se_mean if f else None,
+            "mde_paired": f.mde if f else None,
+            "mde_unpaired": f.mde_unpaired if f else None,
+            "sizing": [s.to_json() for s in self.sizing],
+        }
+
+
+def run_noise(cell: str, records: Sequence[TrialRecord]) -> RunNoise:
+    outcomes: dict[str, list[int]] = defaultdict(list)
+    for r in records:
+        outcomes.setdefault(r.scenario, [])
+        if r.scored:
+            outcomes[r.scenario].append(int(r.passed))
+    try:
+        floor = noise_floor([np.array(v) for _, v in sorted(outcomes.items())])
+    except ValueError as exc:
+        return RunNoise(cell, None, str(exc))
+    per_task = max(1, round(floor.mean_trials))
+    sizing = [
+        Sizing(h, floor.trials_needed(h, floor.tasks), floor.tasks_needed(h, per_task), per_task)
+        for h in SIZING_TARGETS
+    ]
+    return RunNoise(cell, floor, None, sizing)
