@@ -15,10 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from chaoseval.analysis.aggregate import CLEAN, not_landed, task_counts
 from chaoseval.analysis.degradation import Comparison, adjust_family, compare_counts
 from chaoseval.model.records import TrialRecord
@@ -173,6 +169,53 @@ def _verdict(cell: str, cmps: list[Comparison], la: str, lb: str, k: int) -> tup
     )
 
 
+def _warnings(a: Journal, b: Journal) -> list[str]:
+    warnings: list[str] = []
+    if a.manifest.seed != b.manifest.seed:
+        warnings.append(
+            f"the runs used different seeds ({a.manifest.seed} vs {b.manifest.seed}): worlds "
+            "differ, so pairing is by task only"
+        )
+    for j in (a, b):
+        warnings += [f"{j.path}: {w}" for w in j.warnings]
+    return warnings
+
+
+def _cell_comparisons(
+    ra: Sequence[TrialRecord],
+    rb: Sequence[TrialRecord],
+    ks: Sequence[int],
+    labels: tuple[str, str],
+    cell: str,
+    n_resamples: int,
+    ci: float,
+    seed: int,
+) -> list[Comparison]:
+    """B against A in one cell: pass^k for each k (largest first), then the mean."""
+    la, lb = labels
+    ca, cb = task_counts(ra), task_counts(rb)
+    # A task the perturbation reached in neither run is not a test of resilience.
+    unreached = sorted(set(not_landed(ra)) & set(not_landed(rb)))
+    ca = {t: v for t, v in ca.items() if t not in unreached}
+    cb = {t: v for t, v in cb.items() if t not in unreached}
+    cmps = []
+    for metric, k in [("pass^k", k) for k in reversed(ks)] + [("mean", None)]:
+        cmp = compare_counts(
+            cb,
+            ca,
+            metric,
+            k,
+            n_resamples=n_resamples,
+            ci=ci,
+            seed=derive_seed(seed, "compare", cell, metric, k or 0),
+            arms=(lb, la),
+        )
+        for t in unreached:
+            cmp.excluded[t] = "no fault reached either agent (did not land)"
+        cmps.append(cmp)
+    return cmps
+
+
 def compare_journals(
     a: Journal,
     b: Journal,
@@ -190,42 +233,20 @@ def compare_journals(
     sb = {r.scenario for r in b.records}
     common_cells = [c for c in ga if c in gb]
     common_cells.sort(key=lambda c: (c != CLEAN, c))
-    warnings: list[str] = []
-    if a.manifest.seed != b.manifest.seed:
-        warnings.append(
-            f"the runs used different seeds ({a.manifest.seed} vs {b.manifest.seed}): worlds "
-            "differ, so pairing is by task only"
-        )
-    for j in (a, b):
-        warnings += [f"{j.path}: {w}" for w in j.warnings]
 
     # The budget counts only what is compared: unpaired tasks would inflate one side's bill.
     keep = {(c, t) for c in common_cells for t in sa & sb}
-    cells: list[CellComparison] = []
+    cells = [
+        CellComparison(
+            cell,
+            _cell_comparisons(ga[cell], gb[cell], ks, (la, lb), cell, n_resamples, ci, seed),
+        )
+        for cell in common_cells
+    ]
     families: dict[str, list[Comparison]] = {}
-    for cell in common_cells:
-        ca, cb = task_counts(ga[cell]), task_counts(gb[cell])
-        # A task the perturbation reached in neither run is not a test of resilience.
-        unreached = set(not_landed(ga[cell])) & set(not_landed(gb[cell]))
-        ca = {t: v for t, v in ca.items() if t not in unreached}
-        cb = {t: v for t, v in cb.items() if t not in unreached}
-        cmps = []
-        for metric, k in [("pass^k", k) for k in reversed(ks)] + [("mean", None)]:
-            cmp = compare_counts(
-                cb,
-                ca,
-                metric,
-                k,
-                n_resamples=n_resamples,
-                ci=ci,
-                seed=derive_seed(seed, "compare", cell, metric, k or 0),
-                arms=(lb, la),
-            )
-            for t in unreached:
-                cmp.excluded[t] = "no fault reached either agent (did not land)"
-            cmps.append(cmp)
+    for c in cells:
+        for cmp in c.comparisons:
             families.setdefault(cmp.label, []).append(cmp)
-        cells.append(CellComparison(cell, cmps))
     for family in families.values():
         adjust_family(family)
     k_main = max(ks)
@@ -244,105 +265,5 @@ def compare_journals(
         only_in_b=sorted(sb - sa),
         cells_only_in_a=sorted(set(ga) - set(gb)),
         cells_only_in_b=sorted(set(gb) - set(ga)),
-        warnings=warnings,
+        warnings=_warnings(a, b),
     )
-
-
-# --- terminal ---------------------------------------------------------------------------------
-
-
-def _f(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "—"
-    return f"{x:+.3f}" if signed else f"{x:.3f}"
-
-
-def _p(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3g}"
-
-
-def budget_value(b: Budget, attr: str) -> str:
-    v = getattr(b, attr)
-    if attr == "cost":
-        return f"{v:.4f}"
-    if isinstance(v, float):
-        return f"{v:.2f}"
-    return str(v)
-
-
-def print_comparison(h: HarnessComparison, console: Console) -> None:
-    for w in h.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
-    if h.only_in_a or h.only_in_b:
-        if h.only_in_a:
-            console.print(
-                f"[yellow]tasks only in {h.a_label} (excluded from pairing):[/] "
-                + ", ".join(h.only_in_a)
-            )
-        if h.only_in_b:
-            console.print(
-                f"[yellow]tasks only in {h.b_label} (excluded from pairing):[/] "
-                + ", ".join(h.only_in_b)
-            )
-    for label, cells in ((h.a_label, h.cells_only_in_a), (h.b_label, h.cells_only_in_b)):
-        if cells:
-            console.print(f"[yellow]cells only in {label} (not compared):[/] {', '.join(cells)}")
-    table = Table(
-        title=f"{h.b_label} vs {h.a_label} — paired by task, differences are B - A",
-        title_justify="left",
-    )
-    for col in ("cell", "metric", "A", "B", "B - A", "95% CI", "p", "test", "Holm", "BH", "tasks"):
-        table.add_column(col, justify="left" if col in ("cell", "metric", "test") else "right")
-    for c in h.cells:
-        for i, x in enumerate(c.comparisons):
-            d = x.difference
-            ci = "—" if d is None else f"[{d.low:+.3f}, {d.high:+.3f}]"
-            diff = _f(d.estimate if d else None, signed=True)
-            if x.significant:
-                diff = f"[bold]{diff}[/]"
-            table.add_row(
-                escape(c.cell) if i == 0 else "",
-                x.label,
-                _f(x.b),
-                _f(x.a),
-                diff,
-                ci,
-                _p(x.test.p_value if x.test else None),
-                x.test.method if x.test else "—",
-                _p(x.p_holm),
-                _p(x.p_bh),
-                str(x.tasks),
-            )
-    console.print(table)
-    budget = Table(
-        title="budget on the paired tasks and cells (what each harness spent)", title_justify="left"
-    )
-    budget.add_column("")
-    budget.add_column(h.a_label, justify="right")
-    budget.add_column(h.b_label, justify="right")
-    budget.add_column("B / A", justify="right")
-    ba, bb = h.budgets
-    for attr, name in Budget.ROWS:
-        va, vb = getattr(ba, attr), getattr(bb, attr)
-        ratio = f"{vb / va:.2f}x" if va else "—"
-        budget.add_row(name, budget_value(ba, attr), budget_value(bb, attr), ratio)
-    console.print(budget)
-    console.print("[bold]conclusions[/]")
-    for c in h.cells:
-        style = "green" if c.winner else "dim"
-        console.print(f"  [{style}]{escape(c.verdict)}[/]", highlight=False)
-    excluded = {
-        (c.cell, t): why
-        for c in h.cells
-        for x in c.comparisons
-        for t, why in x.excluded.items()
-        if not why.startswith("only in")  # already listed above
-    }
-    if excluded:
-        console.print("[yellow]excluded from pairing (cell: reason: tasks)[/]")
-        grouped: dict[tuple[str, str], list[str]] = {}
-        for (cell, t), why in sorted(excluded.items()):
-            grouped.setdefault((cell, why), []).append(t)
-        for (cell, why), tasks in grouped.items():
-            names = escape(", ".join(tasks))
-            console.print(f"  {escape(cell)}: {escape(why)}: {len(tasks)} task(s): {names}")

@@ -11,10 +11,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from chaoseval.analysis.build import analysis_json, analyze
-from chaoseval.analysis.compare import compare_journals, print_comparison
+from chaoseval.analysis.compare import compare_journals
 from chaoseval.analysis.gate import evaluate, parse_rule
 from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError, ConfigError
+from chaoseval.render.comparison import print_comparison
 from chaoseval.render.junit import render_junit
 from chaoseval.render.markdown import render_comparison_markdown, render_markdown
 from chaoseval.render.report import json_report, print_report

@@ -327,6 +327,103 @@ def evaluate(
     )
 
 
+@dataclass
+class _Searcher:
+    """One search's state: the schedules tried (cached by cell name), the finds ruled out on
+    confirmation, and the failure rate of each schedule in the order tried."""
+
+    scenario: Scenario
+    agent: AgentAdapter
+    agent_name: str
+    model: ModelSettings
+    seed: int
+    trials: int
+    wall: float
+    min_failure_rate: float
+    on_example: Callable[[Cell, Evaluation], None] | None = None
+    cache: dict[str, Evaluation] = field(default_factory=dict)
+    blocked: set[str] = field(default_factory=set)
+    history: list[tuple[str, float]] = field(default_factory=list)
+
+    def run(self, cell: Cell, seed: int, trials: int) -> Evaluation:
+        return evaluate(
+            self.scenario,
+            cell,
+            self.agent,
+            agent_name=self.agent_name,
+            model=self.model,
+            seed=seed,
+            trials=trials,
+            wall_timeout=self.wall,
+        )
+
+    def breaks(self, schedule: list[PerturbationSpec]) -> bool:
+        """Hypothesis' condition: the schedule's trials fail from a delivered fault often
+        enough (a schedule ruled out on confirmation never counts again)."""
+        cell = make_cell(schedule)
+        result = self.cache.get(cell.name)
+        if result is None:
+            result = self.run(cell, self.seed, self.trials)
+            self.cache[cell.name] = result
+            self.history.append((cell.name, result.failure_rate))
+            if self.on_example is not None:
+                self.on_example(cell, result)
+        if cell.name in self.blocked:
+            return False
+        return bool(result.scored) and result.failure_rate >= self.min_failure_rate - 1e-9
+
+
+def _settings(budget: int) -> settings:
+    return settings(
+        max_examples=budget,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def _find_and_confirm(
+    s: _Searcher,
+    strategy: st.SearchStrategy[list[PerturbationSpec]],
+    *,
+    budget: int,
+    rounds: int,
+    confirm: int,
+    confirm_rate: float,
+    plugins: Sequence[str],
+) -> tuple[Cell, Evaluation, int, list[tuple[str, float]]]:
+    """Search, shrink and confirm, up to ``rounds`` times: the find, its confirmation, the
+    confirmation seed and the finds that did not hold up."""
+    # Fresh trial seeds: the confirmation must not re-use the trials the search selected on.
+    confirm_seed = derive_seed(s.seed, "confirm")
+    rejected: list[tuple[str, float]] = []
+    for attempt in range(max(1, rounds)):
+        rng = random.Random(derive_seed(s.seed, "search", s.scenario.id, s.agent_name, attempt))
+        try:
+            schedule = find(strategy, s.breaks, settings=_settings(budget), random=rng)
+        except NoSuchExample:
+            if rejected:
+                break  # report the best unconfirmed find below
+            raise ChaosevalError(
+                f"no schedule within {budget} examples made {s.agent_name!r} fail "
+                f"{s.scenario.id!r} in {s.min_failure_rate:.0%} of {s.trials} trials "
+                f"(plugins searched: {', '.join(sorted(plugins))})"
+            ) from None
+        cell = make_cell(schedule)
+        confirmation = s.run(cell, confirm_seed, confirm)
+        if confirmation.failure_rate >= confirm_rate - 1e-9:
+            return cell, confirmation, confirm_seed, rejected
+        # A lucky find on a few trials: rule it out and search again.
+        rejected.append((cell.name, confirmation.failure_rate))
+        s.blocked.add(cell.name)
+    # Every round's find fell short on confirmation: report the strongest of them.
+    best = max(rejected, key=lambda x: x[1])[0]
+    cell = next(c.cell for c in s.cache.values() if c.cell.name == best)
+    return cell, s.run(cell, confirm_seed, confirm), confirm_seed, rejected
+
+
 def search(
     scenario: Scenario,
     agent: AgentAdapter,
@@ -358,114 +455,36 @@ def search(
         raise ConfigError("--trials, --confirm and --budget must be at least 1")
     if not 0 < min_failure_rate <= 1:
         raise ConfigError("--min-failure-rate must be in (0, 1]")
-    model = model or ModelSettings()
     found = searchable_plugins(scenario, plugins, channels)
     targets = _target_tools(scenario, tools)
     max_call = max(2, scenario.budgets.max_steps)
     wall = 30.0 if getattr(agent, "clock", "real") == "virtual" else scenario.budgets.trial_timeout
-
-    clean = evaluate(
-        scenario,
-        Cell(name="clean"),
-        agent,
-        agent_name=agent_name,
-        model=model,
-        seed=seed,
-        trials=max(trials, 10),
-        wall_timeout=wall,
+    s = _Searcher(
+        scenario, agent, agent_name, model or ModelSettings(), seed, trials, wall,
+        min_failure_rate, on_example,
     )
+    clean = s.run(Cell(name="clean"), seed, max(trials, 10))
     clean_fail = sum(r.status == "failed" for r in clean.scored) / max(1, len(clean.scored))
-
-    cache: dict[str, Evaluation] = {}
-    blocked: set[str] = set()
-    history: list[tuple[str, float]] = []
-
-    def breaks(schedule: list[PerturbationSpec]) -> bool:
-        cell = make_cell(schedule)
-        result = cache.get(cell.name)
-        if result is None:
-            result = evaluate(
-                scenario,
-                cell,
-                agent,
-                agent_name=agent_name,
-                model=model,
-                seed=seed,
-                trials=trials,
-                wall_timeout=wall,
-            )
-            cache[cell.name] = result
-            history.append((cell.name, result.failure_rate))
-            if on_example is not None:
-                on_example(cell, result)
-        if cell.name in blocked:
-            return False
-        return bool(result.scored) and result.failure_rate >= min_failure_rate - 1e-9
-
-    config = settings(
-        max_examples=budget,
-        database=None,
-        deadline=None,
-        derandomize=False,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
+    cell, confirmation, confirm_seed, rejected = _find_and_confirm(
+        s,
+        schedule_strategy(found, targets, max_call, max_faults),
+        budget=budget,
+        rounds=rounds,
+        confirm=confirm,
+        confirm_rate=confirm_rate,
+        plugins=list(found),
     )
-    # Fresh trial seeds: the confirmation must not re-use the trials the search selected on.
-    confirm_seed = derive_seed(seed, "confirm")
-
-    def confirm_cell(cell: Cell) -> Evaluation:
-        """Re-run a find on fresh trial seeds: a lucky schedule must fail again."""
-        return evaluate(
-            scenario,
-            cell,
-            agent,
-            agent_name=agent_name,
-            model=model,
-            seed=confirm_seed,
-            trials=confirm,
-            wall_timeout=wall,
-        )
-
-    rejected: list[tuple[str, float]] = []
-    for attempt in range(max(1, rounds)):
-        try:
-            schedule = find(
-                schedule_strategy(found, targets, max_call, max_faults),
-                breaks,
-                settings=config,
-                random=random.Random(derive_seed(seed, "search", scenario.id, agent_name, attempt)),
-            )
-        except NoSuchExample:
-            if rejected:
-                break  # report the best unconfirmed find below
-            raise ChaosevalError(
-                f"no schedule within {budget} examples made {agent_name!r} fail "
-                f"{scenario.id!r} in {min_failure_rate:.0%} of {trials} trials "
-                f"(plugins searched: {', '.join(sorted(found))})"
-            ) from None
-        cell = make_cell(schedule)
-        confirmation = confirm_cell(cell)
-        if confirmation.failure_rate >= confirm_rate - 1e-9:
-            break
-        # A lucky find on a few trials: rule it out and search again.
-        rejected.append((cell.name, confirmation.failure_rate))
-        blocked.add(cell.name)
-    else:
-        # Every round's find fell short on confirmation: report the strongest of them.
-        best = max(rejected, key=lambda x: x[1])[0]
-        cell = next(c.cell for c in cache.values() if c.cell.name == best)
-        confirmation = confirm_cell(cell)
     return SearchResult(
         scenario=scenario.id,
         agent=agent_name,
         seed=seed,
         cell=cell,
         search_trials=trials,
-        examples=len(cache),
+        examples=len(s.cache),
         confirm_seed=confirm_seed,
         confirmation=confirmation,
         clean_failure_rate=clean_fail,
         confirm_rate=confirm_rate,
         rejected=rejected,
-        history=history,
+        history=s.history,
     )

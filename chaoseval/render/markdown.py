@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from chaoseval.analysis.build import Analysis
-from chaoseval.analysis.compare import Budget, HarnessComparison, budget_value
-from chaoseval.render.tables import TableData, report_tables
+from chaoseval.analysis.compare import Budget, HarnessComparison
+from chaoseval.render.tables import TableData, budget_value, report_tables
 
 __all__ = ["render_comparison_markdown", "render_markdown", "table_markdown"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from chaoseval.analysis.aggregate import CellResult, by_cell, by_scenario_cell
+from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, by_scenario_cell
 from chaoseval.store.journal import Journal
 
 REPORT_SCHEMA_VERSION = 1
@@ -81,12 +81,8 @@ def root_cause_legend(journal: Journal, names: set[str]) -> str:
     return "Root causes:\n" + "\n".join(lines) if lines else ""
 
 
-def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = None) -> None:
-    ks = list(ks or journal.manifest.ks)
+def _cell_table(journal: Journal, cells: Sequence[CellResult], ks: Sequence[int]) -> Table:
     m = journal.manifest
-    for w in journal.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    cells = by_cell(journal.records, ks)
     table = Table(
         title=f"{m.agent} — {len({r.scenario for r in journal.records})} scenarios, "
         f"seed {m.seed}, model {m.model.model} T={m.model.temperature} ({m.clock} clock)",
@@ -103,19 +99,9 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
         table.add_column(f"pass^{k}", justify="right")
     table.add_column(f"Δpass^{ks[-1]}", justify="right")
     table.add_column("faults (delivered)", justify="right")
-    causes_table = Table(
-        title="Failures by root cause (vetoes are counted on their own as well)",
-        title_justify="left",
-    )
-    causes_table.add_column("perturbation")
-    causes_table.add_column("root causes of failed trials, most common first")
-    causes_table.add_column("vetoes")
     for r in cells:
         s = r.summary
-        d = r.delta.pass_hat.get(ks[-1]) if r.delta and r.cell != "clean" else None
-        causes = ", ".join(f"{c} {n}" for c, n in r.root_causes.most_common())
-        vetoes = ", ".join(f"{k} {v}" for k, v in sorted(r.vetoes.items()))
-        causes_table.add_row(r.cell, causes or "—", f"[red]{vetoes}[/]" if vetoes else "—")
+        d = r.delta.pass_hat.get(ks[-1]) if r.delta and r.cell != CLEAN else None
         faults = f"{r.faults_injected} ({r.faults_delivered})"
         if r.did_not_land:
             faults += " [red]did not land[/]"
@@ -130,14 +116,29 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
             _fmt(s.mean),
             *[_fmt(s.pass_at[k]) for k in ks],
             *[_fmt(s.pass_hat[k]) for k in ks],
-            delta_text if r.cell != "clean" else "",
+            delta_text if r.cell != CLEAN else "",
             faults,
         )
-    console.print(table)
-    console.print(causes_table)
-    legend = root_cause_legend(journal, {c for r in cells for c in r.root_causes})
-    if legend:
-        console.print(legend, highlight=False)
+    return table
+
+
+def _cause_table(cells: Sequence[CellResult]) -> Table:
+    table = Table(
+        title="Failures by root cause (vetoes are counted on their own as well)",
+        title_justify="left",
+    )
+    table.add_column("perturbation")
+    table.add_column("root causes of failed trials, most common first")
+    table.add_column("vetoes")
+    for r in cells:
+        causes = ", ".join(f"{c} {n}" for c, n in r.root_causes.most_common())
+        vetoes = ", ".join(f"{k} {v}" for k, v in sorted(r.vetoes.items()))
+        table.add_row(r.cell, causes or "—", f"[red]{vetoes}[/]" if vetoes else "—")
+    return table
+
+
+def _cell_notes(cells: Sequence[CellResult], console: Console) -> None:
+    """What each cell's numbers leave out: tasks short of k trials, unreached, unscored."""
     for r in cells:
         excluded = {k: v for k, v in r.summary.excluded.items() if v}
         for k, tasks in excluded.items():
@@ -153,14 +154,32 @@ def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = 
                 f"[yellow]{r.cell}: {len(r.summary.unscored)} task(s) had no evaluable trial:[/] "
                 + ", ".join(r.summary.unscored)
             )
+
+
+def _not_evaluable(journal: Journal, cells: Sequence[CellResult], console: Console) -> None:
     ne = sum(r.not_evaluable for r in cells)
-    if ne:
-        errors = sorted({(r.trial_id, r.error) for r in journal.records if not r.scored})
-        console.print(
-            f"[bold yellow]{ne} trial(s) not evaluable (harness or plugin errors, not counted "
-            "against the agent):[/]"
-        )
-        for trial_id, error in errors[:5]:
-            console.print(f"  {trial_id}: {error}")
-        if len(errors) > 5:
-            console.print(f"  … and {len(errors) - 5} more (see the journal)")
+    if not ne:
+        return
+    errors = sorted({(r.trial_id, r.error) for r in journal.records if not r.scored})
+    console.print(
+        f"[bold yellow]{ne} trial(s) not evaluable (harness or plugin errors, not counted "
+        "against the agent):[/]"
+    )
+    for trial_id, error in errors[:5]:
+        console.print(f"  {trial_id}: {error}")
+    if len(errors) > 5:
+        console.print(f"  … and {len(errors) - 5} more (see the journal)")
+
+
+def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = None) -> None:
+    ks = list(ks or journal.manifest.ks)
+    for w in journal.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    cells = by_cell(journal.records, ks)
+    console.print(_cell_table(journal, cells, ks))
+    console.print(_cause_table(cells))
+    legend = root_cause_legend(journal, {c for r in cells for c in r.root_causes})
+    if legend:
+        console.print(legend, highlight=False)
+    _cell_notes(cells, console)
+    _not_evaluable(journal, cells, console)

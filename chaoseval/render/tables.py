@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.compare import Budget
 from chaoseval.analysis.degradation import Comparison
 
-__all__ = ["TableData", "fmt", "report_tables"]
+__all__ = ["TableData", "budget_value", "fmt", "fmt_p", "report_tables"]
 
 
 @dataclass
@@ -28,8 +29,18 @@ def fmt(x: float | None, signed: bool = False, digits: int = 3) -> str:
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
 
-def _p(x: float | None) -> str:
+def fmt_p(x: float | None) -> str:
     return "—" if x is None else f"{x:.3g}"
+
+
+def budget_value(b: Budget, attr: str) -> str:
+    """One entry of a comparison's budget table: cost to 4 places, other floats to 2."""
+    v = getattr(b, attr)
+    if attr == "cost":
+        return f"{v:.4f}"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
 
 
 def _ci(c: Comparison) -> str:
@@ -103,10 +114,10 @@ def degradation_table(a: Analysis) -> TableData:
                     fmt(c.difference.estimate if c.difference else None, True),
                     _ci(c),
                     _ratio(c),
-                    _p(c.test.p_value if c.test else None),
+                    fmt_p(c.test.p_value if c.test else None),
                     c.test.method if c.test else "—",
-                    _p(c.p_holm),
-                    _p(c.p_bh),
+                    fmt_p(c.p_holm),
+                    fmt_p(c.p_bh),
                     str(c.tasks),
                 ]
             )
