@@ -162,3 +162,31 @@ def test_report_cli_formats(journal: Journal, tmp_path: Path) -> None:
     assert "Degradation against clean" in res.output and "Noise floor" in res.output
     res = runner.invoke(app, ["report", j, "-f", "pdf"])
     assert res.exit_code == 2 and "unknown --format" in res.output
+
+
+def test_terminal_progress_counts_every_trial(tmp_path: Path) -> None:
+    """The runner reports through RunProgress; the terminal bar lives in render/."""
+    import io
+
+    from rich.console import Console
+
+    from chaoseval.render.progress import TerminalProgress
+
+    out = io.StringIO()
+    result = run(
+        RunConfig(
+            scenarios=select(installed(), ["vending-refund-dispensed"]),
+            agent=load_agent("naive"),
+            agent_name="naive",
+            trials=3,
+            seed=7,
+            progress=TerminalProgress(Console(file=out, force_terminal=True, width=120)),
+        )
+    )
+    text = out.getvalue()
+    statuses = [r.status for r in result.records]
+    final = (
+        f"pass {statuses.count('passed')} fail {statuses.count('failed')} "
+        f"n/e {statuses.count('not_evaluable')}"
+    )
+    assert "naive" in text and "3/3" in text and final in text

@@ -21,6 +21,7 @@ from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ChaosevalError
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings
+from chaoseval.render.progress import TerminalProgress
 from chaoseval.render.report import print_report
 from chaoseval.store.journal import read_journal
 
@@ -69,7 +70,7 @@ def run_cmd(
             resume=resume,
             overwrite=overwrite,
             wall_timeout=trial_timeout,
-            progress=progress and sys.stderr.isatty(),
+            progress=TerminalProgress() if progress and sys.stderr.isatty() else None,
         )
         bad_k = [x for x in config.ks if x < 1 or x > trials]
         if bad_k:

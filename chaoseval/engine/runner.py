@@ -10,16 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Protocol
 
 import anyio
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from chaoseval.engine.judge import possible_root_causes
 from chaoseval.engine.references import reference_runs
@@ -43,6 +36,16 @@ def _version(name: str) -> str:
         return "unknown"
 
 
+class RunProgress(Protocol):
+    """Where the runner reports progress; it draws nothing itself (render/ does)."""
+
+    def start(self, label: str, total: int) -> None: ...
+
+    def trial_done(self, record: TrialRecord) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 @dataclass
 class RunConfig:
     scenarios: Sequence[Scenario]
@@ -58,7 +61,7 @@ class RunConfig:
     resume: bool = False
     overwrite: bool = False
     wall_timeout: float | None = None
-    progress: bool = False
+    progress: RunProgress | None = None  # e.g. chaoseval.render.progress.TerminalProgress
     # Run each scenario's reference solution once and record it in the manifest (the report's
     # tool-call correctness and path efficiency read it from there).
     references: bool = True
@@ -189,18 +192,6 @@ def _wall_timeout(config: RunConfig) -> float:
     return max(s.budgets.trial_timeout for s in config.scenarios) + 5
 
 
-def _progress(config: RunConfig) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        disable=not config.progress,
-        transient=False,
-    )
-
-
 async def run_matrix(
     config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None
 ) -> RunResult:
@@ -212,10 +203,9 @@ async def run_matrix(
     records: list[TrialRecord] = [done[p.trial_id] for p in plans if p.trial_id in done]
     limiter = anyio.CapacityLimiter(max(1, config.concurrency))
     wall = _wall_timeout(config)
-    progress = _progress(config)
-    counts = {"passed": 0, "failed": 0, "not_evaluable": 0}
+    progress = config.progress
 
-    async def one(p: TrialPlan, task_id: TaskID) -> None:
+    async def one(p: TrialPlan) -> None:
         # The trial's artifact directory is bound while it runs (exec agents' stdout, stderr).
         async with limiter:
             with binding(store, p.trial_id) as kept:
@@ -231,24 +221,22 @@ async def run_matrix(
                 )
             record.artifacts = list(kept.refs) if kept is not None else []
         records.append(record)
-        counts[record.status] += 1
         if writer is not None:
             writer.append(record)
         if on_record is not None:
             on_record(record)
-        progress.update(
-            task_id,
-            advance=1,
-            status=f"pass {counts['passed']} fail {counts['failed']} n/e {counts['not_evaluable']}",
-        )
+        if progress is not None:
+            progress.trial_done(record)
 
     try:
-        with progress:
-            task_id = progress.add_task(f"{config.agent_name}", total=len(todo), status="")
-            async with anyio.create_task_group() as tg:
-                for p in todo:
-                    tg.start_soon(one, p, task_id)
+        if progress is not None:
+            progress.start(config.agent_name, len(todo))
+        async with anyio.create_task_group() as tg:
+            for p in todo:
+                tg.start_soon(one, p)
     finally:
+        if progress is not None:
+            progress.stop()
         if writer is not None:
             writer.close()
     order = {p.trial_id: i for i, p in enumerate(plans)}
