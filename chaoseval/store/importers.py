@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import zipfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -121,45 +122,79 @@ def _unique_index(seen: dict[str, set[int]], task: str, wanted: int | None) -> i
 # --- tau-bench --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _TauResult:
+    """One tau-bench / tau2-bench trial result, whichever file shape it came from."""
+
+    task_id: Any
+    trial: Any
+    reward: Any
+    error: Any  # set when the run crashed before scoring: not evaluable
+    cost: float
+    seconds: float
+
+
+_TAU2_ERRORS = ("agent_error", "user_error", "too_many_errors")
+
+
+def _tau2_results(data: dict[str, Any]) -> tuple[str, str, list[_TauResult]]:
+    info = data.get("info") or {}
+    agent_info = info.get("agent_info") or {}
+    model = str(agent_info.get("llm") or "")
+    agent = f"tau2-bench {agent_info.get('implementation', '')}".strip()
+    items = [
+        _TauResult(
+            task_id=s.get("task_id"),
+            trial=s.get("trial"),
+            reward=(s.get("reward_info") or {}).get("reward"),
+            error=s.get("termination_reason")
+            if s.get("termination_reason") in _TAU2_ERRORS
+            else None,
+            cost=float(s.get("agent_cost") or 0.0),
+            seconds=float(s.get("duration") or 0.0),
+        )
+        for s in data["simulations"]
+    ]
+    return agent, model, items
+
+
+def _tau_results(path: Path, data: list[Any]) -> list[_TauResult]:
+    items = []
+    for i, r in enumerate(data):
+        if not isinstance(r, dict) or "task_id" not in r:
+            raise ConfigError(f"{path}: entry {i} is not a tau-bench result with a task_id")
+        info = r.get("info") or {}
+        items.append(
+            _TauResult(
+                task_id=r["task_id"],
+                trial=r.get("trial"),
+                reward=r.get("reward"),
+                error=info.get("error") if isinstance(info, dict) else None,
+                cost=float((info.get("total_cost") if isinstance(info, dict) else 0) or 0),
+                seconds=0.0,
+            )
+        )
+    return items
+
+
+def _tau_verdict(it: _TauResult) -> tuple[str, str | None, str | None]:
+    """(status, root cause, error) of one result: reward 1 passes, a crash is not evaluable."""
+    if it.error or it.reward is None:
+        return "not_evaluable", "harness_error", str(it.error or "no reward recorded")[:500]
+    if abs(float(it.reward) - 1.0) <= _EPS:
+        return "passed", None, None
+    return "failed", "wrong_answer", f"reward {float(it.reward):g}"
+
+
 def load_tau_bench(path: str | Path) -> Journal:
     path = Path(path)
     data = _read_json(path)
     model = ""
     agent = "tau-bench"
     if isinstance(data, dict) and "simulations" in data:
-        info = data.get("info") or {}
-        agent_info = info.get("agent_info") or {}
-        model = str(agent_info.get("llm") or "")
-        agent = f"tau2-bench {agent_info.get('implementation', '')}".strip()
-        items = [
-            {
-                "task_id": s.get("task_id"),
-                "trial": s.get("trial"),
-                "reward": (s.get("reward_info") or {}).get("reward"),
-                "error": s.get("termination_reason")
-                if s.get("termination_reason") in ("agent_error", "user_error", "too_many_errors")
-                else None,
-                "cost": float(s.get("agent_cost") or 0.0),
-                "seconds": float(s.get("duration") or 0.0),
-            }
-            for s in data["simulations"]
-        ]
+        agent, model, items = _tau2_results(data)
     elif isinstance(data, list):
-        items = []
-        for i, r in enumerate(data):
-            if not isinstance(r, dict) or "task_id" not in r:
-                raise ConfigError(f"{path}: entry {i} is not a tau-bench result with a task_id")
-            info = r.get("info") or {}
-            items.append(
-                {
-                    "task_id": r["task_id"],
-                    "trial": r.get("trial"),
-                    "reward": r.get("reward"),
-                    "error": info.get("error") if isinstance(info, dict) else None,
-                    "cost": float((info.get("total_cost") if isinstance(info, dict) else 0) or 0),
-                    "seconds": 0.0,
-                }
-            )
+        items = _tau_results(path, data)
     else:
         raise ConfigError(
             f"{path}: expected a tau-bench results list or a tau2-bench file with 'simulations'"
@@ -171,17 +206,9 @@ def load_tau_bench(path: str | Path) -> Journal:
     seen: dict[str, set[int]] = {}
     records = []
     for it in items:
-        task = str(it["task_id"])
-        index = _unique_index(seen, task, it["trial"] if isinstance(it["trial"], int) else None)
-        reward = it["reward"]
-        if it["error"] or reward is None:
-            status, cause = "not_evaluable", "harness_error"
-            err = str(it["error"] or "no reward recorded")[:500]
-        else:
-            ok = abs(float(reward) - 1.0) <= _EPS
-            status, cause, err = ("passed", None, None) if ok else ("failed", "wrong_answer", None)
-            if not ok:
-                err = f"reward {float(reward):g}"
+        task = str(it.task_id)
+        index = _unique_index(seen, task, it.trial if isinstance(it.trial, int) else None)
+        status, cause, err = _tau_verdict(it)
         records.append(
             _record(
                 run_id,
@@ -193,8 +220,8 @@ def load_tau_bench(path: str | Path) -> Journal:
                 tags=["tau-bench"],
                 root_cause=cause,
                 error=err,
-                usage=Usage(cost=it["cost"]),
-                seconds=it["seconds"],
+                usage=Usage(cost=it.cost),
+                seconds=it.seconds,
             )
         )
     trials = max(len(v) for v in seen.values())
