@@ -18,6 +18,7 @@ from chaoseval.engine.judge import possible_root_causes
 from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import TrialPlan, instantiate, run_trial
 from chaoseval.errors import ConfigError
+from chaoseval.model.clock import ClockMode
 from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
@@ -34,6 +35,12 @@ def _version(name: str) -> str:
         return version(name)
     except PackageNotFoundError:
         return "unknown"
+
+
+def agent_clock(agent: AgentAdapter) -> ClockMode:
+    """The clock an agent's trials run on: virtual only when the adapter declares
+    ``clock = "virtual"`` (it never waits on wall time), real otherwise."""
+    return "virtual" if getattr(agent, "clock", "real") == "virtual" else "real"
 
 
 class RunProgress(Protocol):
@@ -67,8 +74,8 @@ class RunConfig:
     references: bool = True
 
     @property
-    def clock_mode(self):
-        return getattr(self.agent, "clock", "real")
+    def clock_mode(self) -> ClockMode:
+        return agent_clock(self.agent)
 
     def all_cells(self) -> list[Cell]:
         cells = [CLEAN, *[c for c in self.cells if not c.is_clean]]

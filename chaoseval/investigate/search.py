@@ -30,6 +30,7 @@ from hypothesis.errors import NoSuchExample
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
+from chaoseval.engine.runner import agent_clock
 from chaoseval.engine.trial import TrialPlan, run_trial
 from chaoseval.errors import ChaosevalError, ConfigError
 from chaoseval.model.cells import cell_name
@@ -285,7 +286,7 @@ async def _evaluate(
     wall_timeout: float,
 ) -> Evaluation:
     records = []
-    clock_mode = getattr(agent, "clock", "real")
+    clock_mode = agent_clock(agent)
     for i in range(trials):
         records.append(
             await run_trial(
@@ -458,7 +459,7 @@ def search(
     found = searchable_plugins(scenario, plugins, channels)
     targets = _target_tools(scenario, tools)
     max_call = max(2, scenario.budgets.max_steps)
-    wall = 30.0 if getattr(agent, "clock", "real") == "virtual" else scenario.budgets.trial_timeout
+    wall = 30.0 if agent_clock(agent) == "virtual" else scenario.budgets.trial_timeout
     s = _Searcher(
         scenario, agent, agent_name, model or ModelSettings(), seed, trials, wall,
         min_failure_rate, on_example,

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from chaoseval.analysis.gate import RuleResult
+from chaoseval.model.records import TrialRecord
 from chaoseval.store.journal import Journal
 
 __all__ = ["render_junit"]
@@ -17,7 +18,7 @@ __all__ = ["render_junit"]
 
 def render_junit(journal: Journal, gate: Sequence[RuleResult] = ()) -> str:
     root = ET.Element("testsuites", name=f"chaoseval {journal.manifest.agent}")
-    cells: dict[str, list] = {}
+    cells: dict[str, list[TrialRecord]] = {}
     for r in journal.records:
         cells.setdefault(r.cell, []).append(r)
     total = failures = skipped = 0

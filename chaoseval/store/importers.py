@@ -276,6 +276,22 @@ def _passed(value: Any) -> bool | None:
     return None
 
 
+def _inspect_verdict(sample: dict[str, Any], score: Any) -> tuple[str, str | None, str | None]:
+    """(status, root cause, detail) of one sample epoch: an error or an unusable score is not
+    evaluable, never a failure."""
+    if sample.get("error"):
+        err = sample["error"]
+        msg = err.get("message") if isinstance(err, dict) else str(err)
+        return "not_evaluable", "harness_error", str(msg)[:500]
+    value = score.get("value") if isinstance(score, dict) else None
+    verdict = _passed(value) if isinstance(score, dict) else None
+    if verdict is None:
+        return "not_evaluable", "harness_error", "no usable score"
+    if verdict:
+        return "passed", None, None
+    return "failed", "wrong_answer", f"score {value!r}"
+
+
 def load_inspect(path: str | Path, scorer: str | None = None) -> Journal:
     path = Path(path)
     if not path.exists():
@@ -310,17 +326,7 @@ def load_inspect(path: str | Path, scorer: str | None = None) -> Journal:
             usage.input_tokens += int(u.get("input_tokens") or 0)
             usage.output_tokens += int(u.get("output_tokens") or 0)
         seconds = float(s.get("total_time") or 0.0)
-        verdict = _passed(score.get("value")) if isinstance(score, dict) else None
-        if s.get("error"):
-            err = s["error"]
-            msg = err.get("message") if isinstance(err, dict) else str(err)
-            status, cause, detail = "not_evaluable", "harness_error", str(msg)[:500]
-        elif verdict is None:
-            status, cause, detail = "not_evaluable", "harness_error", "no usable score"
-        elif verdict:
-            status, cause, detail = "passed", None, None
-        else:
-            status, cause, detail = "failed", "wrong_answer", f"score {score.get('value')!r}"
+        status, cause, detail = _inspect_verdict(s, score)
         records.append(
             _record(
                 run_id,
