@@ -190,3 +190,21 @@ def test_terminal_progress_counts_every_trial(tmp_path: Path) -> None:
         f"n/e {statuses.count('not_evaluable')}"
     )
     assert "naive" in text and "3/3" in text and final in text
+
+
+def test_only_render_and_cli_import_rich() -> None:
+    """Every terminal output is drawn in render/ (and the CLI's own messages in cli/)."""
+    import ast
+
+    import chaoseval
+
+    root = Path(chaoseval.__file__).parent
+    for path in root.rglob("*.py"):
+        if path.relative_to(root).parts[0] in ("render", "cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+            assert not [n for n in names if n.split(".")[0] == "rich"], f"{path} imports rich"
