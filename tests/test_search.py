@@ -12,14 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaoseval.engine.runner import RunConfig, run
-from chaoseval.investigate.search import (
-    evaluate,
-    fault_strategy,
-    make_cell,
-    plugin_parameters,
-    search,
-    searchable_plugins,
-)
+from chaoseval.investigate.schedules import fault_strategy, plugin_parameters, searchable_plugins
+from chaoseval.investigate.search import evaluate, make_cell, search
 from chaoseval.loading.files import load_paths, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.seams.agent import load_agent
