@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from chaoseval.errors import ConfigError
 
@@ -118,6 +119,29 @@ def current() -> Redactor:
 
 def redact(value: str) -> str:
     return current().text(value)
+
+
+class RedactingStream:
+    """A text stream that redacts what is written to it (a command's stdout and stderr)."""
+
+    def __init__(self, inner: TextIO):
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        self.inner.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # flush, isatty, encoding, fileno, buffer...
+
+
+def guard_output() -> None:
+    """Every command's output redacted: print() and rich consoles write through sys.stdout
+    and sys.stderr as they are when they write, so wrapping those covers both."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, RedactingStream):
+            setattr(sys, name, RedactingStream(stream))
 
 
 def cap(value: Any, limit: int = TEXT_LIMIT) -> Any:

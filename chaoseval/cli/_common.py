@@ -68,7 +68,7 @@ def print_broken(what: str, broken: list[BrokenEntryPoint]) -> None:
 
 def user_agent(name: str, app_dir: Path) -> AgentAdapter:
     """``--agent``: a registered name, or ``module:factory`` importable from ``app_dir``."""
-    if ":" in name:
+    if ":" in name and not name.startswith("exec:"):  # exec: names a command, not a module
         append_path(app_dir)
         check_not_shadowed(name.partition(":")[0], app_dir)
     return load_agent(name)

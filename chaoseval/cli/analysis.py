@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from chaoseval import redact
 from chaoseval.analysis.build import analysis_json, analyze
 from chaoseval.analysis.compare import compare_journals
 from chaoseval.analysis.gate import evaluate, parse_rule
@@ -38,6 +39,7 @@ def _emit(text: str, output: Path | None, what: str) -> None:
         print(text)
         return
     output.parent.mkdir(parents=True, exist_ok=True)
+    text = redact.redact(text)
     output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     Console(stderr=True).print(f"wrote {what} to {output}")
 
@@ -78,7 +80,7 @@ def report_impl(
         _emit(render_html(a), output, "HTML report")
     else:  # table into a file
         with output.open("w", encoding="utf-8") as fh:  # type: ignore[union-attr]
-            file_console = Console(file=fh, width=180)
+            file_console = Console(file=redact.RedactingStream(fh), width=180)
             print_report(data, file_console, ks)
             print_analysis(a, file_console)
 

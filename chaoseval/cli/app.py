@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from chaoseval import redact
 from chaoseval.cli import analysis, authoring, catalogue, investigate, relay, run, summary
 
 
@@ -16,6 +17,7 @@ def _session() -> None:
     # default; a CLI run must not litter the user's working directory.
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(cache / "chaoseval" / "hypothesis"))
+    redact.guard_output()  # no command prints a secret
 
 
 def build() -> typer.Typer:

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from chaoseval import redact
 from chaoseval.cli._common import (
     AppDir,
     ScenarioPaths,
@@ -140,7 +141,7 @@ def diverge_cmd(
         if format == "json":
             text = json.dumps(to_json(tasks, data), indent=2)
             if output:
-                output.write_text(text + "\n")
+                output.write_text(redact.redact(text) + "\n")
             else:
                 print(text)
             return
@@ -264,7 +265,7 @@ def sample_cmd(
     except ChaosevalError as exc:
         fail(exc)
     if output is not None:
-        output.write_text(text)
+        output.write_text(redact.redact(text))
         console.print(f"wrote {len(chosen)} trial(s) to {output}")
     else:
         print(text)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from chaoseval import redact
 from chaoseval.cli._common import (
     AppDir,
     ScenarioPaths,
@@ -52,9 +53,16 @@ def run_cmd(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     report: Annotated[bool, typer.Option(help="print the report when done")] = True,
     app_dir: AppDir = Path("."),
+    redact_patterns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--redact", help="regular expression whose matches are never written (repeatable)"
+        ),
+    ] = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials."""
     try:
+        redact.configure(redact_patterns or [])
         config = RunConfig(
             scenarios=select_scenarios(scenario_path, scenario),
             agent=user_agent(agent, app_dir),

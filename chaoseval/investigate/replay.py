@@ -20,6 +20,7 @@ from chaoseval.errors import ConfigError, JournalError
 from chaoseval.model.records import Cell, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.trajectory import Step
+from chaoseval.redact import redact
 from chaoseval.seams.agent import AgentAdapter, load_agent
 from chaoseval.store.journal import Journal
 
@@ -264,4 +265,4 @@ def to_markdown(
 
 
 def write_markdown(path: Path, text: str) -> None:
-    path.write_text(text)
+    path.write_text(redact(text))
