@@ -129,3 +129,53 @@ def test_records_without_artifacts_are_written_as_before(tmp_path):
 def test_trial_directories_are_one_safe_component_per_part(trial_id):
     name = artifacts.trial_dir_name(trial_id)
     assert name.count("/") == 2 and " " not in name and ":" not in name
+
+
+AGENT_MODULE = """
+from chaoseval.model.records import AgentOutput
+
+
+class Talker:
+    clock = "virtual"
+
+    async def run(self, episode):
+        return AgentOutput(answer="the code is ABC-1234-XYZ")
+
+
+def make():
+    return Talker()
+"""
+
+
+def test_the_cli_applies_redact_patterns_to_everything_it_writes_and_prints(tmp_path):
+    from typer.testing import CliRunner
+
+    from chaoseval.cli.app import app
+
+    (tmp_path / "talker_agent.py").write_text(AGENT_MODULE)
+    journal = tmp_path / "j.jsonl"
+    runner = CliRunner()
+    try:
+        result = runner.invoke(
+            app,
+            ["run", "--agent", "talker_agent:make", "--app-dir", str(tmp_path), "-s",
+             "vending-refund-not-dispensed", "-n", "1", "--journal", str(journal),
+             "--redact", r"ABC-\d+-XYZ"],
+        )  # fmt: skip
+        sample = runner.invoke(app, ["sample", str(journal), "--status", "failed"])
+    finally:
+        redact.configure([])
+    assert result.exit_code == 0 and sample.exit_code == 0, result.output + sample.output
+    assert "the code is [REDACTED]" in sample.output
+    assert "ABC-1234" not in journal.read_text() + result.output + sample.output
+
+
+def test_guarded_output_streams_redact_what_is_printed(capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("SOME_API_TOKEN", "tok-0123456789")
+    stream = redact.RedactingStream(sys.stdout)
+    stream.write("using tok-0123456789 and Authorization: Bearer abcdefghij\n")
+    out = capsys.readouterr().out
+    assert "tok-0123456789" not in out and "abcdefghij" not in out
+    assert out.count(redact.MARKER) == 2
