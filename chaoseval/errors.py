@@ -93,6 +93,14 @@ class ScenarioError(HarnessError):
         super().__init__(prefix + message)
 
 
+class ScenarioLoadErrors(ScenarioError):
+    """Every broken scenario file of a load, reported together."""
+
+    def __init__(self, errors: list[ScenarioError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
 class JournalError(HarnessError):
     """A journal file is unreadable, corrupt or belongs to another run."""
 

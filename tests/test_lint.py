@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from chaoseval.authoring.lint import lint_paths
 from chaoseval.authoring.scaffold import SCENARIO_TEMPLATE
 from chaoseval.cli.app import app
-from chaoseval.loading.files import ScenarioLoadErrors, load_paths
+from chaoseval.errors import ScenarioLoadErrors
+from chaoseval.loading.files import load_paths
 
 GOOD = SCENARIO_TEMPLATE.format(name="shop-cancel", domain="shop", filename="shop.yaml")
 

@@ -17,10 +17,10 @@ import httpx
 
 from chaoseval.agents.simulated import ResilientActor, SimActor, SimulatedAgent
 from chaoseval.engine.http import HttpTools, serve_tools
-from chaoseval.engine.toolbox import ToolBox
-from chaoseval.seams.agent import AgentOutput, Episode, agent
+from chaoseval.model.records import AgentOutput
+from chaoseval.seams.agent import Episode, ToolChannel, agent
 
-TransportFactory = Callable[[ToolBox], httpx.AsyncBaseTransport]
+TransportFactory = Callable[[ToolChannel], httpx.AsyncBaseTransport]
 MOCK_BASE = "http://tools.test"
 
 
@@ -40,7 +40,7 @@ class HttpAgent:
         self.timeout = timeout
 
     @asynccontextmanager
-    async def _client(self, toolbox: ToolBox) -> AsyncIterator[httpx.AsyncClient]:
+    async def _client(self, toolbox: ToolChannel) -> AsyncIterator[httpx.AsyncClient]:
         if self.transport is not None:
             async with httpx.AsyncClient(
                 base_url=MOCK_BASE, transport=self.transport(toolbox), timeout=self.timeout

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from chaoseval.agents.scripted import ScriptedAgent
 from chaoseval.engine.runner import RunConfig, run
-from chaoseval.errors import ChaosevalError, ScenarioError
-from chaoseval.loading.files import FILE_LOADERS, ScenarioLoadErrors, installed_packs, load_file
+from chaoseval.errors import ChaosevalError, ScenarioError, ScenarioLoadErrors
+from chaoseval.loading.files import FILE_LOADERS, installed_packs, load_file
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import Cell, PerturbationSpec, TrialRecord
 from chaoseval.model.scenario import Scenario

@@ -29,12 +29,12 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -43,6 +43,7 @@ import respx
 from anyio.from_thread import BlockingPortal
 
 from chaoseval.channels.asgi import single
+from chaoseval.engine.toolbox import StepBudgetExceeded
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -51,9 +52,8 @@ from chaoseval.errors import (
     ToolHTTPError,
     ToolTimeout,
 )
-
-if TYPE_CHECKING:
-    from chaoseval.engine.toolbox import ToolBox
+from chaoseval.model.scenario import ToolSpec
+from chaoseval.seams.agent import ToolChannel
 
 ERROR_HEADER = "X-Chaoseval-Error"
 TOOL_PATH = r"^/tools/(?P<name>[a-z][a-z0-9_]*)$"
@@ -87,7 +87,7 @@ def encode_result(result: Any) -> Reply:
     return Reply(200, json.dumps(result).encode(), {"Content-Type": "application/json"})
 
 
-async def answer(toolbox: ToolBox, name: str, args: Any) -> Reply:
+async def answer(toolbox: ToolChannel, name: str, args: Any) -> Reply:
     """Run one call through the trial's ToolBox and encode its outcome for HTTP."""
     if not isinstance(args, dict):
         return _error(400, "tool_error", "the request body must be a JSON object of arguments")
@@ -117,7 +117,7 @@ class ToolServer:
     BlockingPortal, so the ToolBox and its clock are only ever touched from that loop.
     """
 
-    def __init__(self, toolbox: ToolBox, portal: BlockingPortal):
+    def __init__(self, toolbox: ToolChannel, portal: BlockingPortal):
         self.toolbox = toolbox
         self.portal = portal
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Handler, self))
@@ -128,8 +128,7 @@ class ToolServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_port}"
 
     def start(self) -> None:
         self._thread.start()
@@ -184,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @asynccontextmanager
-async def serve_tools(toolbox: ToolBox) -> AsyncIterator[str]:
+async def serve_tools(toolbox: ToolChannel) -> AsyncIterator[str]:
     """Serve ``toolbox`` over HTTP for the duration of the block; yields the base URL."""
     try:
         async with BlockingPortal() as portal:
@@ -203,7 +202,7 @@ async def serve_tools(toolbox: ToolBox) -> AsyncIterator[str]:
 # --- respx: the same faults at the httpx layer, no socket ------------------------------------
 
 
-def tool_responder(toolbox: ToolBox) -> Callable[..., Awaitable[httpx.Response]]:
+def tool_responder(toolbox: ToolChannel) -> Callable[..., Awaitable[httpx.Response]]:
     """A respx side effect answering ``POST /tools/{name}`` from the trial's ToolBox."""
 
     async def respond(request: httpx.Request, name: str) -> httpx.Response:
@@ -223,7 +222,7 @@ def tool_responder(toolbox: ToolBox) -> Callable[..., Awaitable[httpx.Response]]
     return respond
 
 
-def mock_tools(toolbox: ToolBox, base_url: str = "http://tools.test") -> respx.MockRouter:
+def mock_tools(toolbox: ToolChannel, base_url: str = "http://tools.test") -> respx.MockRouter:
     """A respx router that answers ``POST {base_url}/tools/{name}`` from the trial's ToolBox.
 
     The same perturbation chain and ledger as in-process, with no socket: use it as a transport,
@@ -261,8 +260,6 @@ def decode(name: str, response: httpx.Response) -> Any:
     if status >= 400:
         message = _message(response)
         if kind == "budget_exceeded":
-            from chaoseval.engine.toolbox import StepBudgetExceeded
-
             raise StepBudgetExceeded(message)
         raise ToolError(message)
     text = response.text
@@ -282,12 +279,18 @@ def _message(response: httpx.Response) -> str:
 
 
 class HttpTools:
-    """What an HTTP agent has in place of ``episode.tools``: the same surface, over httpx."""
+    """What an HTTP agent has in place of ``episode.tools``: the same ToolChannel, over httpx.
 
-    def __init__(self, client: httpx.AsyncClient, toolbox: ToolBox):
+    Calls go over the wire; the descriptions and the model-call notes stay with the trial's
+    own channel (they are bookkeeping, not traffic an agent would send to a tool server)."""
+
+    def __init__(self, client: httpx.AsyncClient, toolbox: ToolChannel):
         self.client = client
         self._toolbox = toolbox
-        self.specs = toolbox.specs
+
+    @property
+    def specs(self) -> Mapping[str, ToolSpec]:
+        return self._toolbox.specs
 
     def describe(self) -> list[dict[str, Any]]:
         return self._toolbox.describe()

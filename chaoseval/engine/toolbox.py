@@ -54,7 +54,8 @@ class TrialState:
 
 
 class ToolBox:
-    """What ``episode.tools`` is. ``await tools.call("lookup_order", order_id="A-1")``."""
+    """The in-process ToolChannel, what ``episode.tools`` is:
+    ``await tools.call("lookup_order", order_id="A-1")``."""
 
     def __init__(
         self,

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from chaoseval.errors import ConfigError, ScenarioError
+from chaoseval.errors import ConfigError, ScenarioError, ScenarioLoadErrors
 from chaoseval.loading.userpath import importable
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.registry import BrokenEntryPoint, collect_entry_points
@@ -25,14 +25,6 @@ from chaoseval.seams.registry import BrokenEntryPoint, collect_entry_points
 GROUP = "chaoseval.scenarios"
 # Extra loaders by file suffix (the YAML form registers itself here).
 FILE_LOADERS: dict[str, Callable[[Path], list[Scenario]]] = {}
-
-
-class ScenarioLoadErrors(ScenarioError):
-    """Every broken scenario file of a load, reported together."""
-
-    def __init__(self, errors: list[ScenarioError]):
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
 
 
 def describe_validation(exc: ValidationError, source: str) -> ScenarioError:

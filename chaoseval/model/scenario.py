@@ -21,7 +21,11 @@ if TYPE_CHECKING:
     from chaoseval.model.trajectory import Trajectory
     from chaoseval.model.world import World
 
-Tables = dict[str, list[dict[str, Any]]]
+# A world's rows and a task's givens are the scenario's own data: their shape is whatever the
+# scenario declares (ids, names, dates), so they stay open mappings under these names.
+Row = dict[str, Any]
+Tables = dict[str, list[Row]]
+Givens = dict[str, Any]
 
 
 class ToolSpec(BaseModel):
@@ -152,7 +156,7 @@ class Check(BaseModel):
 
 
 Solution = Callable[..., Awaitable[Any]]  # async (actor) -> AgentOutput
-WorldFactory = Callable[..., tuple[Tables, dict[str, Any]]]  # (faker) -> (tables, givens)
+WorldFactory = Callable[..., tuple[Tables, Givens]]  # (faker) -> (tables, givens)
 
 
 class Scenario(BaseModel):
@@ -167,7 +171,7 @@ class Scenario(BaseModel):
     instruction: str  # a str.format template over the world's givens
     tables: Tables = Field(default_factory=dict)  # literal initial world
     generate: WorldFactory | None = None  # faker-generated world: (tables, givens)
-    givens: dict[str, Any] = Field(default_factory=dict)
+    givens: Givens = Field(default_factory=dict)
     tools: list[ToolSpec]
     checks: list[Check] = Field(min_length=1)
     policy: Policy = Field(default_factory=Policy)
@@ -200,7 +204,7 @@ class Scenario(BaseModel):
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)
 
-    def build(self, world_seed: int) -> tuple[Tables, dict[str, Any]]:
+    def build(self, world_seed: int) -> tuple[Tables, Givens]:
         """Initial tables and givens; generated ones come from faker seeded by the world seed."""
         if self.generate is None:
             return self.tables, dict(self.givens)
@@ -212,7 +216,7 @@ class Scenario(BaseModel):
             tables, givens = self.generate(fake)
         return {**self.tables, **tables}, {**self.givens, **givens}
 
-    def render_instruction(self, givens: dict[str, Any]) -> str:
+    def render_instruction(self, givens: Givens) -> str:
         return self.instruction.format(**givens)
 
     def allowed(self, tool_name: str) -> bool:

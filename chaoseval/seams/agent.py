@@ -9,19 +9,49 @@ command line ``--agent name`` or ``--agent package.module:factory``.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from datetime import datetime
+from typing import Any, Protocol, cast, runtime_checkable
 
 from chaoseval.errors import ConfigError
 from chaoseval.model.clock import Clock
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
-from chaoseval.model.scenario import MemoryItem
+from chaoseval.model.scenario import Givens, MemoryItem, ToolSpec
 from chaoseval.model.seeding import stream
 from chaoseval.seams.registry import Registry
 
-if TYPE_CHECKING:
-    from chaoseval.engine.toolbox import ToolBox
+__all__ = [
+    "AgentAdapter",
+    "AgentOutput",  # lives in the data model; agents are used to importing it from here
+    "Episode",
+    "ToolChannel",
+    "agent",
+    "load_agent",
+    "registry",
+]
+
+
+class ToolChannel(Protocol):
+    """What ``episode.tools`` is: the engine's in-process ToolBox, or HttpTools when the same
+    calls go over HTTP. Agents depend on this surface only, never on the engine."""
+
+    @property
+    def specs(self) -> Mapping[str, ToolSpec]:
+        """The scenario's tools by name (argument and result models)."""
+        ...
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The function-calling descriptions (JSON schemas) an LLM agent would be given."""
+        ...
+
+    async def call(self, name: str, /, **args: Any) -> Any:
+        """Call one tool; the result is JSON data, or an AgentVisibleError is raised."""
+        ...
+
+    def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """Put one model call in the trajectory, between the tool calls around it."""
+        ...
 
 
 @dataclass
@@ -29,14 +59,14 @@ class Episode:
     """Everything the agent gets for one trial, already wrapped by the active perturbations."""
 
     instruction: str
-    task: dict[str, Any]  # the instruction's parameters, for simulated agents that do not parse
-    tools: ToolBox
+    task: Givens  # the instruction's parameters, for simulated agents that do not parse
+    tools: ToolChannel
     clock: Clock
     trial_seed: int
     _model: ModelSettings
     _memory: list[MemoryItem]
     _on_read: Callable[[str], None]
-    _observe: Callable[[], Any] | None = None
+    _observe: Callable[[], Awaitable[str | None]] | None = None
     # The scenario's reference solution, for the reference agents; a real agent ignores it.
     reference: Callable[..., Any] | None = None
     difficulty: float = 0.0  # the scenario's hint for the simulated policy
@@ -52,7 +82,7 @@ class Episode:
         self._on_read("memory")
         return self._memory
 
-    def now(self):
+    def now(self) -> datetime:
         self._on_read("clock")
         return self.clock.now()
 

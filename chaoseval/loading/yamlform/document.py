@@ -9,7 +9,7 @@ from typing import Any
 from faker import Faker
 from pydantic import Field, ValidationError
 
-from chaoseval.errors import ScenarioError
+from chaoseval.errors import ScenarioError, ScenarioLoadErrors
 from chaoseval.loading.yamlform.checks import compile_check
 from chaoseval.loading.yamlform.generate import compile_generate, compile_target, world_maker
 from chaoseval.loading.yamlform.nodes import Node, YMap, compose_documents, did_you_mean
@@ -173,8 +173,6 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
 def _raise_collected(errors: list[ScenarioError]) -> None:
     if len(errors) == 1:
         raise errors[0]
-    from chaoseval.loading.files import ScenarioLoadErrors
-
     raise ScenarioLoadErrors(errors)
 
 
