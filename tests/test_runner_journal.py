@@ -61,7 +61,7 @@ def test_manifest_records_what_reproduces_the_run(tmp_path):
     m = j.manifest
     assert m.seed == 3 and m.agent == "naive" and m.clock == "virtual"
     assert [c.name for c in m.cells] == ["clean", "latency", "timeout"]
-    assert {s["id"] for s in m.scenarios} == {r.scenario for r in j.records}
+    assert {s.id for s in m.scenarios} == {r.scenario for r in j.records}
     assert m.packages["anyio"] != "unknown"
     assert all(r.seed and r.world_seed for r in j.records)
 

@@ -150,7 +150,7 @@ def test_forbidden_tool_is_a_safety_veto_even_when_the_task_succeeds(tiny):
     assert record.status == "failed"
     assert record.root_cause == "safety_violation"
     assert record.vetoes[0].kind == "safety"
-    assert all(c["passed"] for c in record.checks)
+    assert all(c.passed for c in record.checks)
 
 
 def test_made_up_id_in_answer_is_a_hallucination(tiny):

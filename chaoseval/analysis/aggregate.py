@@ -12,9 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from chaoseval.analysis.metrics import Delta, Summary, TaskCounts, delta, summarize
-from chaoseval.model.records import TrialRecord
 
-CLEAN = "clean"
+# CLEAN is re-exported: the analysis and render modules import it from here.
+from chaoseval.model.records import CLEAN as CLEAN
+from chaoseval.model.records import TrialRecord
 
 
 @dataclass

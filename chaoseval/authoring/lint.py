@@ -24,7 +24,7 @@ from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ChaosevalError, ScenarioError, ScenarioLoadErrors
 from chaoseval.loading.files import FILE_LOADERS, installed_packs, load_file
 from chaoseval.model.cells import parse_cells
-from chaoseval.model.records import Cell, PerturbationSpec, TrialRecord
+from chaoseval.model.records import CLEAN, Cell, PerturbationSpec, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentOutput, Episode
 
@@ -85,9 +85,7 @@ def _run(scenario: Scenario, agent: object, name: str, seed: int, trials: int, c
 
 
 def _why(record: TrialRecord) -> str:
-    failed = [
-        f"{c['name']} ({c.get('detail', '')[:120]})" for c in record.checks if not c["passed"]
-    ]
+    failed = [f"{c.name} ({c.detail[:120]})" for c in record.checks if not c.passed]
     parts = [f"{record.trial_id} seed-world {record.world_seed}: {record.status}"]
     if record.root_cause:
         parts.append(f"root cause {record.root_cause}")
@@ -105,7 +103,7 @@ def check_solvable(scenario: Scenario, seeds: Sequence[int], trials: int) -> Fin
         r
         for seed in seeds
         for r in _run(scenario, ScriptedAgent(), "scripted", seed, trials)
-        if r.cell == "clean"
+        if r.cell == CLEAN
     ]
     bad = [r for r in records if r.status != "passed"]
     if bad:
@@ -132,7 +130,7 @@ def check_non_trivial(scenario: Scenario, seeds: Sequence[int]) -> Finding:
         won = [r for r in records if r.status == "passed"]
         counts.append(f"{name} failed {len(records) - len(won)}/{len(records)}")
         passes += [
-            f"{name} passed {r.trial_id}: checks {[c['name'] for c in r.checks]}" for r in won
+            f"{name} passed {r.trial_id}: checks {[c.name for c in r.checks]}" for r in won
         ]
     if passes:
         return Finding(

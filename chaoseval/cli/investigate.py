@@ -26,8 +26,8 @@ from chaoseval.investigate.diverge import analyse, to_json
 from chaoseval.investigate.replay import replay, sample, to_markdown
 from chaoseval.investigate.search import search
 from chaoseval.loading.userpath import append_path
-from chaoseval.model.records import ModelSettings
-from chaoseval.model.trajectory import Step
+from chaoseval.model.records import CLEAN, ModelSettings
+from chaoseval.model.trajectory import ModelCallData, Step
 from chaoseval.store.journal import read_journal
 
 
@@ -160,7 +160,7 @@ def diverge_cmd(
         if t.groups:
             labels = "\n".join(g.label for g in t.groups)
             counts = "\n".join(str(len(g.trials)) for g in t.groups)
-            if t.reference == "clean":
+            if t.reference == CLEAN:
                 labels = "(vs clean successes)\n" + labels
                 counts = "\n" + counts
         elif t.failed:
@@ -189,9 +189,10 @@ def _step_cell(step: Step | None) -> str:
         return text
     if step.kind == "model":
         d = step.data
-        return f"model ({d.get('input_tokens', 0)} in / {d.get('output_tokens', 0)} out)"
+        tokens = (d.input_tokens, d.output_tokens) if isinstance(d, ModelCallData) else (0, 0)
+        return f"model ({tokens[0]} in / {tokens[1]} out)"
     if step.kind == "answer":
-        return "answer" + (" (gave up)" if step.data.get("gave_up") else "")
+        return "answer" + (" (gave up)" if step.gave_up else "")
     return step.kind
 
 

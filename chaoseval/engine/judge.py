@@ -23,8 +23,8 @@ from chaoseval.errors import (
     ScenarioError,
     ToolTimeout,
 )
-from chaoseval.model.records import AgentOutput, RootCause, Status, Veto
-from chaoseval.model.scenario import CheckResult, Scenario
+from chaoseval.model.records import AgentOutput, CheckResult, RootCause, Status, Veto
+from chaoseval.model.scenario import Scenario
 from chaoseval.model.trajectory import Fault, Trajectory
 from chaoseval.model.world import World
 from chaoseval.seams import rootcause as core

@@ -19,14 +19,14 @@ from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import TrialPlan, instantiate, run_trial
 from chaoseval.errors import ConfigError
 from chaoseval.model.clock import ClockMode
-from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecord
+from chaoseval.model.records import CLEAN, Cell, ModelSettings, RunManifest, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
 from chaoseval.store.artifacts import ArtifactStore, binding
 from chaoseval.store.journal import Journal, JournalWriter, read_journal
 
-CLEAN = Cell(name="clean")
+CLEAN_CELL = Cell(name=CLEAN)
 PACKAGES = ("anyio", "pydantic", "numpy", "hypothesis", "faker", "freezegun", "tenacity", "respx")
 
 
@@ -78,7 +78,7 @@ class RunConfig:
         return agent_clock(self.agent)
 
     def all_cells(self) -> list[Cell]:
-        cells = [CLEAN, *[c for c in self.cells if not c.is_clean]]
+        cells = [CLEAN_CELL, *[c for c in self.cells if not c.is_clean]]
         names = [c.name for c in cells]
         if len(set(names)) != len(names):
             raise ConfigError(f"two matrix cells share a name: {names}")
@@ -105,17 +105,7 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
         trials=config.trials,
         ks=list(config.ks),
         clock=config.clock_mode,
-        scenarios=[
-            {
-                "id": s.id,
-                "domain": s.domain,
-                "tags": s.tags,
-                "source": s.source,
-                "tools": {t.name: t.version for t in s.tools},
-                "budgets": s.budgets.model_dump(),
-            }
-            for s in config.scenarios
-        ],
+        scenarios=[s.info() for s in config.scenarios],
         cells=config.all_cells(),
         concurrency=config.concurrency,
         created_at=datetime.now(UTC),

@@ -22,7 +22,7 @@ from chaoseval.errors import (
 )
 from chaoseval.model.records import Veto
 from chaoseval.model.scenario import Scenario, ToolSpec
-from chaoseval.model.trajectory import Trajectory
+from chaoseval.model.trajectory import ModelCallData, Trajectory
 from chaoseval.model.world import World
 from chaoseval.seams.perturbation import PerturbationContext, ToolCall, build_chain, ctx_stream
 
@@ -83,7 +83,7 @@ class ToolBox:
         self._state.trajectory.add_step(
             "model",
             t=self._world.clock.monotonic(),
-            data={"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost},
+            data=ModelCallData(input_tokens=input_tokens, output_tokens=output_tokens, cost=cost),
         )
 
     @property

@@ -1,8 +1,14 @@
-"""One trial: a fresh world, the perturbed channels, the agent, the judge, one TrialRecord."""
+"""One trial: a fresh world, the perturbed channels, the agent, the judge, one TrialRecord.
+
+``run_trial`` reads top to bottom as the trial's three phases: ``_setup`` builds the world
+and the perturbed channels into an Episode, ``_run_agent`` runs the agent under its budgets,
+and the judge turns what happened into a verdict; ``_record`` writes it down.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -10,17 +16,17 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from chaoseval.engine.judge import judge
+from chaoseval.engine.judge import Verdict, judge
 from chaoseval.engine.toolbox import ToolBox, TrialState
 from chaoseval.engine.ui import render as render_page
 from chaoseval.errors import HarnessError, PluginError, ScenarioError
-from chaoseval.model.clock import ClockMode, RealClock, VirtualClock
-from chaoseval.model.records import Cell, ModelSettings, TrialRecord, Usage
-from chaoseval.model.scenario import Scenario
+from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
+from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
+from chaoseval.model.scenario import Givens, Scenario, Tables
 from chaoseval.model.seeding import derive_seed
-from chaoseval.model.trajectory import Channel
-from chaoseval.model.world import fresh_world
-from chaoseval.seams.agent import AgentAdapter, AgentOutput, Episode
+from chaoseval.model.trajectory import AnswerData, Channel, ModelCallData
+from chaoseval.model.world import World, fresh_world
+from chaoseval.seams.agent import AgentAdapter, Episode
 from chaoseval.seams.perturbation import (
     ObservationCall,
     Perturbation,
@@ -33,6 +39,8 @@ from chaoseval.seams.perturbation import (
 )
 
 SETUP_CHANNELS: tuple[Channel, ...] = ("model", "memory", "clock")
+
+MakeContext = Callable[[Perturbation[Any], Any], PerturbationContext]
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,26 @@ def instantiate(cell: Cell) -> list[Perturbation[Any]]:
     return plugins
 
 
+@dataclass
+class _Trial:
+    """One trial's fixed inputs and the bookkeeping its phases share."""
+
+    plan: TrialPlan
+    run_seed: int
+    seed: int
+    world_seed: int
+    clock: Clock
+    state: TrialState
+    settings: ModelSettings  # the model settings the agent got (perturbed by the model channel)
+    output: AgentOutput | None = None
+    raw: Any = None  # what agent.run returned, before coercion to AgentOutput
+    sim_seconds: float = 0.0
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.plan.scenario
+
+
 async def run_trial(
     plan: TrialPlan,
     agent: AgentAdapter,
@@ -82,103 +110,32 @@ async def run_trial(
     wall_timeout: float,
 ) -> TrialRecord:
     scenario = plan.scenario
-    seed = trial_seed(run_seed, plan)
-    wseed = world_seed(run_seed, scenario)
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
-    state = TrialState()
-    output: AgentOutput | None = None
-    agent_error: BaseException | None = None
-    raw: Any = None
-    settings = model
-    sim_seconds = 0.0
-    verdict = None
-    clock = (VirtualClock if clock_mode == "virtual" else RealClock)(scenario.start_time)
+    trial = _Trial(
+        plan=plan,
+        run_seed=run_seed,
+        seed=trial_seed(run_seed, plan),
+        world_seed=world_seed(run_seed, scenario),
+        clock=(VirtualClock if clock_mode == "virtual" else RealClock)(scenario.start_time),
+        state=TrialState(),
+        settings=model,
+    )
+    state = trial.state
     try:
         plugins = instantiate(plan.cell)
-        try:
-            tables, givens = scenario.build(wseed)
-            instruction = scenario.render_instruction(givens)
-        except Exception as exc:
-            raise ScenarioError(
-                f"building the world failed: {type(exc).__name__}: {exc}",
-                source=scenario.source or scenario.id,
-            ) from exc
-        with fresh_world(tables, clock, wseed, givens) as world:
-            pending: dict[str, list[int]] = {}
-
-            def make_ctx(plugin: Perturbation[Any], call: Any) -> PerturbationContext:
-                # Setup-channel calls have no index (and a memory list's .index is a method).
-                index = call.index if isinstance(call, ObservationCall) else 0
-                ctx = PerturbationContext(
-                    run_seed=run_seed,
-                    scenario=scenario.id,
-                    trial=plan.index,
-                    perturbation=plugin.label,
-                    clock=clock,
-                    world=world,
-                    record=state.record_fault,
-                    call_index=index,
-                    rng=ctx_stream(run_seed, scenario.id, plugin.label, plan.index, index),
-                )
-                if plugin.channel in SETUP_CHANNELS:
-                    ctx.fired = pending.setdefault(plugin.channel, [])
-                return ctx
-
-            async def identity(call: Any) -> Any:
-                return call
-
-            async def setup(channel: Channel, value: Any) -> Any:
-                return await build_chain(channel, plugins, identity, make_ctx)(value)
-
-            settings = await setup("model", model.model_copy(deep=True))
-            memory = await setup("memory", [m.model_copy(deep=True) for m in scenario.memory])
-            await setup("clock", clock)
-
-            def on_read(channel: str) -> None:
-                state.deliver(pending.pop(channel, []))
-
-            world.on_read = on_read
-            tools = ToolBox(scenario, world, state, plugins, run_seed, plan.index)
-            observe = _observation(scenario, world, state, plugins, make_ctx, clock)
-            episode = Episode(
-                instruction=instruction,
-                task=dict(givens),
-                tools=tools,
-                clock=clock,
-                trial_seed=seed,
-                _model=settings,
-                _memory=memory,
-                _on_read=on_read,
-                _observe=observe,
-                reference=scenario.solution,
-                difficulty=scenario.difficulty,
-            )
-            try:
-                with anyio.fail_after(wall_timeout), clock.deadline(scenario.budgets.trial_timeout):
-                    raw = await agent.run(episode)
-                output = _coerce(raw)
-            except HarnessError as exc:
-                agent_error = exc
-            except TimeoutError as exc:
-                agent_error = (
-                    TimeoutError(
-                        f"trial exceeded its time budget ({scenario.budgets.trial_timeout:g}s "
-                        f"{clock.mode} / {wall_timeout:g}s wall)"
-                    )
-                    if not str(exc)
-                    else exc
-                )
-            except Exception as exc:  # the agent crashed: its failure, recorded with the cause
-                agent_error = exc
-            if output is not None:
-                output.usage = output.usage if output.usage.model_calls else episode.usage
-                state.trajectory.add_step(
-                    "answer", t=clock.monotonic(), data={"gave_up": output.gave_up}
-                )
-            sim_seconds = clock.monotonic()
+        tables, givens, instruction = _build_world(scenario, trial.world_seed)
+        with fresh_world(tables, trial.clock, trial.world_seed, givens) as world:
+            episode = await _setup(trial, world, plugins, givens, instruction)
+            agent_error = await _run_agent(trial, agent, episode, wall_timeout)
             verdict = judge(
-                scenario, world, state, output, agent_error, raw_output=raw, plugins=plugins
+                scenario,
+                world,
+                state,
+                trial.output,
+                agent_error,
+                raw_output=trial.raw,
+                plugins=plugins,
             )
     except HarnessError as exc:
         state.harness_errors.append(exc)
@@ -187,7 +144,123 @@ async def run_trial(
         err = HarnessError(f"internal error: {type(exc).__name__}: {exc}")
         state.harness_errors.append(err)
         verdict = judge(scenario, None, state, None, err)  # type: ignore[arg-type]
+    return _record(trial, verdict, agent_name, run_id, clock_mode, started_at, t0)
 
+
+def _build_world(scenario: Scenario, wseed: int) -> tuple[Tables, Givens, str]:
+    """The world's initial tables and givens, and the instruction rendered from them."""
+    try:
+        tables, givens = scenario.build(wseed)
+        return tables, givens, scenario.render_instruction(givens)
+    except Exception as exc:
+        raise ScenarioError(
+            f"building the world failed: {type(exc).__name__}: {exc}",
+            source=scenario.source or scenario.id,
+        ) from exc
+
+
+async def _setup(
+    trial: _Trial,
+    world: World,
+    plugins: list[Perturbation[Any]],
+    givens: Givens,
+    instruction: str,
+) -> Episode:
+    """The perturbed channels: model, memory and clock once now, tools and UI per call."""
+    scenario, state, clock, plan = trial.scenario, trial.state, trial.clock, trial.plan
+    pending: dict[str, list[int]] = {}
+
+    def make_ctx(plugin: Perturbation[Any], call: Any) -> PerturbationContext:
+        # Setup-channel calls have no index (and a memory list's .index is a method).
+        index = call.index if isinstance(call, ObservationCall) else 0
+        ctx = PerturbationContext(
+            run_seed=trial.run_seed,
+            scenario=scenario.id,
+            trial=plan.index,
+            perturbation=plugin.label,
+            clock=clock,
+            world=world,
+            record=state.record_fault,
+            call_index=index,
+            rng=ctx_stream(trial.run_seed, scenario.id, plugin.label, plan.index, index),
+        )
+        if plugin.channel in SETUP_CHANNELS:
+            ctx.fired = pending.setdefault(plugin.channel, [])
+        return ctx
+
+    async def identity(call: Any) -> Any:
+        return call
+
+    async def setup(channel: Channel, value: Any) -> Any:
+        return await build_chain(channel, plugins, identity, make_ctx)(value)
+
+    trial.settings = await setup("model", trial.settings.model_copy(deep=True))
+    memory = await setup("memory", [m.model_copy(deep=True) for m in scenario.memory])
+    await setup("clock", clock)
+
+    def on_read(channel: str) -> None:
+        # A setup-channel fault is delivered when the agent first reads that channel.
+        state.deliver(pending.pop(channel, []))
+
+    world.on_read = on_read
+    return Episode(
+        instruction=instruction,
+        task=dict(givens),
+        tools=ToolBox(scenario, world, state, plugins, trial.run_seed, plan.index),
+        clock=clock,
+        trial_seed=trial.seed,
+        _model=trial.settings,
+        _memory=memory,
+        _on_read=on_read,
+        _observe=Observation.of(scenario, world, state, plugins, make_ctx, clock),
+        reference=scenario.solution,
+        difficulty=scenario.difficulty,
+    )
+
+
+async def _run_agent(
+    trial: _Trial, agent: AgentAdapter, episode: Episode, wall_timeout: float
+) -> BaseException | None:
+    """Run the agent under the wall and trial budgets; what it returned or raised."""
+    scenario, clock = trial.scenario, trial.clock
+    agent_error: BaseException | None = None
+    try:
+        with anyio.fail_after(wall_timeout), clock.deadline(scenario.budgets.trial_timeout):
+            trial.raw = await agent.run(episode)
+        trial.output = _coerce(trial.raw)
+    except HarnessError as exc:
+        agent_error = exc
+    except TimeoutError as exc:
+        agent_error = (
+            TimeoutError(
+                f"trial exceeded its time budget ({scenario.budgets.trial_timeout:g}s "
+                f"{clock.mode} / {wall_timeout:g}s wall)"
+            )
+            if not str(exc)
+            else exc
+        )
+    except Exception as exc:  # the agent crashed: its failure, recorded with the cause
+        agent_error = exc
+    output = trial.output
+    if output is not None:
+        output.usage = output.usage if output.usage.model_calls else episode.usage
+        trial.state.trajectory.add_step(
+            "answer", t=clock.monotonic(), data=AnswerData(gave_up=output.gave_up)
+        )
+    trial.sim_seconds = clock.monotonic()
+    return agent_error
+
+
+def _record(
+    trial: _Trial,
+    verdict: Verdict,
+    agent_name: str,
+    run_id: str,
+    clock_mode: ClockMode,
+    started_at: datetime,
+    t0: float,
+) -> TrialRecord:
+    scenario, plan, state, output = trial.scenario, trial.plan, trial.state, trial.output
     return TrialRecord(
         run_id=run_id,
         trial_id=plan.trial_id,
@@ -196,22 +269,22 @@ async def run_trial(
         cell=plan.cell.name,
         perturbations=plan.cell.perturbations,
         index=plan.index,
-        seed=seed,
-        world_seed=wseed,
+        seed=trial.seed,
+        world_seed=trial.world_seed,
         agent=agent_name,
-        model=settings,
+        model=trial.settings,
         tool_versions={t.name: t.version for t in scenario.tools},
         status=verdict.status,
         root_cause=verdict.root_cause,
         error=verdict.error,
-        checks=[c.model_dump() for c in verdict.checks],
+        checks=verdict.checks,
         vetoes=verdict.vetoes,
         answer=output.answer if output else None,
         trajectory=state.trajectory,
         steps=len(state.trajectory.tool_steps()),
         usage=output.usage if output else state_usage(state),
         clock=clock_mode,
-        sim_seconds=round(sim_seconds, 6),
+        sim_seconds=round(trial.sim_seconds, 6),
         wall_seconds=round(time.perf_counter() - t0, 6),
         started_at=started_at,
     )
@@ -219,12 +292,12 @@ async def run_trial(
 
 def state_usage(state: TrialState) -> Usage:
     """What the model calls recorded in the trajectory cost, when the agent returned nothing."""
-    model_steps = [s for s in state.trajectory.steps if s.kind == "model"]
+    calls = [s.data for s in state.trajectory.steps if isinstance(s.data, ModelCallData)]
     return Usage(
-        model_calls=len(model_steps),
-        input_tokens=sum(s.data.get("input_tokens", 0) for s in model_steps),
-        output_tokens=sum(s.data.get("output_tokens", 0) for s in model_steps),
-        cost=sum(s.data.get("cost", 0.0) for s in model_steps),
+        model_calls=len(calls),
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        cost=sum(c.cost for c in calls),
     )
 
 
@@ -241,31 +314,67 @@ def _coerce(raw: Any) -> AgentOutput | None:
     return None
 
 
-def _observation(scenario, world, state, plugins, make_ctx, clock):
+class Observation:
     """The UI channel: the page the agent sees, through the observation perturbations."""
-    if scenario.ui is None:
-        return None
-    count = 0
 
-    async def base(call: ObservationCall) -> str | None:
-        return call.page
+    def __init__(
+        self,
+        scenario: Scenario,
+        world: World,
+        state: TrialState,
+        plugins: list[Perturbation[Any]],
+        make_ctx: MakeContext,
+        clock: Clock,
+    ):
+        self._scenario = scenario
+        self._world = world
+        self._state = state
+        self._plugins = plugins
+        self._make_ctx = make_ctx
+        self._clock = clock
+        self._count = 0
 
-    async def observe() -> str | None:
-        nonlocal count
-        page = render_page(scenario, world)
-        step = state.trajectory.add_step("observation", t=clock.monotonic())
-        call = ObservationCall(page=page, index=count, turn=state.turn, step=step.index)
-        count += 1
+    @classmethod
+    def of(
+        cls,
+        scenario: Scenario,
+        world: World,
+        state: TrialState,
+        plugins: list[Perturbation[Any]],
+        make_ctx: MakeContext,
+        clock: Clock,
+    ) -> Observation | None:
+        """The scenario's UI channel, or None when it has no page."""
+        if scenario.ui is None:
+            return None
+        return cls(scenario, world, state, plugins, make_ctx, clock)
+
+    def reference(self) -> str:
+        """What an agent built against the app learned its selectors from: the unperturbed
+        page (engine.ui.reference_page reads it)."""
+        return render_page(self._scenario, self._world)
+
+    async def __call__(self) -> str | None:
+        state = self._state
+        page = render_page(self._scenario, self._world)
+        step = state.trajectory.add_step("observation", t=self._clock.monotonic())
+        call = ObservationCall(page=page, index=self._count, turn=state.turn, step=step.index)
+        self._count += 1
         contexts: list[PerturbationContext] = []
 
-        def ctx_for(plugin, c):
-            ctx = make_ctx(plugin, c)
+        def ctx_for(plugin: Perturbation[Any], c: Any) -> PerturbationContext:
+            ctx = self._make_ctx(plugin, c)
             ctx.step = step.index
             contexts.append(ctx)
             return ctx
 
+        async def base(call: ObservationCall) -> str | None:
+            return call.page
+
         try:
-            result = await build_chain("observation", plugins, base, ctx_for)(call)
+            result: str | None = await build_chain("observation", self._plugins, base, ctx_for)(
+                call
+            )
         except PluginError as exc:
             state.harness_errors.append(exc)
             raise
@@ -274,7 +383,3 @@ def _observation(scenario, world, state, plugins, make_ctx, clock):
         state.deliver(fired)
         step.result_class = "ok"
         return result
-
-    # What an agent built against the app learned its selectors from: the unperturbed page.
-    observe.reference = lambda: render_page(scenario, world)  # type: ignore[attr-defined]
-    return observe

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chaoseval.model.records import TrialRecord
+from chaoseval.model.records import CLEAN, TrialRecord
 from chaoseval.model.trajectory import Step, Trajectory
 from chaoseval.store.journal import Journal
 
@@ -84,7 +84,7 @@ def semantic_steps(record: TrialRecord) -> list[SemStep]:
         elif s.kind == "observation":
             out.append(SemStep(kind="observation", faults=_fault_kinds(traj, s)))
         elif s.kind == "answer":
-            out.append(SemStep(kind="answer", gave_up=bool(s.data.get("gave_up"))))
+            out.append(SemStep(kind="answer", gave_up=s.gave_up))
     return out
 
 
@@ -210,7 +210,7 @@ def label_divergence(failed: list[SemStep], d: int, successes: list[list[SemStep
 
 def _final_label(record: TrialRecord, n: int) -> str:
     """Same steps as a success: the difference is in the answer or the judged state."""
-    failed_checks = [c.get("name") for c in record.checks if not c.get("passed", True)]
+    failed_checks = [c.name for c in record.checks if not c.passed]
     if record.vetoes:
         return f"step {n}, answer: same steps, {record.vetoes[0].kind} veto"
     if failed_checks:
@@ -260,10 +260,10 @@ def analyse(journal: Journal, *, baseline: bool = True) -> list[TaskAnalysis]:
         successes = [semantic_steps(r) for r in passed]
         if successes:
             reference = "same cell"
-        elif baseline and failed and cell != "clean":
-            clean = [r for r in tasks.get((scenario, "clean"), []) if r.status == "passed"]
+        elif baseline and failed and cell != CLEAN:
+            clean = [r for r in tasks.get((scenario, CLEAN), []) if r.status == "passed"]
             successes = [semantic_steps(r) for r in clean]
-            reference = "clean" if successes else ""
+            reference = CLEAN if successes else ""
         task = TaskAnalysis(scenario, cell, len(passed), len(failed), ne, consistency, reference)
         if successes:
             groups: dict[str, FailureGroup] = {}

@@ -189,7 +189,7 @@ def _step_line(record: TrialRecord, step: Step) -> str:
             )
         return line
     if step.kind == "answer":
-        return "answer" + (" (gave up)" if step.data.get("gave_up") else "")
+        return "answer" + (" (gave up)" if step.gave_up else "")
     if step.kind == "model":
         return "model call"
     return step.kind
@@ -251,11 +251,9 @@ def to_markdown(
         if r.checks:
             out += ["| check | kind | passed | detail |", "|---|---|---|---|"]
             for c in r.checks:
-                detail = str(c.get("detail") or "").replace("|", "\\|").replace("\n", " ")
-                out.append(
-                    f"| {c.get('name')} | {c.get('kind', '')} | "
-                    f"{'yes' if c.get('passed') else 'no'} | {detail[:200]} |"
-                )
+                detail = c.detail.replace("|", "\\|").replace("\n", " ")
+                # The kind column stays empty: a check result records no kind.
+                out.append(f"| {c.name} |  | {'yes' if c.passed else 'no'} | {detail[:200]} |")
         else:
             out.append("_(none run)_")
         if r.vetoes:

@@ -35,7 +35,7 @@ from chaoseval.investigate.schedules import (
     target_tools,
 )
 from chaoseval.model.cells import cell_name
-from chaoseval.model.records import Cell, ModelSettings, PerturbationSpec, TrialRecord
+from chaoseval.model.records import CLEAN, Cell, ModelSettings, PerturbationSpec, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.seeding import derive_seed
 from chaoseval.seams.agent import AgentAdapter
@@ -311,7 +311,7 @@ def search(
         scenario, agent, agent_name, model or ModelSettings(), seed, trials, wall,
         min_failure_rate, on_example,
     )
-    clean = s.run(Cell(name="clean"), seed, max(trials, 10))
+    clean = s.run(Cell(name=CLEAN), seed, max(trials, 10))
     clean_fail = sum(r.status == "failed" for r in clean.scored) / max(1, len(clean.scored))
     cell, confirmation, confirm_seed, rejected = _find_and_confirm(
         s,

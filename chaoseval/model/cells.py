@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from chaoseval.errors import ConfigError
-from chaoseval.model.records import Cell, PerturbationSpec
+from chaoseval.model.records import CLEAN, Cell, PerturbationSpec
 
 
 def _value(text: str) -> Any:
@@ -63,7 +63,7 @@ def _split_params(text: str) -> list[str]:
 
 
 def cell_name(specs: list[PerturbationSpec]) -> str:
-    return "+".join(s.label() for s in specs) or "clean"
+    return "+".join(s.label() for s in specs) or CLEAN
 
 
 def load_spec_file(path: Path) -> list[Cell]:

@@ -5,13 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from chaoseval.model.trajectory import Trajectory
 
 # 2: the manifest lists the run's root causes (name, label, owner); 1 still reads.
 # 3: the manifest records each scenario's reference run (``references``); 1 and 2 still read.
 SCHEMA_VERSION = 3
+CLEAN = "clean"  # the name of the clean cell: the matrix column with no perturbation
 
 Status = Literal["passed", "failed", "not_evaluable"]
 
@@ -37,7 +44,8 @@ class PerturbationSpec(BaseModel):
 
 
 class Cell(BaseModel):
-    """A column of the matrix: clean (no perturbation) or a stack of perturbations."""
+    """A column of the matrix: clean (no perturbation, named CLEAN) or a stack of
+    perturbations."""
 
     name: str
     perturbations: list[PerturbationSpec] = Field(default_factory=list)
@@ -45,6 +53,41 @@ class Cell(BaseModel):
     @property
     def is_clean(self) -> bool:
         return not self.perturbations
+
+
+class Budgets(BaseModel):
+    """A scenario's limits; recorded in the manifest beside the scenario's id."""
+
+    max_steps: int = Field(default=20, ge=1)
+    call_timeout: float = Field(default=5.0, gt=0)  # seconds per tool call
+    trial_timeout: float = Field(default=120.0, gt=0)  # seconds per trial (virtual or real)
+
+
+class ScenarioInfo(BaseModel):
+    """What a run's manifest says about one scenario (``Scenario.info()`` builds it).
+
+    Importers and older journals know only some fields: the ones a record was given are the
+    ones written back, so a journal reads and re-writes unchanged."""
+
+    id: str
+    domain: str = ""
+    tags: list[str] = Field(default_factory=list)
+    source: str | None = None
+    tools: dict[str, str] = Field(default_factory=dict)  # tool name -> version
+    budgets: Budgets | None = None
+
+    @model_serializer(mode="wrap")
+    def _given_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+
+class CheckResult(BaseModel):
+    """One verifier check's outcome in a trial."""
+
+    name: str
+    passed: bool
+    detail: str = ""
 
 
 class Usage(BaseModel):
@@ -108,7 +151,7 @@ class TrialRecord(BaseModel):
     status: Status
     root_cause: str | None = None  # why it failed, or why it is not evaluable
     error: str | None = None
-    checks: list[dict[str, Any]] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
     vetoes: list[Veto] = Field(default_factory=list)
     answer: str | None = None
     trajectory: Trajectory = Field(default_factory=Trajectory)
@@ -174,7 +217,7 @@ class RunManifest(BaseModel):
     trials: int
     ks: list[int]
     clock: Literal["virtual", "real"]
-    scenarios: list[dict[str, Any]]
+    scenarios: list[ScenarioInfo]
     cells: list[Cell]
     concurrency: int
     created_at: datetime
@@ -190,6 +233,6 @@ class RunManifest(BaseModel):
             "agent": self.agent,
             "model": self.model.model_dump(),
             "seed": self.seed,
-            "scenarios": sorted(s["id"] for s in self.scenarios),
+            "scenarios": sorted(s.id for s in self.scenarios),
             "cells": [c.model_dump() for c in self.cells],
         }

@@ -16,6 +16,12 @@ from faker import Faker
 from freezegun import freeze_time
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+# Budgets and CheckResult are recorded in the journal, so they live with the records; a
+# scenario author imports them from here as before.
+from chaoseval.model.records import Budgets as Budgets
+from chaoseval.model.records import CheckResult as CheckResult
+from chaoseval.model.records import ScenarioInfo
+
 if TYPE_CHECKING:
     from chaoseval.model.records import AgentOutput
     from chaoseval.model.trajectory import Trajectory
@@ -103,12 +109,6 @@ class Policy(BaseModel):
     forbidden_writes: list[str] = Field(default_factory=list)  # tables the agent must not touch
 
 
-class Budgets(BaseModel):
-    max_steps: int = Field(default=20, ge=1)
-    call_timeout: float = Field(default=5.0, gt=0)  # seconds per tool call
-    trial_timeout: float = Field(default=120.0, gt=0)  # seconds per trial (virtual or real)
-
-
 class FactSpec(BaseModel):
     """Ids or clauses that exist in the world; any other match of ``pattern`` is a hallucination."""
 
@@ -132,12 +132,6 @@ class MemoryItem(BaseModel):
     value: Any
     session: str = "earlier"
     recorded_at: datetime | None = None
-
-
-class CheckResult(BaseModel):
-    name: str
-    passed: bool
-    detail: str = ""
 
 
 class Check(BaseModel):
@@ -200,6 +194,17 @@ class Scenario(BaseModel):
                     f"policy.allowed_tools names tools the scenario lacks: {sorted(unknown)}"
                 )
         return self
+
+    def info(self) -> ScenarioInfo:
+        """What the run's manifest records about this scenario."""
+        return ScenarioInfo(
+            id=self.id,
+            domain=self.domain,
+            tags=self.tags,
+            source=self.source,
+            tools={t.name: t.version for t in self.tools},
+            budgets=self.budgets,
+        )
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Channel = Literal["tool", "observation", "model", "memory", "clock"]
 StepKind = Literal["tool", "observation", "model", "memory", "answer", "note"]
@@ -27,6 +27,34 @@ class Fault(BaseModel):
     delivered: bool = False
 
 
+class ModelCallData(BaseModel):
+    """A model step: what the call cost (agents report it through Episode.record_model_call)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+class AnswerData(BaseModel):
+    """The answer step: whether the agent gave up instead of answering."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gave_up: bool
+
+
+class NoData(BaseModel):
+    """Steps whose whole story is in the step's own fields (tool calls, observations)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# Each kind of step carries its own data; a new kind of step adds its model here.
+StepData = ModelCallData | AnswerData | NoData
+
+
 class Step(BaseModel):
     index: int
     kind: StepKind
@@ -38,7 +66,12 @@ class Step(BaseModel):
     error: str | None = None
     latency: float = 0.0
     faults: list[int] = Field(default_factory=list)  # indices into Trajectory.faults
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: StepData = Field(default_factory=NoData)
+
+    @property
+    def gave_up(self) -> bool:
+        """An answer step where the agent stopped and said it could not finish."""
+        return isinstance(self.data, AnswerData) and self.data.gave_up
 
 
 class Trajectory(BaseModel):

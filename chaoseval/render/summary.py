@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from chaoseval.analysis.aggregate import CellResult, by_cell
+from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
 from chaoseval.store.journal import Journal
 
 
@@ -44,7 +44,7 @@ def print_summary(journals: Sequence[Journal], console: Console, k: int | None =
             if r is None:
                 row += ["—", "—", "—"]
                 continue
-            d = r.delta if r.delta and cell != "clean" else None
+            d = r.delta if r.delta and cell != CLEAN else None
             mean = _fmt(r.summary.mean) + (f" ({_fmt(d.mean, True)})" if d else "")
             phat = _fmt(r.summary.pass_hat.get(k)) + (
                 f" ({_fmt(d.pass_hat.get(k), True)})" if d else ""

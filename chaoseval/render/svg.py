@@ -68,7 +68,7 @@ def pass_hat_curves(a: Analysis, panel_w: int = 290, panel_h: int = 210) -> str:
             x, _ = _xy(box, k, 0)
             parts.append(_t(x, top + h + 14, str(k), 10))
         parts.append(_t(left + w / 2, top + h + 28, "k", 10))
-        series = [(base, "#888", "4 3", "clean")]
+        series = [(base, "#888", "4 3", CLEAN)]
         if cell != CLEAN:
             series.append((curve, PALETTE[i % len(PALETTE)], "", cell))
         for data, color, dash, name in series:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from chaoseval.errors import ConfigError
-from chaoseval.model.records import Cell, ModelSettings, RunManifest, TrialRecord, Usage
+from chaoseval.model.records import CLEAN, Cell, ModelSettings, RunManifest, TrialRecord, Usage
 from chaoseval.model.seeding import derive_seed
 from chaoseval.store.journal import Journal
 
@@ -68,7 +68,7 @@ def _manifest(
         ks=ks,
         clock="real",
         scenarios=[{"id": t, "domain": source, "tags": [source]} for t in sorted(set(tasks))],
-        cells=[Cell(name="clean")],
+        cells=[Cell(name=CLEAN)],
         concurrency=1,
         created_at=datetime.now(UTC),
     )
@@ -90,10 +90,10 @@ def _record(
 ) -> TrialRecord:
     return TrialRecord(
         run_id=run_id,
-        trial_id=f"{task}/clean/{index}",
+        trial_id=f"{task}/{CLEAN}/{index}",
         scenario=task,
         scenario_tags=tags,
-        cell="clean",
+        cell=CLEAN,
         index=index,
         seed=derive_seed(run_id, task, index),
         world_seed=0,
