@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,13 @@ from pydantic import Field, ValidationError
 
 from chaoseval.errors import ScenarioError, ScenarioLoadErrors
 from chaoseval.loading.yamlform.checks import compile_check
-from chaoseval.loading.yamlform.generate import compile_generate, compile_target, world_maker
+from chaoseval.loading.yamlform.generate import (
+    TableGen,
+    Target,
+    compile_generate,
+    compile_target,
+    world_maker,
+)
 from chaoseval.loading.yamlform.nodes import Node, YMap, compose_documents, did_you_mean
 from chaoseval.loading.yamlform.sections import (
     compile_facts,
@@ -23,7 +30,16 @@ from chaoseval.loading.yamlform.sections import (
 from chaoseval.loading.yamlform.solution import compile_solution
 from chaoseval.loading.yamlform.templates import jsonable
 from chaoseval.loading.yamlform.tools import column_types, compile_tool
-from chaoseval.model.scenario import Budgets, MemoryItem, Policy, Scenario, ToolSpec
+from chaoseval.model.records import Budgets
+from chaoseval.model.scenario import (
+    Givens,
+    MemoryItem,
+    Policy,
+    Scenario,
+    Tables,
+    ToolSpec,
+    WorldFactory,
+)
 
 
 class YamlScenario(Scenario):
@@ -53,6 +69,20 @@ TOP_KEYS = {
 }  # fmt: skip
 
 
+@dataclass
+class _World:
+    """The world part of a document: literal rows, generators, the target row, and a sample
+    world built from seed 0 (its columns type the tools' arguments and results)."""
+
+    literal: Tables
+    gens: list[TableGen]
+    target: Target | None
+    givens: Givens
+    generate: WorldFactory
+    sample_tables: Tables
+    sample_givens: Givens
+
+
 def compile_document(doc: YMap, source: str) -> YamlScenario:
     root = Node(source, doc, (), doc.line)
     root.mapping(allowed=TOP_KEYS)
@@ -60,8 +90,62 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         if key not in doc:
             raise root.error(f"missing required key {key!r}")
     errs = _Collector()
+    world = _compile_world(root, errs)
+    types = column_types(world.sample_tables)
+    table_names = set(world.sample_tables)
 
-    literal: dict[str, list[dict[str, Any]]] = {}
+    tools: dict[str, ToolSpec] = {}
+    for tname, tnode in root.child("tools").items():
+        spec = errs.run(
+            lambda tname=tname, tnode=tnode: compile_tool(tname, tnode, types, table_names)
+        )
+        if spec is not None:
+            tools[tname] = spec
+    # A tool that failed to compile still exists for the references below: no cascade of
+    # "no tool named ..." errors after its own.
+    named = set(root.child("tools").value)
+    checks = []
+    for cnode in root.child("checks").seq():
+        c = errs.run(lambda cnode=cnode: compile_check(cnode, named, table_names))
+        if c is not None:
+            checks.append(c)
+
+    policy = errs.run(lambda: compile_policy(root.get("policy"), named, table_names), Policy())
+    facts = errs.run(lambda: compile_facts(root.get("facts"), table_names), [])
+    solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named))
+    perturbations = errs.run(lambda: compile_perturbations(root.get("perturbations")), [])
+    instruction = _instruction(root, world.sample_givens, errs)
+    if errs.errors:
+        _raise_collected(errs.errors)
+
+    fields: dict[str, Any] = {
+        "id": root.child("id").value,
+        "description": root.child("description").value,
+        "domain": doc.get("domain", "general"),
+        "tags": root.child("tags").strs() if root.has("tags") else [],
+        "instruction": instruction,
+        "tables": world.literal,
+        "generate": world.generate if (world.gens or world.target) else None,
+        "givens": world.givens,
+        "tools": list(tools.values()),
+        "checks": checks,
+        "policy": policy,
+        "facts": facts,
+        "solution": solution[0],
+        "reference_steps": doc.get("reference_steps", solution[1]),
+        "freeze_time": doc.get("freeze_time", False),
+        "ui": compile_ui(root.get("ui"), source),
+        "difficulty": doc.get("difficulty", 0.05),
+        "perturbations": perturbations,
+        "source": source,
+    }
+    return _scenario(root, doc, fields)
+
+
+def _compile_world(root: Node, errs: _Collector) -> _World:
+    """Tables, generators and target; stops at the first broken part, since a broken world
+    makes every later table reference look wrong."""
+    literal: Tables = {}
     if root.has("tables"):
         for tname, tnode in root.child("tables").items():
             rows = []
@@ -97,29 +181,11 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
             errs.errors.append(exc)
     if errs.errors:  # a broken world makes every later table reference look wrong: stop here
         _raise_collected(errs.errors)
-    types = column_types(sample_tables)
-    table_names = set(sample_tables)
+    return _World(literal, gens, target, givens_lit, generate, sample_tables, sample_givens)
 
-    tools: dict[str, ToolSpec] = {}
-    for tname, tnode in root.child("tools").items():
-        spec = errs.run(
-            lambda tname=tname, tnode=tnode: compile_tool(tname, tnode, types, table_names)
-        )
-        if spec is not None:
-            tools[tname] = spec
-    # A tool that failed to compile still exists for the references below: no cascade of
-    # "no tool named ..." errors after its own.
-    named = set(root.child("tools").value)
-    checks = []
-    for cnode in root.child("checks").seq():
-        c = errs.run(lambda cnode=cnode: compile_check(cnode, named, table_names))
-        if c is not None:
-            checks.append(c)
 
-    policy = errs.run(lambda: compile_policy(root.get("policy"), named, table_names), Policy())
-    facts = errs.run(lambda: compile_facts(root.get("facts"), table_names), [])
-    solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named))
-    perturbations = errs.run(lambda: compile_perturbations(root.get("perturbations")), [])
+def _instruction(root: Node, sample_givens: Givens, errs: _Collector) -> str:
+    """The instruction template, checked against the givens of the sample world."""
     instruction = root.child("instruction").str()
     try:
         instruction.format(**sample_givens)
@@ -131,30 +197,10 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
                 f"{did_you_mean(str(exc).strip(chr(39)), sample_givens)}"
             )
         )
-    if errs.errors:
-        _raise_collected(errs.errors)
+    return instruction
 
-    fields: dict[str, Any] = {
-        "id": root.child("id").value,
-        "description": root.child("description").value,
-        "domain": doc.get("domain", "general"),
-        "tags": root.child("tags").strs() if root.has("tags") else [],
-        "instruction": instruction,
-        "tables": literal,
-        "generate": generate if (gens or target) else None,
-        "givens": givens_lit,
-        "tools": list(tools.values()),
-        "checks": checks,
-        "policy": policy,
-        "facts": facts,
-        "solution": solution[0],
-        "reference_steps": doc.get("reference_steps", solution[1]),
-        "freeze_time": doc.get("freeze_time", False),
-        "ui": compile_ui(root.get("ui"), source),
-        "difficulty": doc.get("difficulty", 0.05),
-        "perturbations": perturbations,
-        "source": source,
-    }
+
+def _scenario(root: Node, doc: YMap, fields: dict[str, Any]) -> YamlScenario:
     if root.has("start_time"):
         fields["start_time"] = doc["start_time"]
     if root.has("budgets"):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from chaoseval.loading.yamlform.expressions import Env, Expr, evaluate, parse_expr
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
 from chaoseval.loading.yamlform.templates import STEP, interpolate
-from chaoseval.model.scenario import ToolSpec
+from chaoseval.model.scenario import Solution, ToolSpec
 
 
 @dataclass
@@ -35,82 +34,101 @@ class SolAnswer:
 
 def compile_solution(
     node: Node, tools: dict[str, ToolSpec], named: set[str]
-) -> tuple[Callable[..., Any], int]:
+) -> tuple[Solution, int]:
     node.mapping(allowed={"steps", "answer", "data", "give_up"}, required=("answer",))
     steps: list[SolStep] = []
     ids: set[str] = set()
     for item in node.child("steps").seq() if node.has("steps") else []:
-        item.mapping(
-            allowed={"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
-        )
-        sid = item.child("id").str() if item.has("id") else None
-        when = parse_expr(item.child("when"), ids) if item.has("when") else None
-        tool_name = None
-        args: dict[str, Any] = {}
-        if item.has("call"):
-            tool_name = item.child("call").str()
-            if tool_name not in named:
-                raise item.child("call").error(
-                    f"no tool named {tool_name!r}{did_you_mean(tool_name, tools)} "
-                    f"(tools: {', '.join(sorted(tools))})"
-                )
-            spec = tools.get(tool_name)
-            accepted = spec.params.model_fields if spec is not None else None
-            if item.has("args"):
-                for aname, anode in item.child("args").items():
-                    if accepted is not None and aname not in accepted:
-                        raise anode.error(
-                            f"tool {tool_name!r} takes no argument {aname!r}"
-                            f"{did_you_mean(aname, accepted)} (it takes: {', '.join(accepted)})"
-                        )
-                    for m in STEP.finditer(str(anode.value)):
-                        if m.group(1) not in ids:
-                            raise anode.error(
-                                f"${m.group(1)} names no earlier step with an id"
-                                f"{did_you_mean(m.group(1), ids)}"
-                            )
-                    args[aname] = anode.plain()
-        elif not item.has("click") and not item.has("page"):
-            raise item.error("a step needs 'call' (a tool), 'click' (a UI label) or 'page'")
-        steps.append(
-            SolStep(
-                id=sid,
-                tool=tool_name,
-                args=args,
-                when=when,
-                optional=bool(item.child("optional").value) if item.has("optional") else False,
-                recall=item.child("recall").str() if item.has("recall") else None,
-                click=item.child("click").str() if item.has("click") else None,
-                role=item.child("role").str() if item.has("role") else "button",
-                page=bool(item.child("page").value) if item.has("page") else False,
-            )
-        )
-        if sid:
-            ids.add(sid)
+        step = _compile_step(item, tools, named, ids)
+        steps.append(step)
+        if step.id:
+            ids.add(step.id)
+    answers = _compile_answers(node, ids)
+    reference = sum(1 for s in steps if s.tool and s.when is None) or 1
+    return _plan(steps, answers), reference
 
+
+def _compile_step(
+    item: Node, tools: dict[str, ToolSpec], named: set[str], ids: set[str]
+) -> SolStep:
+    item.mapping(
+        allowed={"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
+    )
+    sid = item.child("id").str() if item.has("id") else None
+    when = parse_expr(item.child("when"), ids) if item.has("when") else None
+    tool_name = None
+    args: dict[str, Any] = {}
+    if item.has("call"):
+        tool_name = item.child("call").str()
+        if tool_name not in named:
+            raise item.child("call").error(
+                f"no tool named {tool_name!r}{did_you_mean(tool_name, tools)} "
+                f"(tools: {', '.join(sorted(tools))})"
+            )
+        if item.has("args"):
+            args = _step_args(item.child("args"), tool_name, tools.get(tool_name), ids)
+    elif not item.has("click") and not item.has("page"):
+        raise item.error("a step needs 'call' (a tool), 'click' (a UI label) or 'page'")
+    return SolStep(
+        id=sid,
+        tool=tool_name,
+        args=args,
+        when=when,
+        optional=bool(item.child("optional").value) if item.has("optional") else False,
+        recall=item.child("recall").str() if item.has("recall") else None,
+        click=item.child("click").str() if item.has("click") else None,
+        role=item.child("role").str() if item.has("role") else "button",
+        page=bool(item.child("page").value) if item.has("page") else False,
+    )
+
+
+def _step_args(node: Node, tool_name: str, spec: ToolSpec | None, ids: set[str]) -> dict[str, Any]:
+    """A call's arguments: names the tool takes, ``$step`` references to earlier steps."""
+    accepted = spec.params.model_fields if spec is not None else None
+    args: dict[str, Any] = {}
+    for aname, anode in node.items():
+        if accepted is not None and aname not in accepted:
+            raise anode.error(
+                f"tool {tool_name!r} takes no argument {aname!r}"
+                f"{did_you_mean(aname, accepted)} (it takes: {', '.join(accepted)})"
+            )
+        for m in STEP.finditer(str(anode.value)):
+            if m.group(1) not in ids:
+                raise anode.error(
+                    f"${m.group(1)} names no earlier step with an id{did_you_mean(m.group(1), ids)}"
+                )
+        args[aname] = anode.plain()
+    return args
+
+
+def _compile_answers(node: Node, ids: set[str]) -> list[SolAnswer]:
     answers: list[SolAnswer] = []
     ans = node.child("answer")
     default_data = node.child("data").mapping().plain() if node.has("data") else {}
     if isinstance(ans.value, str):
-        answers.append(SolAnswer(ans.value, default_data, None))
-    else:
-        for opt in ans.seq():
-            opt.mapping(allowed={"when", "text", "data", "give_up"}, required=("text",))
-            for m in STEP.finditer(opt.child("text").str()):
-                if m.group(1) not in ids:
-                    raise opt.child("text").error(
-                        f"${m.group(1)} names no step with an id{did_you_mean(m.group(1), ids)}"
-                    )
-            answers.append(
-                SolAnswer(
-                    opt.child("text").str(),
-                    opt.child("data").mapping().plain() if opt.has("data") else default_data,
-                    parse_expr(opt.child("when"), ids) if opt.has("when") else None,
-                    bool(opt.child("give_up").value) if opt.has("give_up") else False,
+        return [SolAnswer(ans.value, default_data, None)]
+    for opt in ans.seq():
+        opt.mapping(allowed={"when", "text", "data", "give_up"}, required=("text",))
+        for m in STEP.finditer(opt.child("text").str()):
+            if m.group(1) not in ids:
+                raise opt.child("text").error(
+                    f"${m.group(1)} names no step with an id{did_you_mean(m.group(1), ids)}"
                 )
+        answers.append(
+            SolAnswer(
+                opt.child("text").str(),
+                opt.child("data").mapping().plain() if opt.has("data") else default_data,
+                parse_expr(opt.child("when"), ids) if opt.has("when") else None,
+                bool(opt.child("give_up").value) if opt.has("give_up") else False,
             )
-        if answers and answers[-1].when is not None:
-            raise ans.error("the last answer option must have no 'when' (it is the fallback)")
+        )
+    if answers and answers[-1].when is not None:
+        raise ans.error("the last answer option must have no 'when' (it is the fallback)")
+    return answers
+
+
+def _plan(steps: list[SolStep], answers: list[SolAnswer]) -> Solution:
+    """The compiled steps and answers as an async plan over an Actor."""
 
     async def solve(actor: Any) -> Any:
         results: dict[str, Any] = {}
@@ -118,23 +136,7 @@ def compile_solution(
         for step in steps:
             if step.when is not None and not actor.decide(evaluate(step.when, env)[0]):
                 continue
-            value: Any = None
-            if step.tool is not None:
-                args = {k: _fill(v, env) for k, v in step.args.items()}
-                tool = step.tool
-
-                async def do(
-                    tool: str = tool, args: dict[str, Any] = args, optional: bool = step.optional
-                ) -> Any:
-                    if optional:
-                        return await actor.try_call(tool, **args)
-                    return await actor.call(tool, **args)
-
-                value = await (actor.recall(step.recall, do) if step.recall else do())
-            elif step.click is not None:
-                value = await actor.click(step.click, step.role)
-            elif step.page:
-                value = await actor.page()
+            value = await _run_step(actor, step, env)
             if step.id:
                 results[step.id] = value
         for option in answers:
@@ -145,8 +147,27 @@ def compile_solution(
                 return actor.answer(text, **{k: _fill(v, env) for k, v in option.data.items()})
         return actor.answer("")
 
-    reference = sum(1 for s in steps if s.tool and s.when is None) or 1
-    return solve, reference
+    return solve
+
+
+async def _run_step(actor: Any, step: SolStep, env: Env) -> Any:
+    if step.tool is not None:
+        args = {k: _fill(v, env) for k, v in step.args.items()}
+        tool = step.tool
+
+        async def do(
+            tool: str = tool, args: dict[str, Any] = args, optional: bool = step.optional
+        ) -> Any:
+            if optional:
+                return await actor.try_call(tool, **args)
+            return await actor.call(tool, **args)
+
+        return await (actor.recall(step.recall, do) if step.recall else do())
+    if step.click is not None:
+        return await actor.click(step.click, step.role)
+    if step.page:
+        return await actor.page()
+    return None
 
 
 def _fill(value: Any, env: Env) -> Any:
