@@ -18,8 +18,11 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# ruff everywhere; mypy as configured in pyproject.toml (strict on model, seams, engine,
+# analysis and loading; the default level elsewhere).
 lint: $(STAMP)
 	$(BIN)/ruff check chaoseval perturbations scenarios tests benchmarks
+	$(BIN)/mypy
 
 # Every perturbation in the catalogue, one cell each, beside clean, for both reference harnesses.
 CATALOGUE := -p latency -p timeout -p malformed -p layout_shift -p modal -p sampling \

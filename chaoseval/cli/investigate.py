@@ -216,7 +216,8 @@ def replay_cmd(
         sa = a.trajectory.steps[i] if i < len(a.trajectory.steps) else None
         sb = b.trajectory.steps[i] if i < len(b.trajectory.steps) else None
         same = sa is not None and sb is not None and sa == sb
-        t = f"{(sa or sb).t:g}" if (sa or sb) is not None else ""
+        either = sa or sb
+        t = f"{either.t:g}" if either is not None else ""
         if sa is not None and sb is not None and sa.t != sb.t:
             t = f"{sa.t:g} / {sb.t:g}"
         table.add_row(str(i), t, _step_cell(sa), _step_cell(sb), "=" if same else "[red]≠[/]")

@@ -168,7 +168,7 @@ class ToolBox:
             self._finish(step, contexts, started, "timeout", error=str(err))
             raise err from None
         except AgentVisibleError as exc:
-            self._finish(step, contexts, started, exc.kind, error=str(exc))  # type: ignore[arg-type]
+            self._finish(step, contexts, started, exc.kind, error=str(exc))
             raise
         except HarnessError as exc:
             state.harness_errors.append(exc)

@@ -212,7 +212,11 @@ async def _setup(
         _model=trial.settings,
         _memory=memory,
         _on_read=on_read,
-        _observe=Observation.of(scenario, world, state, plugins, make_ctx, clock),
+        _observe=(
+            Observation(scenario, world, state, plugins, make_ctx, clock)
+            if scenario.ui is not None
+            else None
+        ),
         reference=scenario.solution,
         difficulty=scenario.difficulty,
     )
@@ -315,7 +319,8 @@ def _coerce(raw: Any) -> AgentOutput | None:
 
 
 class Observation:
-    """The UI channel: the page the agent sees, through the observation perturbations."""
+    """The UI channel (scenarios with a page): the page the agent sees, through the
+    observation perturbations."""
 
     def __init__(
         self,
@@ -333,21 +338,6 @@ class Observation:
         self._make_ctx = make_ctx
         self._clock = clock
         self._count = 0
-
-    @classmethod
-    def of(
-        cls,
-        scenario: Scenario,
-        world: World,
-        state: TrialState,
-        plugins: list[Perturbation[Any]],
-        make_ctx: MakeContext,
-        clock: Clock,
-    ) -> Observation | None:
-        """The scenario's UI channel, or None when it has no page."""
-        if scenario.ui is None:
-            return None
-        return cls(scenario, world, state, plugins, make_ctx, clock)
 
     def reference(self) -> str:
         """What an agent built against the app learned its selectors from: the unperturbed

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from chaoseval.errors import ToolError
-from chaoseval.model.scenario import ToolSpec, tool
+from chaoseval.model.scenario import Scenario, ToolSpec, tool
 
 if TYPE_CHECKING:
     from chaoseval.model.world import World
@@ -258,9 +258,10 @@ def ui_state(world: World) -> UiState:
     return state
 
 
-def render(scenario: Any, world: World) -> str:
+def render(scenario: Scenario, world: World) -> str:
     """The scenario's page for the world's current state (before any perturbation)."""
-    return world.givens.get("_ui_page") or scenario.ui.format(**world.givens)
+    page = world.givens.get("_ui_page") or (scenario.ui or "").format(**world.givens)
+    return str(page)
 
 
 def reference_page(episode: Episode) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
@@ -27,7 +27,7 @@ class Clock(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
-    def deadline(self, seconds: float) -> contextmanager: ...  # type: ignore[valid-type]
+    def deadline(self, seconds: float) -> AbstractContextManager[None]: ...
 
     def skew(self, delta: timedelta) -> None: ...
 

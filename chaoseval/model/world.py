@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ class World:
             raise ToolError(f"{what or table} {value!r} not found")
         return rows[0]
 
-    def now(self):
+    def now(self) -> datetime:
         self.clock_reads += 1
         if self.on_read is not None:
             self.on_read("clock")

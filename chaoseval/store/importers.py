@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from chaoseval.errors import ConfigError
-from chaoseval.model.records import CLEAN, Cell, ModelSettings, RunManifest, TrialRecord, Usage
+from chaoseval.model.records import (
+    CLEAN,
+    Cell,
+    ModelSettings,
+    RunManifest,
+    ScenarioInfo,
+    TrialRecord,
+    Usage,
+)
 from chaoseval.model.seeding import derive_seed
 from chaoseval.store.journal import Journal
 
@@ -67,7 +75,7 @@ def _manifest(
         trials=trials,
         ks=ks,
         clock="real",
-        scenarios=[{"id": t, "domain": source, "tags": [source]} for t in sorted(set(tasks))],
+        scenarios=[ScenarioInfo(id=t, domain=source, tags=[source]) for t in sorted(set(tasks))],
         cells=[Cell(name=CLEAN)],
         concurrency=1,
         created_at=datetime.now(UTC),

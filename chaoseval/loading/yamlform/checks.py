@@ -107,6 +107,7 @@ def _answer(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[
 def _called(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[CheckFn, str]:
     calls: list[tuple[str, dict[str, Any], Any]] = []
     for item in spec.seq(allow_scalar=True):
+        args: dict[str, Any]
         if isinstance(item.value, str):
             tname, args, times = item.value, {}, None
         else:

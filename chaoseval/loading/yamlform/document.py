@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
 
     tools: dict[str, ToolSpec] = {}
     for tname, tnode in root.child("tools").items():
-        spec = errs.run(
-            lambda tname=tname, tnode=tnode: compile_tool(tname, tnode, types, table_names)
-        )
+        spec = errs.run(partial(compile_tool, tname, tnode, types, table_names))
         if spec is not None:
             tools[tname] = spec
     # A tool that failed to compile still exists for the references below: no cascade of
@@ -106,7 +105,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     named = set(root.child("tools").value)
     checks = []
     for cnode in root.child("checks").seq():
-        c = errs.run(lambda cnode=cnode: compile_check(cnode, named, table_names))
+        c = errs.run(partial(compile_check, cnode, named, table_names))
         if c is not None:
             checks.append(c)
 

@@ -262,6 +262,6 @@ def _compare(a: Any, op: str, b: Any) -> bool:
             return any(loose_eq(x, b) for x in a) if isinstance(a, list) else str(b) in str(a)
         if op == "matches":
             return re.search(str(b), str(a)) is not None
-        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+        return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
     except TypeError:
         return False

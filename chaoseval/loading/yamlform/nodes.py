@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,12 +13,12 @@ import yaml
 from chaoseval.errors import ScenarioError
 
 
-class YMap(dict):
+class YMap(dict[str, Any]):
     line: int = 0
     key_lines: dict[str, int]
 
 
-class YList(list):
+class YList(list[Any]):
     line: int = 0
     item_lines: list[int]
 
@@ -164,13 +165,13 @@ class Node:
             raise self.expected("a string")
         return self.value
 
-    def strs(self) -> list[str]:
+    def strs(self) -> list[builtins.str]:
         return [n.str() for n in self.seq(allow_scalar=True)]
 
     def plain(self) -> Any:
         return to_plain(self.value)
 
-    def choice(self, options: Any, what: str) -> str:
+    def choice(self, options: Any, what: builtins.str) -> builtins.str:
         v = self.value
         if not isinstance(v, str) or v not in options:
             raise self.expected(

@@ -411,8 +411,10 @@ def _returns_model(
         return None  # created rows mix arguments and computed columns: nothing sure to check
     if kind == "delete":
         return create_model(f"{name}_result", deleted=(cols.get(key or "", Any), ...))
-    chosen = {c: (cols.get(c, Any), ...) for c in (returns_cols or cols)}
-    row_model = create_model(f"{name}_row", **chosen)
+    chosen: dict[str, Any] = {c: (cols.get(c, Any), ...) for c in (returns_cols or cols)}
+    row_model: type[BaseModel] = create_model(f"{name}_row", **chosen)
     if kind == "list":
-        return create_model(f"{name}_result", items=(list[row_model], ...), count=(int, ...))
+        # A model built at run time is a value to mypy, not a type it can parametrise list with.
+        items: Any = list[row_model]  # type: ignore[valid-type]
+        return create_model(f"{name}_result", items=(items, ...), count=(int, ...))
     return row_model
