@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic_core import to_jsonable_python
 
 Channel = Literal["tool", "observation", "model", "memory", "clock"]
 StepKind = Literal["tool", "observation", "model", "memory", "answer", "note"]
@@ -21,10 +22,18 @@ class Fault(BaseModel):
     perturbation: str
     channel: Channel
     kind: str
-    detail: dict[str, Any] = Field(default_factory=dict)
+    # The plugin's own account of what it did: JSON, whatever Python values the plugin passed.
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
     call_index: int = 0
     step: int | None = None  # the step it affected
     delivered: bool = False
+
+    @field_validator("detail", mode="before")
+    @classmethod
+    def _as_json(cls, value: Any) -> Any:
+        # Dates, tuples and models become what the journal will hold, so a judge reading the
+        # fault in the trial sees the same values as a report reading the journal later.
+        return to_jsonable_python(value)
 
 
 class ModelCallData(BaseModel):
