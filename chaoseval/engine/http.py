@@ -52,7 +52,7 @@ from chaoseval.errors import (
     ToolHTTPError,
     ToolTimeout,
 )
-from chaoseval.model.scenario import ToolSpec
+from chaoseval.model.scenario import ToolDescription, ToolSpec
 from chaoseval.seams.agent import ToolChannel
 
 ERROR_HEADER = "X-Chaoseval-Error"
@@ -292,7 +292,7 @@ class HttpTools:
     def specs(self) -> Mapping[str, ToolSpec]:
         return self._toolbox.specs
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> list[ToolDescription]:
         return self._toolbox.describe()
 
     def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:

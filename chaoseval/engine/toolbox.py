@@ -21,7 +21,7 @@ from chaoseval.errors import (
     ToolTimeout,
 )
 from chaoseval.model.records import Veto
-from chaoseval.model.scenario import Scenario, ToolSpec
+from chaoseval.model.scenario import Scenario, ToolDescription, ToolSpec
 from chaoseval.model.trajectory import ModelCallData, Trajectory
 from chaoseval.model.world import World
 from chaoseval.seams.perturbation import PerturbationContext, ToolCall, build_chain, ctx_stream
@@ -75,7 +75,7 @@ class ToolBox:
         self._count = 0
         self.specs: dict[str, ToolSpec] = {t.name: t for t in scenario.tools}
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> list[ToolDescription]:
         return [t.describe() for t in self._scenario.tools]
 
     def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:

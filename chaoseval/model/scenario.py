@@ -10,7 +10,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from faker import Faker
 from freezegun import freeze_time
@@ -34,6 +34,15 @@ Tables = dict[str, list[Row]]
 Givens = dict[str, Any]
 
 
+class ToolDescription(TypedDict):
+    """A tool as a function-calling LLM is shown it: JSON schemas of its arguments and result."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    returns: dict[str, Any] | None
+
+
 class ToolSpec(BaseModel):
     """A tool the agent can call: ``fn(world, **args)`` returns JSON data or raises ToolError."""
 
@@ -53,7 +62,7 @@ class ToolSpec(BaseModel):
     def returns_schema(self) -> dict[str, Any] | None:
         return self.returns.model_json_schema() if self.returns else None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ToolDescription:
         """The function-calling description an LLM agent would be given."""
         return {
             "name": self.name,

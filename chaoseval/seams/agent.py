@@ -17,7 +17,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from chaoseval.errors import ConfigError
 from chaoseval.model.clock import Clock
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
-from chaoseval.model.scenario import Givens, MemoryItem, ToolSpec
+from chaoseval.model.scenario import Givens, MemoryItem, ToolDescription, ToolSpec
 from chaoseval.model.seeding import stream
 from chaoseval.seams.registry import Registry
 
@@ -41,7 +41,7 @@ class ToolChannel(Protocol):
         """The scenario's tools by name (argument and result models)."""
         ...
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> list[ToolDescription]:
         """The function-calling descriptions (JSON schemas) an LLM agent would be given."""
         ...
 
