@@ -167,7 +167,7 @@ class TrialRecord(BaseModel):
 
     @model_serializer(mode="wrap")
     def _drop_empty_artifacts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if not data.get("artifacts"):
             data.pop("artifacts", None)
         return data
