@@ -17,7 +17,7 @@ from chaoseval.model.cells import parse_cells
 from chaoseval.seams.agent import load_agent
 from chaoseval.store.journal import Journal, read_journal
 
-VENDING = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
+VENDING = Path(__file__).resolve().parents[2] / "scenarios" / "vending.py"
 CELLS = ["latency:mean=3", "timeout:tools=read_dispense_log,probability=0.5,modes=[raise,hang]"]
 
 

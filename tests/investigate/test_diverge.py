@@ -24,7 +24,7 @@ from chaoseval.store.journal import Journal, read_journal
 
 SCENARIO = "vending-refund-not-dispensed"
 # The bundled file itself, so a colleague's half-written scenario elsewhere cannot break these.
-VENDING = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
+VENDING = Path(__file__).resolve().parents[2] / "scenarios" / "vending.py"
 TIMEOUT_CELL = "timeout:tools=read_dispense_log,modes=[raise],probability=0.5"
 
 

@@ -22,7 +22,7 @@ from chaoseval.store.journal import read_journal
 
 SCENARIO = "vending-refund-not-dispensed"
 # The bundled file itself, so a colleague's half-written scenario elsewhere cannot break these.
-VENDING = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
+VENDING = Path(__file__).resolve().parents[2] / "scenarios" / "vending.py"
 
 
 # The first-party plugins: colleagues' plugins in progress must not change what these find.
