@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# Lint first: a type error fails fast, before minutes of trials.
+test: lint
 	$(BIN)/python -m pytest -q
 
 # ruff everywhere; mypy as configured in pyproject.toml (strict on model, seams, engine,

@@ -37,7 +37,8 @@ async def serve_asgi(app: ASGIApp, *, shutdown_grace: float = 1.0) -> AsyncItera
         log_config=None,
         log_level="warning",
         access_log=False,
-        timeout_graceful_shutdown=shutdown_grace,
+        # uvicorn annotates whole seconds but waits with asyncio, which takes a float.
+        timeout_graceful_shutdown=shutdown_grace,  # type: ignore[arg-type]
     )
     server = _Server(config)
     try:

@@ -80,7 +80,8 @@ def report_impl(
         _emit(render_html(a), output, "HTML report")
     else:  # table into a file
         with output.open("w", encoding="utf-8") as fh:  # type: ignore[union-attr]
-            file_console = Console(file=redact.RedactingStream(fh), width=180)
+            stream = redact.RedactingStream(fh)
+            file_console = Console(file=stream, width=180)  # type: ignore[arg-type]
             print_report(data, file_console, ks)
             print_analysis(a, file_console)
 

@@ -174,7 +174,7 @@ def error_result(exc: AgentVisibleError) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(text=error_text(exc))],
         is_error=True,
-        meta={ERROR_META: detail},
+        meta={ERROR_META: detail},  # type: ignore[call-arg]  # the field of alias _meta
     )
 
 
