@@ -1,7 +1,8 @@
 """What every command module shares: the consoles, ``fail``, finding scenarios and agents.
 
 Command modules import this; ``chaoseval.cli.app`` imports them all and nothing imports it,
-so the command line has no import circle.
+so the command line has no import circle. Command modules import what a command runs inside
+the command: ``chaoseval --help`` loads typer, not scipy and hypothesis.
 """
 
 from __future__ import annotations
@@ -9,17 +10,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from chaoseval.loading.files import installed, installed_packs, load_paths, select
 from chaoseval.loading.userpath import append_path, check_not_shadowed
-from chaoseval.model.scenario import Scenario
-from chaoseval.seams.agent import AgentAdapter, load_agent
-from chaoseval.seams.registry import BrokenEntryPoint
+
+if TYPE_CHECKING:
+    from chaoseval.model.scenario import Scenario
+    from chaoseval.seams.agent import AgentAdapter
+    from chaoseval.seams.registry import BrokenEntryPoint
 
 # Matrix tables are wide: in a pipe or CI log, do not squeeze them into 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 180)
@@ -46,11 +48,15 @@ def fail(exc: Exception, code: int = 2) -> NoReturn:
 
 def load_scenarios(paths: Sequence[Path] | None) -> list[Scenario]:
     """The scenarios under ``paths``, or every installed pack's when none are given."""
+    from chaoseval.loading.files import installed, load_paths
+
     return load_paths(paths) if paths else installed()
 
 
 def select_scenarios(paths: Sequence[Path] | None, patterns: list[str] | None) -> list[Scenario]:
     """The scenarios a command runs: from ``paths``, or from the installed packs that load."""
+    from chaoseval.loading.files import installed_packs, load_paths, select
+
     if paths:
         return select(load_paths(paths), patterns or [])
     packs = installed_packs()
@@ -68,6 +74,8 @@ def print_broken(what: str, broken: list[BrokenEntryPoint]) -> None:
 
 def user_agent(name: str, app_dir: Path) -> AgentAdapter:
     """``--agent``: a registered name, or ``module:factory`` importable from ``app_dir``."""
+    from chaoseval.seams.agent import load_agent
+
     if ":" in name and not name.startswith("exec:"):  # exec: names a command, not a module
         append_path(app_dir)
         check_not_shadowed(name.partition(":")[0], app_dir)

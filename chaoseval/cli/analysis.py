@@ -4,31 +4,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from chaoseval import redact
-from chaoseval.analysis.build import analysis_json, analyze
-from chaoseval.analysis.compare import compare_journals
-from chaoseval.analysis.gate import evaluate, parse_rule
 from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError, ConfigError
-from chaoseval.render.comparison import print_comparison
-from chaoseval.render.junit import render_junit
-from chaoseval.render.markdown import render_comparison_markdown, render_markdown
-from chaoseval.render.report import json_report, print_report
-from chaoseval.render.terminal import print_analysis
-from chaoseval.store.importers import SOURCES, load_source
-from chaoseval.store.journal import Journal, read_journal
+
+if TYPE_CHECKING:
+    from chaoseval.store.journal import Journal
 
 FORMATS = ("table", "json", "markdown", "html", "junit")
 
 
 def load(path: Path, source: str | None = None, scorer: str | None = None) -> Journal:
     """A chaoseval journal, or (with ``source``) a tau-bench / Inspect AI results file."""
+    from chaoseval.store.importers import load_source
+    from chaoseval.store.journal import read_journal
+
     if source is None:
         return read_journal(path)
     return load_source(source, path, scorer=scorer)
@@ -54,6 +50,13 @@ def report_impl(
     resamples: int = 10_000,
 ) -> None:
     """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
+    from chaoseval.analysis.build import analysis_json, analyze
+    from chaoseval.render.junit import render_junit
+    from chaoseval.render.markdown import render_markdown
+    from chaoseval.render.report import json_report, print_report
+    from chaoseval.render.terminal import print_analysis
+    from chaoseval.store.importers import SOURCES
+
     if format not in FORMATS:
         raise ConfigError(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
     if source is not None and source not in SOURCES:
@@ -127,6 +130,10 @@ def compare_cmd(
     ] = None,
 ) -> None:
     """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p."""
+    from chaoseval.analysis.compare import compare_journals
+    from chaoseval.render.comparison import print_comparison
+    from chaoseval.render.markdown import render_comparison_markdown
+
     try:
         ja, jb = load(a, source), load(b, source)
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed)
@@ -163,6 +170,10 @@ def gate_cmd(
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2_000,
 ) -> None:
     """Fail (exit 1) when a rule is broken, naming each broken rule and its measured value."""
+    from chaoseval.analysis.build import analyze
+    from chaoseval.analysis.gate import evaluate, parse_rule
+    from chaoseval.render.junit import render_junit
+
     try:
         rules = [parse_rule(r) for r in rule]
         data = load(journal, source)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chaoseval.authoring.lint import ScenarioLint, lint_paths
-from chaoseval.authoring.scaffold import write_plugin, write_scenario
 from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError
+
+if TYPE_CHECKING:
+    from chaoseval.authoring.lint import ScenarioLint
 
 MARK = {True: "[green]PASS[/]", False: "[bold red]FAIL[/]"}
 
@@ -48,6 +49,8 @@ def lint_cmd(
 ) -> None:
     """Check scenarios: schema, solvable, non-trivial, perturbations reachable. Exit 1 on any
     problem."""
+    from chaoseval.authoring.lint import lint_paths
+
     if seeds < 1 or trials < 1:
         fail(ChaosevalError("--seeds and --trials must be at least 1"))
     try:
@@ -75,6 +78,8 @@ def init_scenario(
     force: Annotated[bool, typer.Option(help="overwrite an existing file")] = False,
 ) -> None:
     """Write NAME.yaml: a small complete YAML scenario that passes lint as generated."""
+    from chaoseval.authoring.scaffold import write_scenario
+
     try:
         path = write_scenario(name, directory, force=force)
     except ChaosevalError as exc:
@@ -88,6 +93,8 @@ def init_plugin(
     force: Annotated[bool, typer.Option(help="overwrite existing files")] = False,
 ) -> None:
     """Write a perturbation plugin package (pyproject entry point, module, test)."""
+    from chaoseval.authoring.scaffold import write_plugin
+
     try:
         root = write_plugin(name, directory, force=force)
     except ChaosevalError as exc:

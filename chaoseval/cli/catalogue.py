@@ -8,12 +8,12 @@ from rich.table import Table
 from chaoseval.cli._common import ScenarioPaths, console, fail, print_broken
 from chaoseval.cli.authoring import lint_cmd
 from chaoseval.errors import ChaosevalError
-from chaoseval.loading.files import installed_packs, load_paths
-from chaoseval.seams.perturbation import registry as perturbation_registry
 
 
 def scenarios_list(scenario_path: ScenarioPaths = None) -> None:
     """List installed (or given) scenarios."""
+    from chaoseval.loading.files import installed_packs, load_paths
+
     try:
         packs = installed_packs() if not scenario_path else None
         found = packs.scenarios if packs else load_paths(scenario_path or [])
@@ -29,6 +29,8 @@ def scenarios_list(scenario_path: ScenarioPaths = None) -> None:
 
 def perturbations_list() -> None:
     """List perturbation plugins with their parameters and defaults."""
+    from chaoseval.seams.perturbation import registry as perturbation_registry
+
     try:
         items = list(perturbation_registry.items())
         broken = perturbation_registry.broken()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -22,16 +22,15 @@ from chaoseval.cli._common import (
     user_agent,
 )
 from chaoseval.errors import ChaosevalError, ConfigError
-from chaoseval.investigate.diverge import analyse, to_json
-from chaoseval.investigate.replay import replay, sample, to_markdown
-from chaoseval.investigate.search import search
 from chaoseval.loading.userpath import append_path
 from chaoseval.model.records import CLEAN, ModelSettings
 from chaoseval.model.trajectory import ModelCallData, Step
-from chaoseval.store.journal import read_journal
+
+if TYPE_CHECKING:
+    from chaoseval.investigate.search import SearchResult
 
 
-def _hits(result) -> str:
+def _hits(result: SearchResult) -> str:
     """Where the confirmed schedule's faults landed: 'timeout on lookup_order x20'."""
     where: Counter[str] = Counter()
     for r in result.confirmation.records:
@@ -75,6 +74,8 @@ def search_cmd(
     Exit status 1 when the find did not confirm on fresh trials (it is still saved, marked
     "confirmed": false), 2 when no schedule broke the agent.
     """
+    from chaoseval.investigate.search import search
+
     try:
         found = select_scenarios(scenario_path, [scenario])
         if len(found) != 1:
@@ -135,6 +136,9 @@ def diverge_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
 ) -> None:
     """Where failed trials first left the path successful ones took, grouped by that point."""
+    from chaoseval.investigate.diverge import analyse, to_json
+    from chaoseval.store.journal import read_journal
+
     try:
         data = read_journal(journal)
         tasks = analyse(data, baseline=baseline)
@@ -203,6 +207,9 @@ def replay_cmd(
     app_dir: AppDir = Path("."),
 ) -> None:
     """Re-run one trial from its recorded seeds and show it beside the original."""
+    from chaoseval.investigate.replay import replay
+    from chaoseval.store.journal import read_journal
+
     try:
         append_path(app_dir)  # a journal's agent may be a module:factory from there
         data = read_journal(journal)
@@ -255,6 +262,9 @@ def sample_cmd(
     ] = None,
 ) -> None:
     """Draw a reproducible sample of trials and write them to Markdown for human review."""
+    from chaoseval.investigate.replay import sample, to_markdown
+    from chaoseval.store.journal import read_journal
+
     try:
         data = read_journal(journal)
         chosen = sample(data, n=n, seed=seed, status=status)

@@ -18,13 +18,7 @@ from chaoseval.cli._common import (
     select_scenarios,
     user_agent,
 )
-from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ChaosevalError
-from chaoseval.model.cells import parse_cells
-from chaoseval.model.records import ModelSettings
-from chaoseval.render.progress import TerminalProgress
-from chaoseval.render.report import print_report
-from chaoseval.store.journal import read_journal
 
 
 def run_cmd(
@@ -61,6 +55,13 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials."""
+    from chaoseval.engine.runner import RunConfig, run
+    from chaoseval.model.cells import parse_cells
+    from chaoseval.model.records import ModelSettings
+    from chaoseval.render.progress import TerminalProgress
+    from chaoseval.render.report import print_report
+    from chaoseval.store.journal import read_journal
+
     try:
         redact.configure(redact_patterns or [])
         config = RunConfig(

@@ -9,8 +9,6 @@ import typer
 
 from chaoseval.cli._common import console, fail
 from chaoseval.errors import ChaosevalError
-from chaoseval.render.summary import print_summary
-from chaoseval.store.journal import read_journal
 
 
 def summary_cmd(
@@ -18,6 +16,9 @@ def summary_cmd(
     k: Annotated[int | None, typer.Option("--k", help="k for pass^k (default: largest)")] = None,
 ) -> None:
     """Per perturbation: each journal's mean, pass^k and change against its clean baseline."""
+    from chaoseval.render.summary import print_summary
+    from chaoseval.store.journal import read_journal
+
     try:
         print_summary([read_journal(p) for p in journals], console, k)
     except ChaosevalError as exc:

@@ -1,0 +1,52 @@
+"""The command line's imports: no circle among its modules, and ``--help`` stays cheap."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import chaoseval.cli
+
+CLI = Path(chaoseval.cli.__file__).parent
+
+
+def imports_of(path: Path) -> set[str]:
+    """Modules a file imports, TYPE_CHECKING blocks and function bodies included."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def test_command_modules_import_only_common_and_app_imports_them() -> None:
+    modules = {p.stem: imports_of(p) for p in CLI.glob("*.py") if p.stem != "__init__"}
+    commands = set(modules) - {"app", "_common"}
+    assert commands, "no command modules found"
+    # Only catalogue imports another command module (authoring's lint, as `scenarios lint`).
+    allowed = {"catalogue": {"chaoseval.cli.authoring", "chaoseval.cli.authoring.lint_cmd"}}
+    for name in sorted(commands | {"_common"}):
+        cli_imports = {m for m in modules[name] if m.startswith("chaoseval.cli.")}
+        common = {m for m in cli_imports if m.startswith("chaoseval.cli._common")}
+        assert cli_imports - common <= allowed.get(name, set()), name
+    assert {f"chaoseval.cli.{c}" for c in commands} <= modules["app"]
+    assert not any(m.startswith("chaoseval.cli") for m in modules["_common"])
+
+
+def test_help_does_not_import_the_engine_or_the_statistics() -> None:
+    code = (
+        "import sys\n"
+        "from chaoseval.cli.app import app\n"
+        "heavy = ('scipy', 'hypothesis', 'numpy', 'faker', 'chaoseval.engine', "
+        "'chaoseval.analysis', 'chaoseval.loading.files')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
