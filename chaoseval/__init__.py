@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     )
     from chaoseval.model.clock import Clock, VirtualClock
     from chaoseval.model.records import (
+        CLEAN,
         AgentOutput,
         Cell,
         ModelSettings,
@@ -46,12 +47,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         MemoryItem,
         Policy,
         Scenario,
+        ToolDescription,
         ToolSpec,
         tool,
     )
     from chaoseval.model.trajectory import Fault, Step, Trajectory
     from chaoseval.model.world import World
-    from chaoseval.seams.agent import AgentAdapter, Episode, agent, load_agent
+    from chaoseval.seams.agent import AgentAdapter, Episode, ToolChannel, agent, load_agent
     from chaoseval.seams.perturbation import (
         CallNext,
         CommonParams,
@@ -89,6 +91,7 @@ _LOCATIONS: dict[str, str] = {
     **dict.fromkeys(
         (
             "AgentOutput",
+            "CLEAN",
             "Cell",
             "ModelSettings",
             "PerturbationSpec",
@@ -108,6 +111,7 @@ _LOCATIONS: dict[str, str] = {
             "MemoryItem",
             "Policy",
             "Scenario",
+            "ToolDescription",
             "ToolSpec",
             "tool",
         ),
@@ -115,7 +119,9 @@ _LOCATIONS: dict[str, str] = {
     ),
     **dict.fromkeys(("Fault", "Step", "Trajectory"), "chaoseval.model.trajectory"),
     "World": "chaoseval.model.world",
-    **dict.fromkeys(("AgentAdapter", "Episode", "agent", "load_agent"), "chaoseval.seams.agent"),
+    **dict.fromkeys(
+        ("AgentAdapter", "Episode", "ToolChannel", "agent", "load_agent"), "chaoseval.seams.agent"
+    ),
     **dict.fromkeys(
         (
             "CallNext",
@@ -134,6 +140,7 @@ _LOCATIONS: dict[str, str] = {
 }
 
 __all__ = [
+    "CLEAN",
     "AgentAdapter",
     "AgentOutput",
     "AgentVisibleError",
@@ -169,7 +176,9 @@ __all__ = [
     "ScenarioError",
     "Step",
     "ToolCall",
+    "ToolChannel",
     "ToolConnectionError",
+    "ToolDescription",
     "ToolError",
     "ToolHTTPError",
     "ToolSpec",

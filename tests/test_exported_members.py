@@ -15,6 +15,7 @@ import chaoseval
 PUBLIC = {
     # writing an agent
     "AgentAdapter", "AgentOutput", "Episode", "ModelSettings", "Usage", "agent", "load_agent",
+    "ToolChannel", "ToolDescription",
     # writing a scenario
     "Budgets", "Check", "CheckResult", "FactSpec", "MemoryItem", "Policy", "Scenario",
     "ToolSpec", "World", "tool", "Clock", "VirtualClock",
@@ -22,7 +23,7 @@ PUBLIC = {
     "CallNext", "CommonParams", "ObservationCall", "Perturbation", "PerturbationContext",
     "ToolCall", "perturbation", "FailureContext", "RootCause",
     # running and reading results
-    "Cell", "PerturbationSpec", "RunConfig", "RunResult", "run", "Journal", "read_journal",
+    "CLEAN", "Cell", "PerturbationSpec", "RunConfig", "RunResult", "run", "Journal", "read_journal",
     "RunManifest", "TrialRecord", "Trajectory", "Step", "Fault",
     # errors: one root, the ones an agent sees, the harness's own
     "ChaosevalError", "AgentVisibleError", "ToolError", "ToolTimeout", "ToolHTTPError",

@@ -43,6 +43,23 @@ def _hits(result: SearchResult) -> str:
     return ", ".join(f"{k} x{v}" for k, v in where.most_common()) or "none delivered"
 
 
+def _print_find(result: SearchResult, agent: str, seed: int) -> None:
+    """The shrunk schedule, how it was found and confirmed, and where its faults landed."""
+    conf = result.confirmation
+    console.print(f"[bold]minimal failing schedule[/] for {agent} on {result.scenario}:")
+    for p in result.cell.perturbations:
+        params = ", ".join(f"{k}={v}" for k, v in p.params.items())
+        console.print(f"  {p.name}({params})")
+    console.print(
+        f"searched {result.examples} schedule(s) x {result.search_trials} trial(s), seed {seed}; "
+        f"confirmed on {len(conf.scored)} fresh trial(s): {conf.broken} failed with a fault "
+        f"delivered (failure rate {conf.failure_rate:.2f}; clean {result.clean_failure_rate:.2f})"
+    )
+    console.print(f"faults delivered: {_hits(result)}")
+    for name, rate in result.rejected:
+        console.print(f"rejected on confirmation (failure rate {rate:.2f}): {name}", markup=False)
+
+
 def search_cmd(
     agent: Annotated[str, typer.Option("--agent", "-a", help="agent name or module:factory")],
     scenario: Annotated[str, typer.Option("--scenario", "-s", help="one scenario id")],
@@ -102,19 +119,7 @@ def search_cmd(
             result.save(out)
     except ChaosevalError as exc:
         fail(exc)
-    conf = result.confirmation
-    console.print(f"[bold]minimal failing schedule[/] for {agent} on {result.scenario}:")
-    for p in result.cell.perturbations:
-        params = ", ".join(f"{k}={v}" for k, v in p.params.items())
-        console.print(f"  {p.name}({params})")
-    console.print(
-        f"searched {result.examples} schedule(s) x {result.search_trials} trial(s), seed {seed}; "
-        f"confirmed on {len(conf.scored)} fresh trial(s): {conf.broken} failed with a fault "
-        f"delivered (failure rate {conf.failure_rate:.2f}; clean {result.clean_failure_rate:.2f})"
-    )
-    console.print(f"faults delivered: {_hits(result)}")
-    for name, rate in result.rejected:
-        console.print(f"rejected on confirmation (failure rate {rate:.2f}): {name}", markup=False)
+    _print_find(result, agent, seed)
     if not result.confirmed:
         console.print(
             f"[bold yellow]not confirmed:[/] fewer than {confirm_rate:.0%} of the fresh trials "
