@@ -9,19 +9,33 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Send
 
 HOST = "127.0.0.1"
+KEEP_ALIVE = 3600  # seconds an idle client connection stays open
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, stopping: anyio.Event):
+        super().__init__(config)
+        self.stopping = stopping
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield  # the run handles Ctrl-C; a served channel must not swallow it
+
+    async def main_loop(self) -> None:
+        # uvicorn polls should_exit every 0.1 s; a trial's server is stopped as soon as asked.
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864_000
+            with anyio.move_on_after(0.1):
+                await self.stopping.wait()
 
 
 @contextlib.asynccontextmanager
@@ -39,8 +53,13 @@ async def serve_asgi(app: ASGIApp, *, shutdown_grace: float = 1.0) -> AsyncItera
         access_log=False,
         # uvicorn annotates whole seconds but waits with asyncio, which takes a float.
         timeout_graceful_shutdown=shutdown_grace,  # type: ignore[arg-type]
+        # uvicorn closes a keep-alive connection idle for 5 s by default. A client that sends
+        # on it just then gets a reset it did not cause (a spurious ToolConnectionError, a
+        # retry the SDK absorbs): under load, a trial's calls can be that far apart. Idle
+        # connections are cheap here, and they end with the server.
+        timeout_keep_alive=KEEP_ALIVE,
     )
-    server = _Server(config)
+    server = _Server(config, anyio.Event())
     try:
         async with _unwrapped(), anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
@@ -52,8 +71,34 @@ async def serve_asgi(app: ASGIApp, *, shutdown_grace: float = 1.0) -> AsyncItera
                 yield f"http://{HOST}:{port}"
             finally:
                 server.should_exit = True
+                server.stopping.set()
     finally:
         sock.close()
+
+
+async def drop_connection(send: Send, *, reset: bool = False) -> None:
+    """End the exchange with no response at all: a FIN (the peer closed), or with ``reset`` a
+    TCP RST (SO_LINGER 0), as a crashed server or proxy does.
+
+    ASGI has no message for this; uvicorn's ``send`` is a bound method of the request cycle,
+    which holds the asyncio transport. Elsewhere, raising makes the server end the exchange.
+    """
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    if transport is None:
+        raise ConnectionResetError("chaoseval: injected connection drop")
+    if transport.is_closing():
+        return
+    sock = transport.get_extra_info("socket")
+    try:
+        if reset and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass  # the peer is already gone: closing is all that is left
+    if reset:
+        transport.abort()
+    else:
+        transport.close()
+    await anyio.sleep(0)  # let the server see the connection lost before the app returns
 
 
 @contextlib.asynccontextmanager

@@ -28,21 +28,18 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import httpx
 import respx
-from anyio.from_thread import BlockingPortal
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
-from chaoseval.channels.asgi import single
+from chaoseval.channels.asgi import drop_connection, serve_asgi
 from chaoseval.engine.toolbox import StepBudgetExceeded
 from chaoseval.errors import (
     AgentVisibleError,
@@ -110,93 +107,46 @@ async def answer(toolbox: ToolChannel, name: str, args: Any) -> Reply:
 # --- the server -----------------------------------------------------------------------------
 
 
-class ToolServer:
-    """``POST /tools/{name}`` (JSON arguments) and ``GET /tools`` on 127.0.0.1, a free port.
+class ToolsApp:
+    """``POST /tools/{name}`` (JSON arguments) and ``GET /tools``: an ASGI app on one ToolBox.
 
-    Requests arrive on server threads; each call runs in the trial's event loop through an anyio
-    BlockingPortal, so the ToolBox and its clock are only ever touched from that loop.
+    Served by uvicorn inside the trial's event loop (chaoseval.channels.asgi), so a request
+    reaches the ToolBox and its clock directly, with no thread or portal in between.
     """
 
-    def __init__(self, toolbox: ToolChannel, portal: BlockingPortal):
+    def __init__(self, toolbox: ToolChannel):
         self.toolbox = toolbox
-        self.portal = portal
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Handler, self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_port}"
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def __init__(self, server: ToolServer, *args: Any):
-        self.tools = server
-        super().__init__(*args)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # the trajectory is the log
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") != "/tools":
-            self._send(_error(404, "tool_error", f"no route {self.path}"))
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan or websocket protocol here
+        request = Request(scope, receive)
+        path = scope["path"]
+        match = re.match(TOOL_PATH, path)
+        if request.method == "GET" and path.rstrip("/") == "/tools":
+            reply = encode_result(self.toolbox.describe())
+        elif request.method == "POST" and match is not None:
+            reply = await self._call(match["name"], await request.body())
+        else:
+            reply = _error(404, "tool_error", f"no route {request.method} {path}")
+        if reply.drop:
+            await drop_connection(send)  # a reset: the client gets no response at all
             return
-        self._send(encode_result(self.tools.toolbox.describe()))
+        await Response(reply.body, reply.status, reply.headers)(scope, receive, send)
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        match = re.match(TOOL_PATH, self.path)
-        if match is None:
-            self._send(_error(404, "tool_error", f"no route {self.path}"))
-            return
+    async def _call(self, name: str, raw: bytes) -> Reply:
         try:
             args = json.loads(raw or b"{}")
         except ValueError:
-            self._send(_error(400, "tool_error", "the request body is not JSON"))
-            return
-        reply = self.tools.portal.call(answer, self.tools.toolbox, match["name"], args)
-        if reply.drop:
-            self.close_connection = True  # a reset: the client gets no response at all
-            return
-        self._send(reply)
-
-    def _send(self, reply: Reply) -> None:
-        self.send_response(reply.status)
-        for key, value in reply.headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(reply.body)))
-        self.end_headers()
-        self.wfile.write(reply.body)
+            return _error(400, "tool_error", "the request body is not JSON")
+        return await answer(self.toolbox, name, args)
 
 
 @asynccontextmanager
 async def serve_tools(toolbox: ToolChannel) -> AsyncIterator[str]:
     """Serve ``toolbox`` over HTTP for the duration of the block; yields the base URL."""
-    try:
-        async with BlockingPortal() as portal:
-            server = ToolServer(toolbox, portal)
-            server.start()
-            try:
-                yield server.url
-            finally:
-                await anyio.to_thread.run_sync(server.stop)
-    except BaseExceptionGroup as group:
-        # The portal's task group wraps whatever the agent raised inside the block; the judge
-        # must see the agent's own exception (a ToolTimeout, a crash), not a group.
-        raise single(group) from None
+    async with serve_asgi(ToolsApp(toolbox)) as url:
+        yield url
 
 
 # --- respx: the same faults at the httpx layer, no socket ------------------------------------

@@ -11,7 +11,8 @@ from typing import Any
 from mcp import Client
 
 from chaoseval.agents.actor import Actor, run_solution
-from chaoseval.channels.mcp import ERROR_META, serve_mcp
+from chaoseval.channels.hub import serve_mcp
+from chaoseval.channels.mcp import ERROR_META
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.engine.toolbox import ToolBox, TrialState
 from chaoseval.engine.trial import instantiate

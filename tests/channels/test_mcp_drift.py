@@ -10,7 +10,8 @@ from mcp import Client
 from mcp_support import run_over_mcp, trial_toolbox
 
 from chaoseval.bundled.perturbations.tool_schema_drift import variants
-from chaoseval.channels.mcp import TrialTools, serve_mcp
+from chaoseval.channels.hub import serve_mcp
+from chaoseval.channels.mcp import TrialTools
 
 RENAME = "tool_schema_drift:modes=rename,tools=lookup_order"
 

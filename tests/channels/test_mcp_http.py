@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_support import run_over_mcp, trial_toolbox
 
-from chaoseval.channels.mcp import McpHub, serve_mcp
+from chaoseval.channels.hub import ToolHub, TrialUrls, serve_mcp
 from chaoseval.loading.files import installed
 
 MODES = ["auto", "legacy"]  # the 2026-07-28 per-request era, and the initialize handshake
@@ -144,7 +144,7 @@ def test_a_transport_hang_ends_when_the_trial_ends() -> None:
 
     async def main() -> BaseException | None:
         with trial_toolbox("timeout:probability=1,modes=hang,layer=transport") as (tb, _, givens):
-            async with McpHub.serving() as hub:
+            async with ToolHub.serving() as hub:
                 async with anyio.create_task_group() as tg:
                     caught: list[BaseException] = []
 
@@ -157,8 +157,8 @@ def test_a_transport_hang_ends_when_the_trial_ends() -> None:
                         except Exception as exc:
                             caught.append(exc)
 
-                    async with hub.trial(tb) as url:
-                        tg.start_soon(agent, url)
+                    async with hub.trial(tb) as urls:
+                        tg.start_soon(agent, urls.mcp)
                         await anyio.sleep(0.5)
                     with anyio.fail_after(10):
                         while not caught:
@@ -169,7 +169,8 @@ def test_a_transport_hang_ends_when_the_trial_ends() -> None:
 
 
 def test_concurrent_trials_on_one_hub_never_mix() -> None:
-    """Two trials of different scenarios share a server; each path serves only its own world."""
+    """Two trials of different scenarios share a server; each path serves only its own world,
+    over MCP and over plain HTTP tools alike, and a path that names no trial is refused."""
     other = "calendar-book-room"
 
     async def main() -> None:
@@ -177,26 +178,31 @@ def test_concurrent_trials_on_one_hub_never_mix() -> None:
             trial_toolbox() as (vending, v_state, givens),
             trial_toolbox("clean", scenario_id=_scenario_id(other)) as (calendar, c_state, _),
         ):
-            async with McpHub.serving() as hub, hub.trial(vending) as a, hub.trial(calendar) as b:
-                assert a != b and a.startswith(hub.base_url) and b.startswith(hub.base_url)
+            async with ToolHub.serving() as hub, hub.trial(vending) as a, hub.trial(calendar) as b:
+                assert a.mcp != b.mcp and a.tools != b.tools
+                assert a.mcp.startswith(hub.base_url) and b.tools.startswith(hub.base_url)
 
-                async def use(url: str, toolbox: Any) -> None:
-                    async with Client(url) as client:
+                async def use(urls: TrialUrls, toolbox: Any) -> None:
+                    async with Client(urls.mcp) as client, httpx.AsyncClient() as http:
                         names = [t.name for t in (await client.list_tools()).tools]
                         assert names == list(toolbox.specs)
+                        listed = (await http.get(f"{urls.tools}/tools")).json()
+                        assert [t["name"] for t in listed] == names
                         if "lookup_order" in names:
-                            for _ in range(5):
-                                await client.call_tool(
-                                    "lookup_order", {"order_id": givens["order_id"]}
-                                )
+                            order = {"order_id": givens["order_id"]}
+                            for _ in range(3):
+                                await client.call_tool("lookup_order", order)
+                                await http.post(f"{urls.tools}/tools/lookup_order", json=order)
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(use, a, vending)
                     tg.start_soon(use, b, calendar)
                 async with httpx.AsyncClient() as http:
-                    guessed = await http.post(f"{hub.base_url}/trials/nope/mcp", json={})
-                    assert guessed.status_code == 404
-            assert len(v_state.trajectory.tool_steps()) == 5
+                    for path in ("/trials/nope/mcp", "/trials/nope/tools/x", "/"):
+                        assert (
+                            await http.post(f"{hub.base_url}{path}", json={})
+                        ).status_code == 404
+            assert len(v_state.trajectory.tool_steps()) == 6
             assert c_state.trajectory.tool_steps() == []
 
     anyio.run(main)

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_support import trial_toolbox
 
-from chaoseval.channels.mcp import serve_mcp
+from chaoseval.channels.hub import serve_mcp
 from chaoseval.channels.mcp.relay import resolve_url
 from chaoseval.errors import ConfigError
 

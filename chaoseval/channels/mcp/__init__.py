@@ -2,13 +2,14 @@
 
 - :class:`TrialTools` builds the trial's low-level ``mcp`` Server (in process: hand it to
   ``mcp.Client`` directly, over the SDK's memory streams);
-- :class:`McpHub` serves every trial of a run on one 127.0.0.1 port, a secret path per trial;
-  :func:`serve_mcp` is one trial on a server of its own;
+- :class:`~chaoseval.channels.mcp.wire.TrialEndpoint` serves it over streamable HTTP with the
+  trial's transport-layer faults; :class:`chaoseval.channels.hub.ToolHub` mounts every trial of
+  a run on one 127.0.0.1 port, and :func:`chaoseval.channels.hub.serve_mcp` is one trial on a
+  server of its own;
 - ``chaoseval mcp-relay URL`` (:mod:`chaoseval.channels.mcp.relay`) is a stdio MCP server that
   relays to a trial's URL, for agents that launch their MCP servers as processes.
 """
 
 from chaoseval.channels.mcp.server import ERROR_META, Exchange, TrialTools, error_text
-from chaoseval.channels.mcp.wire import McpHub, serve_mcp
 
-__all__ = ["ERROR_META", "Exchange", "McpHub", "TrialTools", "error_text", "serve_mcp"]
+__all__ = ["ERROR_META", "Exchange", "TrialTools", "error_text"]

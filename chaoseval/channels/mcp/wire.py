@@ -1,11 +1,9 @@
-"""MCP over streamable HTTP on 127.0.0.1: one server for a run, one secret path per trial.
+"""One trial's MCP server over streamable HTTP, with its transport-layer faults.
 
-``McpHub`` is a plain ASGI app served by uvicorn in the run's event loop. Each trial registers
-its ToolBox and gets ``http://127.0.0.1:PORT/trials/<token>/mcp``, a path no other trial can
-guess, so concurrent trials never see each other's tools, sessions or faults. Behind the path,
-the ``mcp`` SDK's StreamableHTTPSessionManager runs the trial's low-level Server
-(chaoseval.channels.mcp.server) in JSON-response mode: a request's response is written only once
-its result is known, which is what lets a transport-layer fault replace it.
+:class:`TrialEndpoint` is the ASGI side of a trial's MCP server; chaoseval.channels.hub mounts
+it at the trial's secret path. The ``mcp`` SDK's StreamableHTTPSessionManager runs the trial's
+low-level Server (chaoseval.channels.mcp.server) in JSON-response mode: a request's response is
+written only once its result is known, which is what lets a transport-layer fault replace it.
 
 Transport-layer faults (``timeout:layer=transport``) fail the HTTP exchange itself, as a broken
 gateway or server would:
@@ -25,10 +23,6 @@ is written; ``tools/call`` faults are delivered by the ToolBox as it hands the o
 
 from __future__ import annotations
 
-import re
-import secrets
-import socket
-import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -37,12 +31,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
-from chaoseval.channels.asgi import serve_asgi
+from chaoseval.channels.asgi import drop_connection
 from chaoseval.channels.mcp.server import EXCHANGE_KEY, Exchange, TrialTools
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
 
-TRIAL_PATH = re.compile(r"^/trials/(?P<token>[A-Za-z0-9_-]+)/mcp/?$")
 RELAY_HEADER = b"x-chaoseval-relay"  # set by ``chaoseval mcp-relay``: the agent speaks stdio
 
 # The SDK's own default for a server on localhost: refuse DNS-rebinding Host/Origin headers.
@@ -102,11 +95,13 @@ class TrialEndpoint:
             await _plain(send, fault.status, str(fault), headers)
         elif isinstance(fault, ToolTimeout) and fault.hang:
             if not await self._hang(receive):
-                await _reset(send)  # the trial ended first: the client waited for nothing
+                await drop_connection(
+                    send, reset=True
+                )  # the trial ended first: the client waited for nothing
         elif isinstance(fault, ToolTimeout):
             await _plain(send, 504, str(fault))
         elif isinstance(fault, ToolConnectionError):
-            await _reset(send)
+            await drop_connection(send, reset=True)
         else:
             await _plain(send, 502, str(fault))
 
@@ -129,51 +124,6 @@ class TrialEndpoint:
             tg.start_soon(client_gone)
             tg.start_soon(trial_over)
         return gone
-
-
-class McpHub:
-    """The run's MCP endpoint: an ASGI app routing ``/trials/<token>/mcp`` to the trial."""
-
-    def __init__(self) -> None:
-        self.base_url = ""
-        self._trials: dict[str, TrialEndpoint] = {}
-
-    @classmethod
-    @asynccontextmanager
-    async def serving(cls) -> AsyncIterator[McpHub]:
-        """A hub served on a free port of 127.0.0.1 for the block."""
-        hub = cls()
-        async with serve_asgi(hub) as url:
-            hub.base_url = url
-            yield hub
-
-    @asynccontextmanager
-    async def trial(self, toolbox: ToolBox) -> AsyncIterator[str]:
-        """Serve ``toolbox`` for the block; yields the trial's MCP URL."""
-        token = secrets.token_urlsafe(16)
-        async with TrialEndpoint(toolbox).running() as endpoint:
-            self._trials[token] = endpoint
-            try:
-                yield f"{self.base_url}/trials/{token}/mcp"
-            finally:
-                del self._trials[token]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return  # no lifespan or websocket protocol here
-        match = TRIAL_PATH.match(scope["path"])
-        endpoint = self._trials.get(match["token"]) if match else None
-        if endpoint is None:
-            await _plain(send, 404, "no such trial")
-            return
-        await endpoint.handle(scope, receive, send)
-
-
-@asynccontextmanager
-async def serve_mcp(toolbox: ToolBox) -> AsyncIterator[str]:
-    """One trial's tools over streamable HTTP on their own server; yields the MCP URL."""
-    async with McpHub.serving() as hub, hub.trial(toolbox) as url:
-        yield url
 
 
 # --- ASGI plumbing --------------------------------------------------------------------------
@@ -211,24 +161,3 @@ async def _plain(send: Send, status: int, text: str, headers: dict[str, str] | N
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
-
-
-async def _reset(send: Send) -> None:
-    """Drop the connection with a TCP RST and no response, as a crashed peer or proxy does.
-
-    ASGI has no message for this; uvicorn's ``send`` is a bound method of the request cycle,
-    which holds the asyncio transport. Elsewhere, raising makes the server close the exchange.
-    """
-    transport = getattr(getattr(send, "__self__", None), "transport", None)
-    if transport is None:
-        raise ConnectionResetError("chaoseval: injected connection reset")
-    if transport.is_closing():
-        return
-    sock = transport.get_extra_info("socket")
-    try:
-        if sock is not None:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass  # the peer is already gone: closing is all that is left
-    transport.abort()
-    await anyio.sleep(0)  # let the server see the connection lost before the app returns

@@ -1,0 +1,96 @@
+"""A run's tool channels on one 127.0.0.1 port: each trial's MCP server and HTTP tools.
+
+:class:`ToolHub` is a plain ASGI app served by uvicorn in the run's event loop
+(chaoseval.channels.asgi). Each trial registers its ToolBox and gets a secret path prefix,
+``http://127.0.0.1:PORT/trials/<token>``, under which
+
+- ``/mcp`` is its MCP server over streamable HTTP (chaoseval.channels.mcp.wire), and
+- ``/tools`` (``GET``) and ``/tools/<name>`` (``POST``) are its HTTP tools
+  (chaoseval.engine.http),
+
+so concurrent trials never see each other's tools, sessions or faults: a path no other trial
+can guess is the trial's credential. A path that names no live trial answers 404.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
+
+from chaoseval.channels.asgi import serve_asgi
+from chaoseval.channels.mcp.wire import TrialEndpoint
+from chaoseval.engine.http import ToolsApp
+from chaoseval.engine.toolbox import ToolBox
+
+TRIAL_PATH = re.compile(r"^/trials/(?P<token>[A-Za-z0-9_-]+)(?P<rest>/.*)?$")
+
+
+@dataclass(frozen=True)
+class TrialUrls:
+    """Where one trial's tools are served."""
+
+    mcp: str  # the MCP endpoint (streamable HTTP)
+    tools: str  # the HTTP tools' base URL: GET {tools}/tools, POST {tools}/tools/<name>
+
+
+@dataclass
+class _Trial:
+    mcp: TrialEndpoint
+    tools: ToolsApp
+
+
+class ToolHub:
+    """The run's tool endpoint: routes ``/trials/<token>/...`` to that trial's channels."""
+
+    def __init__(self) -> None:
+        self.base_url = ""
+        self._trials: dict[str, _Trial] = {}
+
+    @classmethod
+    @asynccontextmanager
+    async def serving(cls) -> AsyncIterator[ToolHub]:
+        """A hub served on a free port of 127.0.0.1 for the block."""
+        hub = cls()
+        async with serve_asgi(hub) as url:
+            hub.base_url = url
+            yield hub
+
+    @asynccontextmanager
+    async def trial(self, toolbox: ToolBox) -> AsyncIterator[TrialUrls]:
+        """Serve ``toolbox`` for the block; yields the trial's URLs."""
+        token = secrets.token_urlsafe(16)
+        async with TrialEndpoint(toolbox).running() as endpoint:
+            self._trials[token] = _Trial(endpoint, ToolsApp(toolbox))
+            base = f"{self.base_url}/trials/{token}"
+            try:
+                yield TrialUrls(mcp=f"{base}/mcp", tools=base)
+            finally:
+                del self._trials[token]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan or websocket protocol here
+        match = TRIAL_PATH.match(scope["path"])
+        trial = self._trials.get(match["token"]) if match else None
+        rest = (match["rest"] or "/") if match else "/"
+        if trial is not None and rest.rstrip("/") == "/mcp":
+            await trial.mcp.handle(scope, receive, send)
+        elif trial is not None and rest.startswith("/tools"):
+            prefix = scope["path"][: len(scope["path"]) - len(rest)]
+            inner = {**scope, "path": rest, "root_path": scope.get("root_path", "") + prefix}
+            await trial.tools(inner, receive, send)
+        else:
+            await PlainTextResponse("no such trial", 404)(scope, receive, send)
+
+
+@asynccontextmanager
+async def serve_mcp(toolbox: ToolBox) -> AsyncIterator[str]:
+    """One trial's MCP tools on a server of their own; yields the MCP URL."""
+    async with ToolHub.serving() as hub, hub.trial(toolbox) as urls:
+        yield urls.mcp
