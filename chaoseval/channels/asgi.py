@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Send
 
 HOST = "127.0.0.1"
 KEEP_ALIVE = 3600  # seconds an idle client connection stays open
+BACKLOG = 2048  # uvicorn's default
 
 
 class _Server(uvicorn.Server):
@@ -42,8 +43,10 @@ class _Server(uvicorn.Server):
 async def serve_asgi(app: ASGIApp, *, shutdown_grace: float = 1.0) -> AsyncIterator[str]:
     """Serve ``app`` on a free port of 127.0.0.1 for the block; yields ``http://127.0.0.1:PORT``."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((HOST, 0))  # bound here, so the port is known before uvicorn starts
+    # Bound and listening here, so the port is known before uvicorn starts, and taken: no
+    # SO_REUSEADDR, or two trials binding port 0 at once could be handed the same port.
+    sock.bind((HOST, 0))
+    sock.listen(BACKLOG)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
@@ -58,6 +61,7 @@ async def serve_asgi(app: ASGIApp, *, shutdown_grace: float = 1.0) -> AsyncItera
         # retry the SDK absorbs): under load, a trial's calls can be that far apart. Idle
         # connections are cheap here, and they end with the server.
         timeout_keep_alive=KEEP_ALIVE,
+        backlog=BACKLOG,
     )
     server = _Server(config, anyio.Event())
     try:
