@@ -16,9 +16,12 @@ import anyio
 import uvicorn
 from starlette.types import ASGIApp, Send
 
+from chaoseval.errors import HarnessError
+
 HOST = "127.0.0.1"
 KEEP_ALIVE = 3600  # seconds an idle client connection stays open
 BACKLOG = 2048  # uvicorn's default
+STOP_WITHIN = 5.0  # seconds a shutdown may take before the listeners are closed anyway
 
 
 class _Server(uvicorn.Server):
@@ -64,20 +67,44 @@ async def serve_asgi(app: ASGIApp, *, shutdown_grace: float = 1.0) -> AsyncItera
         backlog=BACKLOG,
     )
     server = _Server(config, anyio.Event())
+    stopped = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await server.serve([sock])
+        finally:
+            stopped.set()
+
     try:
         async with _unwrapped(), anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
+            tg.start_soon(serve)
             while not server.started:
-                if tg.cancel_scope.cancel_called:  # pragma: no cover - serve() failed
-                    break
+                if stopped.is_set():
+                    raise HarnessError(f"the 127.0.0.1 server for {app!r} did not start")
                 await anyio.sleep(0.002)
             try:
                 yield f"http://{HOST}:{port}"
             finally:
-                server.should_exit = True
-                server.stopping.set()
+                await _stop(server, stopped)
     finally:
         sock.close()
+
+
+async def _stop(server: _Server, stopped: anyio.Event) -> None:
+    """Shut uvicorn down through its own path, even when the block raised or was cancelled.
+
+    Cancelling serve() instead would skip closing its asyncio server: the socket's fd closes
+    but the loop's selector keeps a stale entry for the number, and the next socket handed
+    that number (another trial's listener or connection) is never polled: connections hang
+    or fail. Shielded, so a trial's timeout cannot cut the shutdown short; bounded all the same.
+    """
+    server.should_exit = True
+    server.stopping.set()
+    with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_WITHIN):
+        await stopped.wait()
+    if not stopped.is_set():  # pragma: no cover - uvicorn did not finish in time
+        for listener in server.servers:
+            listener.close()
 
 
 async def drop_connection(send: Send, *, reset: bool = False) -> None:
