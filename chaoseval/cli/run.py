@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,16 @@ from chaoseval.cli._common import (
     user_agent,
 )
 from chaoseval.errors import ChaosevalError
+
+if TYPE_CHECKING:
+    from chaoseval.engine.budget import Budget
+
+BudgetCost = Annotated[
+    float | None, typer.Option(help="stop starting trials once the run's model cost reaches this")
+]
+BudgetTokens = Annotated[
+    int | None, typer.Option(help="stop starting trials once the run's tokens reach this")
+]
 
 
 def run_cmd(
@@ -47,6 +57,8 @@ def run_cmd(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     report: Annotated[bool, typer.Option(help="print the report when done")] = True,
     app_dir: AppDir = Path("."),
+    budget_cost: BudgetCost = None,
+    budget_tokens: BudgetTokens = None,
     redact_patterns: Annotated[
         list[str] | None,
         typer.Option(
@@ -79,6 +91,8 @@ def run_cmd(
             resume=resume,
             overwrite=overwrite,
             wall_timeout=trial_timeout,
+            budget_cost=budget_cost,
+            budget_tokens=budget_tokens,
             progress=TerminalProgress() if progress and sys.stderr.isatty() else None,
         )
         bad_k = [x for x in config.ks if x < 1 or x > trials]
@@ -98,8 +112,18 @@ def run_cmd(
         f"wrote {len(result.records) - result.resumed} trial(s) to {journal}"
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
     )
+    _budget_note(result.budget, journal)
     if report:
         print_report(read_journal(journal), console)
+
+
+def _budget_note(budget: Budget | None, journal: Path) -> None:
+    if budget is not None and budget.skipped:
+        err.print(
+            f"[bold yellow]budget reached:[/] {budget.reached}; {budget.skipped} trial(s) not "
+            f"started, every recorded trial is in {journal}. Raise the budget and run the same "
+            "command with --resume to carry on."
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import anyio
 
+from chaoseval.engine.budget import Budget
 from chaoseval.engine.judge import possible_root_causes
 from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import TrialPlan, instantiate, run_trial
@@ -68,6 +69,8 @@ class RunConfig:
     resume: bool = False
     overwrite: bool = False
     wall_timeout: float | None = None
+    budget_cost: float | None = None  # run totals (--budget-cost / --budget-tokens)
+    budget_tokens: int | None = None
     progress: RunProgress | None = None  # e.g. chaoseval.render.progress.TerminalProgress
     # Run each scenario's reference solution once and record it in the manifest (the report's
     # tool-call correctness and path efficiency read it from there).
@@ -91,6 +94,7 @@ class RunResult:
     records: list[TrialRecord]
     journal: Path | None
     resumed: int = 0
+    budget: Budget | None = None
 
 
 def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
@@ -197,6 +201,9 @@ async def run_matrix(
     manifest, done, writer = await _start(config, store)
 
     todo = [p for p in plans if p.trial_id not in done]
+    budget = Budget(config.budget_cost, config.budget_tokens)
+    for kept_record in done.values():
+        budget.add(kept_record)  # run totals: what the resumed trials spent counts
     records: list[TrialRecord] = [done[p.trial_id] for p in plans if p.trial_id in done]
     limiter = anyio.CapacityLimiter(max(1, config.concurrency))
     wall = _wall_timeout(config)
@@ -205,6 +212,9 @@ async def run_matrix(
     async def one(p: TrialPlan) -> None:
         # The trial's artifact directory is bound while it runs (exec agents' stdout, stderr).
         async with limiter:
+            if budget.reached:  # no new trial starts; those in flight finish
+                budget.skipped += 1
+                return
             with binding(store, p.trial_id) as kept:
                 record = await run_trial(
                     p,
@@ -217,6 +227,7 @@ async def run_matrix(
                     wall_timeout=wall,
                 )
             record.artifacts = list(kept.refs) if kept is not None else []
+            budget.add(record)
         records.append(record)
         if writer is not None:
             writer.append(record)
@@ -238,7 +249,7 @@ async def run_matrix(
             writer.close()
     order = {p.trial_id: i for i, p in enumerate(plans)}
     records.sort(key=lambda r: order.get(r.trial_id, len(order)))
-    return RunResult(manifest, records, config.journal, resumed=len(done))
+    return RunResult(manifest, records, config.journal, resumed=len(done), budget=budget)
 
 
 def run(config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None) -> RunResult:

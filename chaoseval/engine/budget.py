@@ -1,0 +1,41 @@
+"""Run budgets for real models: ``--budget-cost`` and ``--budget-tokens``.
+
+They are run totals, counted over every recorded trial, those a ``--resume`` keeps included.
+Once one is reached no new trial starts; the trials in flight finish and every recorded trial
+is kept, so the same command with ``--resume`` (and a larger budget) carries on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chaoseval.errors import ConfigError
+from chaoseval.model.records import TrialRecord
+
+
+@dataclass
+class Budget:
+    cost: float | None = None  # in the price table's currency (USD by default)
+    tokens: int | None = None  # input + output tokens
+    spent_cost: float = 0.0
+    spent_tokens: int = 0
+    skipped: int = 0  # trials not started because the budget was reached
+
+    def __post_init__(self) -> None:
+        if (self.cost is not None and self.cost <= 0) or (
+            self.tokens is not None and self.tokens <= 0
+        ):
+            raise ConfigError("--budget-cost and --budget-tokens must be above 0")
+
+    def add(self, record: TrialRecord) -> None:
+        self.spent_cost += record.usage.cost
+        self.spent_tokens += record.usage.input_tokens + record.usage.output_tokens
+
+    @property
+    def reached(self) -> str | None:
+        """What was reached, in words, or None while there is budget left."""
+        if self.tokens is not None and self.spent_tokens >= self.tokens:
+            return f"--budget-tokens {self.tokens} (spent {self.spent_tokens})"
+        if self.cost is not None and self.spent_cost >= self.cost:
+            return f"--budget-cost {self.cost:g} (spent {self.spent_cost:.4f})"
+        return None
