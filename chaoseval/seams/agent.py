@@ -19,7 +19,7 @@ from chaoseval.model.clock import Clock
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
 from chaoseval.model.scenario import Givens, MemoryItem, ToolDescription, ToolSpec
 from chaoseval.model.seeding import stream
-from chaoseval.seams.registry import Registry
+from chaoseval.seams.registry import Registry, import_object
 
 __all__ = [
     "AgentAdapter",
@@ -126,7 +126,16 @@ registry: Registry[Callable[..., AgentAdapter]] = Registry(
 agent = registry.register
 
 
+# Agents named by a prefix, not a registered name: ``exec:COMMAND`` is a process. Their loader
+# is imported by name, as an entry point is, so the seam does not depend on the adapters.
+PREFIXED = {"exec:": "chaoseval.agents.process:exec_agent"}
+
+
 def load_agent(name: str) -> AgentAdapter:
+    for prefix, loader in PREFIXED.items():
+        if name.startswith(prefix):
+            make = cast("Callable[[str], AgentAdapter]", import_object(loader))
+            return make(name)
     factory = registry.get(name)
     obj = factory() if callable(factory) and not isinstance(factory, AgentAdapter) else factory
     if not isinstance(obj, AgentAdapter):

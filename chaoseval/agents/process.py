@@ -1,0 +1,297 @@
+"""Agents as processes, in any language: ``--agent 'exec:COMMAND'``.
+
+COMMAND runs once per trial (split like a shell would, but run without one unless the user
+writes ``sh -c '...'``), in a process group of its own and a fresh working directory, and
+talks to chaoseval only over the wire and its environment:
+
+=======================  ===================================================================
+variable                 value
+=======================  ===================================================================
+CHAOSEVAL_MCP_URL        the trial's tools over MCP (streamable HTTP)
+CHAOSEVAL_TOOLS_URL      the trial's tools over plain HTTP (``POST /tools/NAME``)
+CHAOSEVAL_INSTRUCTION    the task (also written on stdin)
+CHAOSEVAL_MEMORY_FILE    a JSON file: the agent's memory, ``[{"key": ..., "value": ...}]``
+CHAOSEVAL_TRIAL_ID       scenario/cell/index
+CHAOSEVAL_MODEL          the model name to ask for
+CHAOSEVAL_SEED           the trial seed
+CHAOSEVAL_DEADLINE       Unix time (seconds) at which the trial is stopped
+TZ                       the trial clock's UTC offset, as POSIX TZ
+=======================  ===================================================================
+
+The model keys of chaoseval's own environment (:data:`MODEL_VARIABLES`) are never passed on:
+the agent's model is reached through the trial's model channel, never with the real key.
+
+The answer is the last stdout line when it is a JSON object with ``answer`` (optional
+``gave_up``, ``data``), else the whole of stdout. stdout and stderr are kept as the trial's
+artifacts, bounded and redacted. When the trial's deadline passes, the group gets SIGTERM and,
+after a short grace, SIGKILL; the trial is then a timeout. A non-zero exit is a crash that
+names its code. Either way the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from subprocess import PIPE
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from chaoseval.channels.asgi import single
+from chaoseval.channels.mcp import McpHub, serve_mcp
+from chaoseval.engine.http import serve_tools
+from chaoseval.engine.toolbox import ToolBox
+from chaoseval.errors import ChaosevalError, ConfigError, HarnessError
+from chaoseval.model.records import AgentOutput
+from chaoseval.seams.agent import Episode
+from chaoseval.store import artifacts
+
+PREFIX = "exec:"
+GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+DRAIN = 1.0  # seconds to wait for output pipes once the process is gone
+STDOUT_LIMIT = 1 << 20  # bytes of stdout kept in memory (head); the answer comes from these
+TAIL_LIMIT = 64 << 10  # bytes of stdout's end kept apart: the JSON answer line lives there
+STDERR_LIMIT = 256 << 10
+MODEL_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+
+class AgentProcessFailed(ChaosevalError):
+    """The agent's process exited with a non-zero code: the agent crashed (judged as a crash)."""
+
+    def __init__(self, code: int, stderr_tail: str):
+        self.code = code
+        detail = f"; stderr ends: {stderr_tail}" if stderr_tail else ""
+        super().__init__(f"agent process exited with code {code}{detail}")
+
+
+@dataclass
+class Capture:
+    """A bounded copy of one output stream: its head, its tail, and how much there was."""
+
+    limit: int
+    tail_limit: int = 0
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    size: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_limit:
+            self.tail += chunk
+            del self.tail[: max(0, len(self.tail) - self.tail_limit)]
+
+    @property
+    def cut(self) -> bool:
+        return self.size > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        """Everything kept; a marker where the middle was dropped."""
+        head = self.head.decode("utf-8", "replace")
+        if not self.tail:
+            return head
+        gap = self.size - len(self.head) - len(self.tail)
+        marker = f"\n[... {gap} bytes not kept ...]\n" if gap else ""
+        return head + marker + self.tail.decode("utf-8", "replace")
+
+    def last_line(self) -> str:
+        data = bytes(self.tail) if self.tail else bytes(self.head)
+        lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+        return lines[-1] if lines else ""
+
+
+def parse_answer(stdout: Capture) -> AgentOutput:
+    """The last line when it is ``{"answer": ...}``, else the whole of stdout."""
+    try:
+        last = json.loads(stdout.last_line())
+    except ValueError:
+        last = None
+    if isinstance(last, dict) and "answer" in last:
+        data = last.get("data")
+        return AgentOutput(
+            answer=str(last["answer"]),
+            gave_up=bool(last.get("gave_up")),
+            data=data if isinstance(data, dict) else {},
+        )
+    return AgentOutput(answer=stdout.text().strip())
+
+
+class ProcessAgent:
+    """Runs a command per trial with the trial's channels in its environment."""
+
+    clock = "real"  # a process lives on wall-clock time; its waits cannot be simulated
+
+    def __init__(
+        self,
+        command: str | list[str],
+        *,
+        grace: float = GRACE,
+    ):
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not argv:
+            raise ConfigError("exec: needs a command, e.g. --agent 'exec:python my_agent.py'")
+        if shutil.which(argv[0]) is None:  # said before any trial runs, not as 100 crashes
+            raise ConfigError(f"exec: {argv[0]!r} is not an executable file or on PATH")
+        self.argv = argv
+        self.grace = grace
+        self._hub: McpHub | None = None
+
+    @classmethod
+    def from_spec(cls, spec: str) -> ProcessAgent:
+        return cls(spec.removeprefix(PREFIX))
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """One MCP hub for every trial of the run."""
+        async with McpHub.serving() as hub:
+            self._hub = hub
+            try:
+                yield
+            finally:
+                self._hub = None
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        try:
+            return await self._run(episode)
+        except BaseExceptionGroup as group:
+            # The channels' task groups wrap what ended the trial; the judge must see the
+            # process's own outcome (a crash with its code), not a group.
+            raise single(group) from None
+
+    async def _run(self, episode: Episode) -> AgentOutput:
+        async with AsyncExitStack() as stack:
+            toolbox = episode.tools
+            if not isinstance(toolbox, ToolBox):  # the wire channels serve the trial's own
+                raise HarnessError("exec: agents need the trial's ToolBox in episode.tools")
+            hub = self._hub  # outside a run's session (run by hand): a server of its own
+            tools = hub.trial(toolbox) if hub is not None else serve_mcp(toolbox)
+            mcp_url = await stack.enter_async_context(tools)
+            tools_url = await stack.enter_async_context(serve_tools(toolbox))
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
+            memory = workdir.parent / f"{workdir.name}-memory.json"
+            memory.write_text(json.dumps([m.model_dump(mode="json") for m in episode.memory]))
+            stack.callback(memory.unlink, missing_ok=True)
+            env = {
+                **{k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES},
+                "CHAOSEVAL_MCP_URL": mcp_url,
+                "CHAOSEVAL_TOOLS_URL": tools_url,
+                "CHAOSEVAL_INSTRUCTION": episode.instruction,
+                "CHAOSEVAL_MEMORY_FILE": str(memory),
+                "CHAOSEVAL_TRIAL_ID": artifacts.current_trial_id() or "",
+                "CHAOSEVAL_MODEL": episode.model.model,
+                "CHAOSEVAL_SEED": str(episode.trial_seed),
+                "CHAOSEVAL_DEADLINE": _deadline(),
+                "TZ": _posix_tz(episode),
+            }
+            return await self._run_process(env, workdir, episode.instruction)
+        raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
+
+    async def _run_process(self, env: dict[str, str], cwd: Path, instruction: str) -> AgentOutput:
+        stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT)
+        stderr = Capture(STDERR_LIMIT)
+        try:
+            process = await anyio.open_process(
+                self.argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env,
+                start_new_session=True,  # its own process group: the whole tree is stopped
+            )  # fmt: skip
+        except OSError as exc:  # it was found before the run: something broke underneath
+            raise HarnessError(f"exec: cannot start {self.argv[0]!r}: {exc}") from exc
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_feed, process, instruction)
+                tg.start_soon(_drain, process.stdout, stdout)
+                tg.start_soon(_drain, process.stderr, stderr)
+                await process.wait()
+                # Children left in the group would hold the pipes open: the agent is done.
+                _signal_group(process, signal.SIGKILL)
+                tg.cancel_scope.deadline = anyio.current_time() + DRAIN
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._stop(process)
+                await process.aclose()
+                _keep(stdout, stderr)
+        code = process.returncode
+        if code:
+            tail = stderr.text().strip().splitlines()[-3:]
+            raise AgentProcessFailed(code, " | ".join(tail)[-300:])
+        return parse_answer(stdout)
+
+    async def _stop(self, process: Process) -> None:
+        """SIGTERM to the group, SIGKILL after the grace; nothing left running."""
+        if process.returncode is not None:
+            return
+        _signal_group(process, signal.SIGTERM)
+        with anyio.move_on_after(self.grace):
+            await process.wait()
+        _signal_group(process, signal.SIGKILL)
+        await process.wait()
+
+
+async def _feed(process: Process, instruction: str) -> None:
+    assert process.stdin is not None
+    try:
+        await process.stdin.send(instruction.encode() + b"\n")
+        await process.stdin.aclose()
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass  # the agent does not read stdin: it has the instruction in its environment
+
+
+async def _drain(stream: ByteReceiveStream | None, capture: Capture) -> None:
+    if stream is None:
+        return
+    try:
+        async for chunk in stream:
+            capture.add(chunk)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+
+
+def _signal_group(process: Process, sig: signal.Signals) -> None:
+    try:
+        os.killpg(process.pid, sig)  # start_new_session: the group id is the child's pid
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+
+
+def _keep(stdout: Capture, stderr: Capture) -> None:
+    """stdout and stderr as the trial's artifacts (when the run keeps a store)."""
+    store = artifacts.current()
+    if store is None:
+        return
+    for name, capture in (("stdout.txt", stdout), ("stderr.txt", stderr)):
+        store.write(name, capture.text(), size=capture.size)
+
+
+def _deadline() -> str:
+    """When the trial's cancel scopes stop it, as Unix time ("inf" when nothing does)."""
+    left = anyio.current_effective_deadline() - anyio.current_time()
+    return "inf" if left == float("inf") else f"{time.time() + left:.3f}"
+
+
+def _posix_tz(episode: Episode) -> str:
+    """The trial clock's UTC offset as a POSIX TZ string (whose sign is inverted)."""
+    offset = episode.clock.nominal_now().utcoffset() or timedelta(0)
+    minutes = int(offset.total_seconds() // 60)
+    if minutes == 0:
+        return "UTC0"
+    sign = "-" if minutes > 0 else "+"
+    hours, mins = divmod(abs(minutes), 60)
+    return f"<{'+' if minutes > 0 else '-'}{hours:02d}{mins:02d}>{sign}{hours}:{mins:02d}"
+
+
+def exec_agent(spec: str) -> ProcessAgent:
+    """``--agent 'exec:COMMAND'``: the seam's loader calls this for names with the prefix."""
+    return ProcessAgent.from_spec(spec)
