@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 BudgetCost = Annotated[
     float | None, typer.Option(help="stop starting trials once the run's model cost reaches this")
 ]
+RedactPatterns = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--redact", help="regular expression whose matches are never written (repeatable)"
+    ),
+]
 BudgetTokens = Annotated[
     int | None, typer.Option(help="stop starting trials once the run's tokens reach this")
 ]
@@ -59,12 +65,7 @@ def run_cmd(
     app_dir: AppDir = Path("."),
     budget_cost: BudgetCost = None,
     budget_tokens: BudgetTokens = None,
-    redact_patterns: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--redact", help="regular expression whose matches are never written (repeatable)"
-        ),
-    ] = None,
+    redact_patterns: RedactPatterns = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials."""
     from chaoseval.engine.runner import RunConfig, run
