@@ -48,8 +48,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from chaoseval.channels.asgi import single
-from chaoseval.channels.mcp import McpHub, serve_mcp
-from chaoseval.engine.http import serve_tools
+from chaoseval.channels.hub import ToolHub
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import ChaosevalError, ConfigError, HarnessError
 from chaoseval.model.records import AgentOutput
@@ -147,7 +146,7 @@ class ProcessAgent:
             raise ConfigError(f"exec: {argv[0]!r} is not an executable file or on PATH")
         self.argv = argv
         self.grace = grace
-        self._hub: McpHub | None = None
+        self._hub: ToolHub | None = None
 
     @classmethod
     def from_spec(cls, spec: str) -> ProcessAgent:
@@ -156,7 +155,7 @@ class ProcessAgent:
     @asynccontextmanager
     async def session(self) -> AsyncIterator[None]:
         """One MCP hub for every trial of the run."""
-        async with McpHub.serving() as hub:
+        async with ToolHub.serving() as hub:
             self._hub = hub
             try:
                 yield
@@ -176,18 +175,18 @@ class ProcessAgent:
             toolbox = episode.tools
             if not isinstance(toolbox, ToolBox):  # the wire channels serve the trial's own
                 raise HarnessError("exec: agents need the trial's ToolBox in episode.tools")
-            hub = self._hub  # outside a run's session (run by hand): a server of its own
-            tools = hub.trial(toolbox) if hub is not None else serve_mcp(toolbox)
-            mcp_url = await stack.enter_async_context(tools)
-            tools_url = await stack.enter_async_context(serve_tools(toolbox))
+            hub = self._hub  # outside a run's session (run by hand): a hub of its own
+            if hub is None:
+                hub = await stack.enter_async_context(ToolHub.serving())
+            urls = await stack.enter_async_context(hub.trial(toolbox))
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
             memory = workdir.parent / f"{workdir.name}-memory.json"
             memory.write_text(json.dumps([m.model_dump(mode="json") for m in episode.memory]))
             stack.callback(memory.unlink, missing_ok=True)
             env = {
                 **{k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES},
-                "CHAOSEVAL_MCP_URL": mcp_url,
-                "CHAOSEVAL_TOOLS_URL": tools_url,
+                "CHAOSEVAL_MCP_URL": urls.mcp,
+                "CHAOSEVAL_TOOLS_URL": urls.tools,
                 "CHAOSEVAL_INSTRUCTION": episode.instruction,
                 "CHAOSEVAL_MEMORY_FILE": str(memory),
                 "CHAOSEVAL_TRIAL_ID": artifacts.current_trial_id() or "",
