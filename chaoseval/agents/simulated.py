@@ -178,32 +178,14 @@ class ResilientActor(SimActor):
         return self._exponential(state) + self._jitter.uniform(0, 0.5)
 
     async def _harness_call(self, tool: str, args: dict[str, Any]) -> Any:
-        spec = self.episode.tools.specs.get(tool)
-
-        async def attempt() -> Any:
-            result = await self.episode.tools.call(tool, **args)
-            if spec is not None:
-                try:
-                    validate_result(spec, result)
-                except ValueError as exc:
-                    raise _Malformed(str(exc)) from None
-            return result
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=_retry_after_or(self._backoff),
-            retry=retry_if_exception(_transient),
-            sleep=self.episode.clock.sleep,
-            reraise=True,
-        )
         # Once retries are exhausted the error goes to the plan, which may have a fallback
         # (try_call); if it has none, SimulatedAgent ends the episode gracefully.
-        return await retrying(attempt)
+        return await resilient_call(self.episode, tool, args, self.attempts, self._backoff)
 
     async def try_call(self, tool: str, /, **args: Any) -> Any:
         try:
             return await self.call(tool, **args)
-        except (ToolTimeout, ToolConnectionError, ToolHTTPError, _Malformed):
+        except (ToolTimeout, ToolConnectionError, ToolHTTPError, MalformedResult):
             return None
 
     async def recall(self, key: str, lookup: Callable[[], Awaitable[Any]]) -> Any:
@@ -212,7 +194,7 @@ class ResilientActor(SimActor):
         remembered = self.memory(key)
         try:
             return await lookup()
-        except (ToolTimeout, ToolConnectionError, ToolHTTPError, _Malformed):
+        except (ToolTimeout, ToolConnectionError, ToolHTTPError, MalformedResult):
             if remembered is None:
                 raise
             return remembered
@@ -245,17 +227,50 @@ def episode_draw(episode: Episode, purpose: str) -> float:
     return episode.rng(purpose).random()
 
 
-class _Malformed(AgentVisibleError):
+class MalformedResult(AgentVisibleError):
+    """A tool result that does not match the tool's schema, raised by validating harnesses."""
+
     kind = "malformed"
 
 
-def _transient(exc: BaseException) -> bool:
+def is_transient(exc: BaseException) -> bool:
+    """Whether a resilient harness retries this tool error."""
     if isinstance(exc, ToolHTTPError):
         return exc.retryable
-    return isinstance(exc, ToolTimeout | ToolConnectionError | _Malformed)
+    return isinstance(exc, ToolTimeout | ToolConnectionError | MalformedResult)
 
 
-def _retry_after_or(
+async def resilient_call(
+    episode: Episode,
+    tool: str,
+    args: dict[str, Any],
+    attempts: int,
+    backoff: Callable[[RetryCallState], float],
+) -> Any:
+    """A tool call as a resilient harness makes it: the result validated against the tool's
+    schema, transient errors retried (honouring Retry-After) on the trial clock."""
+    spec = episode.tools.specs.get(tool)
+
+    async def attempt() -> Any:
+        result = await episode.tools.call(tool, **args)
+        if spec is not None:
+            try:
+                validate_result(spec, result)
+            except ValueError as exc:
+                raise MalformedResult(str(exc)) from None
+        return result
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(attempts),
+        wait=retry_after_or(backoff),
+        retry=retry_if_exception(is_transient),
+        sleep=episode.clock.sleep,
+        reraise=True,
+    )
+    return await retrying(attempt)
+
+
+def retry_after_or(
     fallback: Callable[[RetryCallState], float],
 ) -> Callable[[RetryCallState], float]:
     def wait(state: RetryCallState) -> float:

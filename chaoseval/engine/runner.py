@@ -6,11 +6,12 @@ import platform
 import sys
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -239,7 +240,7 @@ async def run_matrix(
     try:
         if progress is not None:
             progress.start(config.agent_name, len(todo))
-        async with anyio.create_task_group() as tg:
+        async with _agent_session(config.agent), anyio.create_task_group() as tg:
             for p in todo:
                 tg.start_soon(one, p)
     finally:
@@ -250,6 +251,13 @@ async def run_matrix(
     order = {p.trial_id: i for i, p in enumerate(plans)}
     records.sort(key=lambda r: order.get(r.trial_id, len(order)))
     return RunResult(manifest, records, config.journal, resumed=len(done), budget=budget)
+
+
+def _agent_session(agent: AgentAdapter) -> AbstractAsyncContextManager[Any]:
+    """An agent may hold run-wide resources (the wire agents' model-channel server): an
+    optional ``session()`` async context manager, entered once around all its trials."""
+    session = getattr(agent, "session", None)
+    return session() if callable(session) else nullcontext()
 
 
 def run(config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None) -> RunResult:

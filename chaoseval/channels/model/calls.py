@@ -1,0 +1,112 @@
+"""What model-channel plugins see and return: one request in, one reply (or a wire fault) out.
+
+The trial's setup pass hands every ``model``-channel plugin the trial's ModelSettings once;
+per-request plugins subclass :class:`ModelCallPerturbation`, which lets that pass through, and
+then act on each :class:`ModelCall`. A plugin shapes what reaches the agent either by changing
+the :class:`ModelReply` (delays, a cut stream, malformed tool calls) or by raising a
+:class:`WireFault` (an HTTP error, a hang, a reset) that the server writes instead of a reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from chaoseval.errors import AgentVisibleError
+from chaoseval.seams.perturbation import (
+    CallNext,
+    CommonParams,
+    Perturbation,
+    PerturbationContext,
+)
+
+Endpoint = Literal["chat", "responses", "messages"]
+
+
+@dataclass
+class ModelCall:
+    """One request on the model channel, normalised to a chat-completions body."""
+
+    endpoint: Endpoint
+    body: dict[str, Any]  # plugins may rewrite it (sampling); the upstream gets this one
+    stream: bool
+    index: int  # this trial's n-th model request (0-based, retries included)
+    attempt: int  # 1 for a first request, n for the client's (n-1)-th retry of it
+    turn: int
+    step: int
+    tool: str = "model"  # so the shared ``tools`` glob selects model calls as one "tool"
+
+
+@dataclass
+class ModelReply:
+    """The upstream's chat completion and how to write it to the agent."""
+
+    completion: dict[str, Any]
+    first_token_delay: float = 0.0  # seconds before the first byte (streams: first chunk)
+    chunk_delay: float = 0.0  # seconds between stream chunks
+    # Stop writing in the middle of the first tool call's arguments and drop the connection.
+    cut_mid_tool_call: bool = False
+    malformed: bool = False  # a plugin broke the completion's shape (recorded as malformed)
+
+
+class WireFault(AgentVisibleError):
+    """Written to the agent instead of a reply."""
+
+    kind = "model_fault"
+
+
+class ModelHTTPFault(WireFault):
+    """An HTTP error with an OpenAI-style JSON body."""
+
+    kind = "http_error"
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_type: str = "server_error",
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
+        self.status = status
+        self.error_type = error_type
+        self.code = code
+        self.headers = headers or {}
+        super().__init__(message)
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": str(self),
+                "type": self.error_type,
+                "param": None,
+                "code": self.code,
+            }
+        }
+
+
+class ModelHang(WireFault):
+    """No answer at all: the request is held until the client gives up or the trial ends."""
+
+    kind = "timeout"
+
+
+class ModelReset(WireFault):
+    """The connection drops: response headers, then part of a body, then nothing."""
+
+    kind = "connection_reset"
+
+
+P = TypeVar("P", bound=CommonParams)
+
+
+class ModelCallPerturbation(Perturbation[P]):
+    """Base for per-request model-channel plugins (the setup pass goes through untouched)."""
+
+    channel = "model"
+
+    async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        if not isinstance(call, ModelCall):
+            return await call_next(call)  # the trial's ModelSettings: not a request
+        return await super().__call__(call, call_next, ctx)

@@ -1,0 +1,220 @@
+"""One trial's model channel: requests in, the perturbation chain, the upstream, the trajectory.
+
+Each request becomes a ``model`` step (request hash, attempt, message and tool counts, the tool
+calls returned, tokens, latency, faults). A client SDK retries 429/5xx/resets on its own: a
+request whose retry-count header is above 0, or whose body repeats the request that just got a
+fault, is the next attempt of it, and the earlier attempt's faults are marked *absorbed* (the
+SDK hid them from the agent's code) instead of delivered. The last fault of a chain stays
+delivered.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+
+from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
+from chaoseval.channels.model.prices import DEFAULT_PRICES, Prices, cost
+from chaoseval.channels.model.wire import request_hash, tool_calls_of
+from chaoseval.model.records import Usage
+from chaoseval.model.trajectory import Step
+from chaoseval.seams.agent import Episode
+from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
+
+RETRY_HEADER = "x-stainless-retry-count"
+
+
+class Upstream(Protocol):
+    """Where requests go once past the plugins: answers with a whole chat completion."""
+
+    async def complete(self, call: ModelCall) -> dict[str, Any]: ...
+
+
+@dataclass
+class TrialLink:
+    """The parts of a running trial the model channel records into and draws from."""
+
+    state: Any  # chaoseval.engine.toolbox.TrialState
+    world: Any
+    plugins: list[Any]
+    run_seed: int
+    scenario: str
+    trial: int
+    usage: Usage
+
+    @classmethod
+    def from_episode(cls, episode: Episode) -> TrialLink:
+        # The in-process ToolBox already holds the trial's state and plugins; until the trial
+        # hands channels a link of their own, read them from there (one place to change).
+        tools: Any = episode.tools
+        return cls(
+            state=tools._state,
+            world=tools._world,
+            plugins=tools._plugins,
+            run_seed=tools._run_seed,
+            scenario=tools._scenario.id,
+            trial=tools._trial,
+            usage=episode.usage,
+        )
+
+
+@dataclass
+class Exchange:
+    """One request and what was written back for it."""
+
+    call: ModelCall
+    request_hash: str
+    step: Step
+    started: float
+    contexts: list[PerturbationContext] = field(default_factory=list)
+    absorbed: bool = False
+    finished: bool = False
+
+    @property
+    def fault_ids(self) -> list[int]:
+        return [i for c in self.contexts for i in c.fired]
+
+
+class TrialModelChannel:
+    """The model channel of one trial, addressed by its token (the agent's API key)."""
+
+    def __init__(
+        self,
+        token: str,
+        link: TrialLink,
+        upstream: Upstream,
+        *,
+        prices: Prices | None = None,
+    ):
+        self.token = token
+        self.link = link
+        self.upstream = upstream
+        self.prices = prices if prices is not None else DEFAULT_PRICES
+        self.closed = anyio.Event()
+        self._count = 0
+        self._last_by_hash: dict[str, Exchange] = {}
+        self._last: Exchange | None = None
+
+    def begin(self, endpoint: Endpoint, body: dict[str, Any], headers: Any) -> Exchange:
+        """Record a new request: its step, and whether it retries one that got a fault."""
+        state, clock = self.link.state, self.link.world.clock
+        digest = request_hash(body)
+        previous = self._last_by_hash.get(digest)
+        header = str(headers.get(RETRY_HEADER, "") or "")
+        by_header = header.isdigit() and int(header) > 0
+        by_body = previous is not None and previous is self._last and bool(previous.fault_ids)
+        attempt = 1
+        if previous is not None and (by_header or by_body):
+            attempt = previous.call.attempt + 1
+            self._absorb(previous)
+        elif by_header:
+            attempt = int(header) + 1
+        state.turn += 1
+        step = state.trajectory.add_step("model", t=clock.monotonic())
+        call = ModelCall(
+            endpoint=endpoint,
+            body=body,
+            stream=bool(body.get("stream")),
+            index=self._count,
+            attempt=attempt,
+            turn=state.turn,
+            step=step.index,
+        )
+        self._count += 1
+        exchange = Exchange(call, digest, step, time.perf_counter())
+        self._last_by_hash[digest] = exchange
+        self._last = exchange
+        return exchange
+
+    async def run(self, exchange: Exchange) -> ModelReply:
+        """The plugins, then the upstream. Raises WireFault for what must replace a reply."""
+        link = self.link
+
+        def make_ctx(plugin: Any, call: ModelCall) -> PerturbationContext:
+            ctx = PerturbationContext(
+                run_seed=link.run_seed,
+                scenario=link.scenario,
+                trial=link.trial,
+                perturbation=plugin.label,
+                clock=link.world.clock,
+                world=link.world,
+                record=link.state.record_fault,
+                call_index=call.index,
+                step=call.step,
+                # Apart from the plugin's tool-channel and setup streams.
+                rng=ctx_stream(
+                    link.run_seed, link.scenario, f"{plugin.label}@model", link.trial, call.index
+                ),
+            )
+            exchange.contexts.append(ctx)
+            return ctx
+
+        async def base(call: ModelCall) -> ModelReply:
+            return ModelReply(completion=await self.upstream.complete(call))
+
+        chain = build_chain("model", link.plugins, base, make_ctx)
+        return await chain(exchange.call)
+
+    def finish(
+        self,
+        exchange: Exchange,
+        *,
+        status: int,
+        result_class: str,
+        reply: ModelReply | None = None,
+        error: str | None = None,
+    ) -> None:
+        """The answer (or fault) was written: mark the faults delivered, fill in the step."""
+        if exchange.finished:
+            return
+        exchange.finished = True
+        step, call = exchange.step, exchange.call
+        ids = exchange.fault_ids
+        step.faults = ids
+        step.result_class = result_class  # type: ignore[assignment]
+        step.error = error
+        step.latency = round(time.perf_counter() - exchange.started, 6)
+        data: dict[str, Any] = {
+            "endpoint": call.endpoint,
+            "request_hash": exchange.request_hash,
+            "attempt": call.attempt,
+            "model": call.body.get("model"),
+            "messages": len(call.body.get("messages") or []),
+            "tools": len(call.body.get("tools") or []),
+            "stream": call.stream,
+            "temperature": call.body.get("temperature"),
+            "seed": call.body.get("seed"),
+            "status": status,
+        }
+        if reply is not None:
+            done = reply.completion
+            data["tool_calls"] = [
+                (c.get("function") or {}).get("name") for c in tool_calls_of(done)
+            ]
+            choices = done.get("choices") or []
+            data["finish_reason"] = choices[0].get("finish_reason") if choices else None
+            data.update(self._account(done))
+        step.data = data
+        if not exchange.absorbed:
+            self.link.state.deliver(ids)
+
+    def _account(self, done: dict[str, Any]) -> dict[str, Any]:
+        used = done.get("usage") or {}
+        tin, tout = int(used.get("prompt_tokens", 0)), int(used.get("completion_tokens", 0))
+        spent = cost(self.prices, str(done.get("model", "")), tin, tout)
+        usage = self.link.usage
+        usage.model_calls += 1
+        usage.input_tokens += tin
+        usage.output_tokens += tout
+        usage.cost += spent
+        return {"input_tokens": tin, "output_tokens": tout, "cost": spent}
+
+    def _absorb(self, previous: Exchange) -> None:
+        previous.absorbed = True
+        for i in previous.fault_ids:
+            fault = self.link.state.trajectory.faults[i]
+            fault.delivered = False
+            fault.detail["absorbed"] = True

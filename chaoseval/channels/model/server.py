@@ -1,0 +1,238 @@
+"""The model channel's HTTP server: an OpenAI-compatible API on 127.0.0.1 (Starlette, uvicorn).
+
+One server serves every trial of a run; the API key a request carries (``Authorization:
+Bearer`` or ``x-api-key``) is the trial's token and picks its channel, so concurrent trials
+never mix. Faults are written as the wire shows them: an HTTP error with its headers, a
+request held until the client gives up, a connection dropped after part of a body, a stream
+cut in the middle of a tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, nullcontext
+from typing import Any
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from chaoseval.channels.model.calls import (
+    Endpoint,
+    ModelHang,
+    ModelHTTPFault,
+    ModelReply,
+    ModelReset,
+    WireFault,
+)
+from chaoseval.channels.model.channel import Exchange, TrialModelChannel
+from chaoseval.channels.model.sim import SIM_MODEL
+from chaoseval.channels.model.wire import SSE_DONE, Cut, error_body, sse, stream_chunks
+from chaoseval.channels.tasks import hosting
+
+HOST = "127.0.0.1"
+HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
+
+Render = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ConnectionDropped(Exception):
+    """Raised inside a response on purpose: uvicorn closes the connection mid-body."""
+
+
+class ModelServer:
+    """The run's model-channel server: channels by token, and the ASGI app serving them."""
+
+    def __init__(self) -> None:
+        self.channels: dict[str, TrialModelChannel] = {}
+        self.port = 0
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+    def register(self, channel: TrialModelChannel) -> None:
+        self.channels[channel.token] = channel
+
+    def unregister(self, token: str) -> None:
+        channel = self.channels.pop(token, None)
+        if channel is not None:
+            channel.closed.set()
+
+    def channel_for(self, request: Request) -> TrialModelChannel | None:
+        auth = request.headers.get("authorization", "")
+        token = auth[7:] if auth.lower().startswith("bearer ") else request.headers.get("x-api-key")
+        return self.channels.get(token or "")
+
+    async def _models(self, request: Request) -> Response:
+        if self.channel_for(request) is None:
+            return _unauthorized()
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": SIM_MODEL, "object": "model", "owned_by": "chaoseval"}],
+            }
+        )
+
+    async def _chat(self, request: Request) -> Response:
+        channel = self.channel_for(request)
+        if channel is None:
+            return _unauthorized()
+        try:
+            body = await request.json()
+        except ValueError:
+            return JSONResponse(error_body("body is not JSON", "invalid_request_error"), 400)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return await exchange_response(
+            channel, "chat", body, request, lambda done: done, include_usage=include_usage
+        )
+
+
+async def exchange_response(
+    channel: TrialModelChannel,
+    endpoint: Endpoint,
+    body: dict[str, Any],
+    request: Request,
+    render: Render,
+    *,
+    include_usage: bool = False,
+) -> Response:
+    """Run one request through the channel and write what the agent gets."""
+    exchange = channel.begin(endpoint, body, request.headers)
+    try:
+        reply = await channel.run(exchange)
+    except ModelHTTPFault as fault:
+        channel.finish(exchange, status=fault.status, result_class="http_error", error=str(fault))
+        return JSONResponse(fault.body(), fault.status, headers=fault.headers)
+    except ModelHang as fault:
+        await _hold(channel, request)
+        channel.finish(exchange, status=0, result_class="timeout", error=str(fault))
+        return Response(status_code=504)
+    except ModelReset as fault:
+        channel.finish(exchange, status=0, result_class="connection_reset", error=str(fault))
+        return _DroppedResponse()
+    except WireFault as fault:  # a third-party fault kind: the nearest wire shape, a 500
+        channel.finish(exchange, status=500, result_class="http_error", error=str(fault))
+        return JSONResponse(error_body(str(fault), "server_error"), 500)
+    if exchange.call.stream:
+        return StreamingResponse(
+            _stream(channel, exchange, reply, include_usage),
+            media_type="text/event-stream",
+        )
+    if reply.first_token_delay:
+        await anyio.sleep(reply.first_token_delay)
+    if reply.cut_mid_tool_call:  # a non-streaming answer cut short: half a JSON body
+        channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
+        return _DroppedResponse(json.dumps(render(reply.completion)).encode())
+    channel.finish(exchange, status=200, result_class=_result_class(reply), reply=reply)
+    return JSONResponse(render(reply.completion))
+
+
+async def _stream(
+    channel: TrialModelChannel, exchange: Exchange, reply: ModelReply, include_usage: bool
+) -> AsyncIterator[bytes]:
+    try:
+        if reply.first_token_delay:
+            await anyio.sleep(reply.first_token_delay)
+        for i, event in enumerate(
+            stream_chunks(reply.completion, include_usage, reply.cut_mid_tool_call)
+        ):
+            if isinstance(event, Cut):
+                channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
+                raise ConnectionDropped("stream cut in the middle of a tool call")
+            if i and reply.chunk_delay:
+                await anyio.sleep(reply.chunk_delay)
+            yield sse(event)
+        yield SSE_DONE
+    finally:
+        # Written in full, or the client went away mid-stream: either way it got these bytes.
+        channel.finish(exchange, status=200, result_class=_result_class(reply), reply=reply)
+
+
+async def _hold(channel: TrialModelChannel, request: Request) -> None:
+    """Answer nothing until the client gives up or the trial ends."""
+    while not channel.closed.is_set():
+        if await request.is_disconnected():
+            return
+        with anyio.move_on_after(HANG_POLL):
+            await channel.closed.wait()
+
+
+class _DroppedResponse(Response):
+    """Headers promising a body, part of it, then the connection closes."""
+
+    def __init__(self, partial: bytes = b"") -> None:
+        super().__init__(status_code=200, media_type="application/json")
+        self.partial = partial[: len(partial) // 2]
+        self.promised = max(len(partial), 64)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(self.promised).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self.partial, "more_body": True})
+        raise ConnectionDropped("connection dropped mid-body")
+
+
+def _result_class(reply: ModelReply) -> str:
+    return "malformed" if reply.malformed else "ok"
+
+
+def _unauthorized() -> Response:
+    return JSONResponse(
+        error_body(
+            "unknown API key: not a trial of this run", "invalid_request_error", "invalid_api_key"
+        ),
+        401,
+    )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: Ctrl-C belongs to the chaoseval run."""
+
+    def capture_signals(self) -> Any:
+        return nullcontext()
+
+
+@asynccontextmanager
+async def serve_model_channel() -> AsyncIterator[ModelServer]:
+    """Start the model-channel server on a free 127.0.0.1 port for the duration of a run."""
+    server = ModelServer()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((HOST, 0))
+    server.port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        server.app,
+        log_level="critical",  # dropped connections are on purpose, not errors to print
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+    uv = _Server(config)
+    try:
+        async with hosting(cancel=False) as tg:
+            tg.start_soon(uv.serve, [sock])
+            while not uv.started:
+                await anyio.sleep(0.005)
+            try:
+                yield server
+            finally:
+                for token in list(server.channels):
+                    server.unregister(token)
+                uv.should_exit = True
+    finally:
+        sock.close()

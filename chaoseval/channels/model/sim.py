@@ -1,0 +1,221 @@
+"""``chaoseval-sim``: the bundled offline model, the seeded simulated policy behind a chat API.
+
+One policy coroutine runs per trial (the scenario's reference-driven plan with the simulated
+LLM's slips, exactly as the ``naive`` agent's model). Its tool calls do not reach the tools:
+each becomes a ``tool_calls`` answer to the pending request, and the policy waits for the next
+request to bring that call's result in a ``tool`` message. Its answer becomes the final message
+(JSON with ``answer``, ``gave_up``, ``data``). The sampling temperature and seed are those of
+the first request that reached it, so a wire agent's success varies with them as the simulated
+agents' does. The same request body always gets the same completion (a client's retry after a
+fault must not step the policy twice).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from chaoseval.agents.actor import run_solution
+from chaoseval.agents.simulated import SimActor
+from chaoseval.channels.model.calls import ModelCall
+from chaoseval.channels.model.toolresults import REJECTED, as_exception, read_error
+from chaoseval.channels.model.wire import completion, estimate_tokens, request_hash, usage
+from chaoseval.channels.tasks import hosting
+from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
+from chaoseval.model.records import AgentOutput, ModelSettings, Usage
+from chaoseval.seams.agent import Episode
+
+SIM_MODEL = "chaoseval-sim"
+REISSUES = 2  # how often the model repeats a call the agent refused before it gives up on it
+DEFAULT_TEMPERATURE = 1.0  # the OpenAI API's default when a request sets none
+
+
+@dataclass
+class ToolAction:
+    call_id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass
+class FinalAction:
+    output: AgentOutput
+
+
+class WireTools:
+    """The policy's ``episode.tools``: a call is a turn of the conversation, not a tool run."""
+
+    def __init__(self, episode: Episode, model: SimModel):
+        self.specs = episode.tools.specs
+        self._describe = episode.tools.describe
+        self._model = model
+
+    def describe(self) -> list[dict[str, Any]]:
+        return self._describe()
+
+    def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """The channel records each request itself."""
+
+    async def call(self, name: str, /, **args: Any) -> Any:
+        for _ in range(REISSUES + 1):
+            content = await self._model.ask_tool(name, args)
+            error = read_error(content)
+            if error is None:
+                return json.loads(content) if _is_json(content) else content
+            if error.get("kind") not in REJECTED:
+                raise as_exception(error)
+        raise as_exception({"kind": "tool_error", "message": f"the agent kept refusing {name}"})
+
+
+class SimModelActor(SimActor):
+    """The simulated LLM as a model: slips as the naive policy does; the harness (retries,
+    validation) is the wire agent's own. A plan's fallback is taken when the agent reports an
+    outage, as a model reading the error would."""
+
+    async def try_call(self, tool: str, /, **args: Any) -> Any:
+        try:
+            return await self.call(tool, **args)
+        except (ToolTimeout, ToolConnectionError, ToolHTTPError):
+            return None
+
+
+class SimModel:
+    """The ``chaoseval-sim`` upstream of one trial."""
+
+    def __init__(self, episode: Episode, task_group: TaskGroup, model: str = SIM_MODEL):
+        self._episode = episode
+        self._tg = task_group
+        self._model = model
+        self._lock = anyio.Lock()
+        self._cache: dict[str, dict[str, Any]] = {}
+        self._actions_in, self._actions = anyio.create_memory_object_stream[Any](1)
+        self._results_in, self._results = anyio.create_memory_object_stream[str](1)
+        self._pending: ToolAction | None = None
+        self._final: FinalAction | None = None
+        self._started = False
+        self._calls = 0
+
+    async def complete(self, call: ModelCall) -> dict[str, Any]:
+        async with self._lock:  # one conversation: requests of a trial are answered in order
+            digest = request_hash(call.body)
+            if digest not in self._cache:
+                action = await self._next_action(call.body)
+                self._cache[digest] = self._render(action, call.body, digest)
+            return json.loads(json.dumps(self._cache[digest]))
+
+    async def ask_tool(self, name: str, args: dict[str, Any]) -> str:
+        """From the policy: emit a tool call, wait for the request that carries its result."""
+        self._calls += 1
+        await self._actions_in.send(ToolAction(f"call_{self._calls:03d}", name, args))
+        return await self._results.receive()
+
+    async def _next_action(self, body: dict[str, Any]) -> ToolAction | FinalAction:
+        if self._final is not None:
+            return self._final
+        if not self._started:
+            self._started = True
+            self._tg.start_soon(self._drive, _settings(body))
+        elif self._pending is not None:
+            content = _tool_result(body, self._pending.call_id)
+            if content is None:
+                return self._pending  # no result for the call: the model asks for it again
+            await self._results_in.send(content)
+        action = await self._actions.receive()
+        if isinstance(action, FinalAction):
+            self._final, self._pending = action, None
+        else:
+            self._pending = action
+        return action
+
+    async def _drive(self, settings: ModelSettings) -> None:
+        episode = dataclasses.replace(
+            self._episode, tools=WireTools(self._episode, self), _model=settings, usage=Usage()
+        )
+        actor = SimModelActor(episode)
+        try:
+            output = await run_solution(actor, _reference(episode))
+        except AgentVisibleError as exc:
+            output = actor.give_up(f"a dependency kept failing ({exc}); escalating to a human")
+        except (TypeError, KeyError, AttributeError, ValueError) as exc:
+            # The plan tripped over data it could not read: a model answers something anyway.
+            output = AgentOutput(answer=f"I could not make sense of the results ({exc}).")
+        await self._actions_in.send(FinalAction(output))
+
+    def _render(
+        self, action: ToolAction | FinalAction, body: dict[str, Any], digest: str
+    ) -> dict[str, Any]:
+        if isinstance(action, ToolAction):
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": action.call_id,
+                        "type": "function",
+                        "function": {"name": action.name, "arguments": json.dumps(action.args)},
+                    }
+                ],
+            }
+            finish = "tool_calls"
+        else:
+            out = action.output
+            final = {"answer": out.answer, "gave_up": out.gave_up, "data": out.data}
+            message = {"role": "assistant", "content": json.dumps(final, default=str)}
+            finish = "stop"
+        prompt = estimate_tokens([body.get("messages"), body.get("tools")])
+        return completion(
+            str(body.get("model") or self._model),
+            message,
+            finish,
+            usage(prompt, estimate_tokens(message)),
+            ident=f"chatcmpl-{digest}",
+        )
+
+
+@asynccontextmanager
+async def sim_upstream(episode: Episode) -> AsyncIterator[SimModel]:
+    """A ``chaoseval-sim`` for one trial; its policy is cancelled when the trial ends."""
+    _reference(episode)
+    async with hosting() as tg:
+        yield SimModel(episode, tg)
+
+
+def _settings(body: dict[str, Any]) -> ModelSettings:
+    temperature = body.get("temperature")
+    seed = body.get("seed")
+    return ModelSettings(
+        model=str(body.get("model") or SIM_MODEL),
+        temperature=DEFAULT_TEMPERATURE if temperature is None else float(temperature),
+        seed=None if seed is None else int(seed),
+    )
+
+
+def _reference(episode: Episode) -> Any:
+    if episode.reference is None:
+        raise RuntimeError("chaoseval-sim follows the scenario's reference solution")
+    return episode.reference
+
+
+def _tool_result(body: dict[str, Any], call_id: str) -> str | None:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            content = message.get("content")
+            if isinstance(content, list):  # content parts
+                return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            return str(content)
+    return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

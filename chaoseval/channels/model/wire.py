@@ -1,0 +1,136 @@
+"""OpenAI chat-completions shapes: completions, SSE chunks, request fingerprints.
+
+Every upstream answers with one whole chat completion; the server turns it into a JSON body or
+a stream of ``chat.completion.chunk`` events, so a fault can cut the stream at a chosen point
+(in the middle of a tool call's arguments) whatever the upstream was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+STREAM_PIECE = 24  # characters of content or arguments per chunk: several chunks per call
+
+
+def request_hash(body: dict[str, Any]) -> str:
+    """A fingerprint of a request: the client's retry sends the same body, so the same hash."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def estimate_tokens(value: Any) -> int:
+    """A deterministic token count (about four characters a token) for an offline model."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return max(1, len(text) // 4)
+
+
+def completion(
+    model: str,
+    message: dict[str, Any],
+    finish_reason: str | None,
+    usage: dict[str, int],
+    ident: str,
+) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
+        "usage": usage,
+        "system_fingerprint": "chaoseval",
+    }
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def first_choice(done: dict[str, Any]) -> dict[str, Any] | None:
+    choices = done.get("choices") or []
+    return choices[0] if choices else None
+
+
+def tool_calls_of(done: dict[str, Any]) -> list[dict[str, Any]]:
+    choice = first_choice(done)
+    if choice is None:
+        return []
+    return list((choice.get("message") or {}).get("tool_calls") or [])
+
+
+def error_body(message: str, error_type: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+
+class Cut:
+    """Marks where a stream is cut: after this chunk, the connection drops."""
+
+
+def stream_chunks(
+    done: dict[str, Any], include_usage: bool, cut: bool
+) -> list[dict[str, Any] | Cut]:
+    """The completion as ``chat.completion.chunk`` events, optionally with a cut marker in the
+    middle of the first tool call's arguments."""
+    base = {
+        "id": done.get("id", "chatcmpl-0"),
+        "object": "chat.completion.chunk",
+        "created": done.get("created", int(time.time())),
+        "model": done.get("model", ""),
+        "system_fingerprint": done.get("system_fingerprint"),
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out: list[dict[str, Any] | Cut] = []
+    choice = first_choice(done)
+    if choice is not None:
+        message = choice.get("message") or {}
+        out.append(chunk({"role": "assistant", "content": ""}))
+        for piece in _pieces(message.get("content") or ""):
+            out.append(chunk({"content": piece}))
+        for i, call in enumerate(message.get("tool_calls") or []):
+            fn = call.get("function") or {}
+            head = {"index": i, "id": call.get("id"), "type": "function"}
+            out.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {**head, "function": {"name": fn.get("name"), "arguments": ""}}
+                        ]
+                    }
+                )
+            )
+            pieces = _pieces(fn.get("arguments") or "") or [""]
+            for j, piece in enumerate(pieces):
+                out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+                if cut and i == 0 and j == max(0, len(pieces) // 2 - 1):
+                    out.append(Cut())
+                    return out
+        out.append(chunk({}, choice.get("finish_reason")))
+    if cut:  # no tool call to cut inside: cut before the end of the stream
+        out.insert(max(1, len(out) - 1), Cut())
+        return out[: out.index(next(c for c in out if isinstance(c, Cut))) + 1]
+    if include_usage:
+        out.append({**base, "choices": [], "usage": done.get("usage")})
+    return out
+
+
+def sse(event: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+SSE_DONE = b"data: [DONE]\n\n"
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i : i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)]

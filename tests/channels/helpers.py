@@ -1,0 +1,54 @@
+"""Running wire agents through the real runner, the real server and the real OpenAI SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import AgentOutput, ModelSettings, TrialRecord
+from chaoseval.seams.agent import AgentAdapter, Episode
+
+SCENARIO = "vending-refund-not-dispensed"
+
+
+def run_agent(
+    agent: AgentAdapter,
+    scenarios: list[str] | None = None,
+    cells: list[str] | None = None,
+    trials: int = 2,
+    seed: int = 3,
+    temperature: float = 0.7,
+    concurrency: int = 4,
+) -> list[TrialRecord]:
+    return run(
+        RunConfig(
+            scenarios=select(installed(), scenarios or [SCENARIO]),
+            agent=agent,
+            agent_name=type(agent).__name__,
+            cells=parse_cells(cells or []),
+            trials=trials,
+            seed=seed,
+            model=ModelSettings(temperature=temperature),
+            concurrency=concurrency,
+        )
+    ).records
+
+
+class Probe:
+    """An agent that runs a test's own coroutine against the episode (e.g. raw SDK calls)."""
+
+    clock = "virtual"
+
+    def __init__(self, body: Callable[[Episode], Awaitable[Any]]):
+        self.body = body
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        answer = await self.body(episode)
+        return AgentOutput(answer=str(answer), usage=episode.usage)
+
+
+def model_steps(record: TrialRecord) -> list[Any]:
+    return [s for s in record.trajectory.steps if s.kind == "model"]

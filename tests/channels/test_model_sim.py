@@ -1,0 +1,65 @@
+"""chaoseval-sim behind the model channel: real OpenAI SDK agents solve bundled scenarios."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from chaoseval.agents.openai_agents import OpenAIAgent
+from chaoseval.channels.model.session import trial_endpoint
+from chaoseval.loading.files import installed
+from chaoseval.seams.agent import Episode, load_agent
+
+from .helpers import Probe, model_steps, run_agent
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_sdk_agent_solves_a_bundled_scenario(stream: bool) -> None:
+    records = run_agent(OpenAIAgent(resilient=False, stream=stream))
+    assert [r.status for r in records] == ["passed", "passed"]
+    record = records[0]
+    steps = model_steps(record)
+    tools = record.trajectory.tool_steps()
+    assert len(steps) == len(tools) + 1  # one request per tool call, then the answer
+    first, last = steps[0].data, steps[-1].data
+    assert first["attempt"] == 1 and first["stream"] is stream and first["status"] == 200
+    assert first["tool_calls"] == [tools[0].tool] and first["messages"] == 2
+    assert first["tools"] == len(record.tool_versions)
+    assert last["finish_reason"] == "stop" and last["tool_calls"] == []
+    assert len({s.data["request_hash"] for s in steps}) == len(steps)
+    assert record.usage.model_calls == len(steps)
+    assert record.usage.input_tokens == sum(s.data["input_tokens"] for s in steps) > 0
+
+
+def test_wire_agent_makes_the_simulated_agents_decisions() -> None:
+    """Same seed and temperature on the wire: the same slips as the in-process naive agent, so
+    success varies with seed and temperature the same way (the model side is the same policy)."""
+    scenarios = [s.id for s in installed() if s.ui is None][:6]
+    wire = run_agent(OpenAIAgent(resilient=False), scenarios, trials=3, temperature=1.2)
+    sim = run_agent(load_agent("naive"), scenarios, trials=3, temperature=1.2)
+    outcome = {r.trial_id: r.status for r in sim}
+    same = sum(outcome[r.trial_id] == r.status for r in wire)
+    assert same >= len(wire) - 1, (same, len(wire))
+    assert any(r.status == "failed" for r in wire)  # the hot policy slips
+    assert any(r.status == "passed" for r in wire)
+
+
+def test_models_lists_the_sim_and_unknown_keys_are_refused() -> None:
+    async def body(episode: Episode) -> str:
+        async with trial_endpoint(episode) as endpoint:
+            async with httpx.AsyncClient(base_url=endpoint.base_url) as client:
+                denied = await client.get("/models", headers={"Authorization": "Bearer nope"})
+                listed = await client.get(
+                    "/models", headers={"Authorization": f"Bearer {endpoint.api_key}"}
+                )
+            sdk = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key="sk-wrong")
+            with pytest.raises(openai.AuthenticationError):
+                await sdk.chat.completions.create(model="m", messages=[])
+            await sdk.close()
+        return json.dumps([denied.status_code, [m["id"] for m in listed.json()["data"]]])
+
+    record = run_agent(Probe(body), trials=1)[0]
+    assert json.loads(record.answer or "") == [401, ["chaoseval-sim"]]
