@@ -9,6 +9,9 @@ keeps. Sweep it to see how reliability depends on sampling::
 
 With no parameters it draws a fresh sampling seed per trial (a provider whose sampling is not
 reproducible), leaving the temperature alone.
+
+On the wire (agents that call their model through the model channel) it also rewrites each
+request's ``temperature`` and ``seed`` before the upstream sees them: the agent sets its own.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
+from chaoseval.channels.model.calls import ModelCall
 from chaoseval.model.records import ModelSettings
 from chaoseval.seams.perturbation import (
     CallNext,
@@ -47,9 +51,9 @@ class Sampling(Perturbation[SamplingParams]):
     Params = SamplingParams
     models = "a different sampling seed or temperature (provider default changed, retried call)"
 
-    async def apply(
-        self, call: ModelSettings, call_next: CallNext, ctx: PerturbationContext
-    ) -> Any:
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        if isinstance(call, ModelCall):
+            return await call_next(self._rewrite_request(call, ctx))
         p = self.params
         settings: ModelSettings = (await call_next(call)).model_copy(deep=True)
         before = settings.model_dump()
@@ -67,4 +71,23 @@ class Sampling(Perturbation[SamplingParams]):
         changed = {k: {"from": before[k], "to": v} for k, v in after.items() if before[k] != v}
         if changed:  # settings already equal to the requested ones are no fault
             ctx.fault("model", "sampling", **changed)
+        self._drawn = settings  # a plugin instance lives for one trial
         return settings
+
+    def _rewrite_request(self, call: ModelCall, ctx: PerturbationContext) -> ModelCall:
+        """The per-request form: the trial's drawn settings, written into each request body
+        (so an agent that sets its own temperature and seed still samples with them)."""
+        drawn: ModelSettings | None = getattr(self, "_drawn", None)
+        if drawn is None:  # this trial was not sampled (probability gate at setup)
+            return call
+        p, body = self.params, call.body
+        after = {}
+        if p.temperature is not None or p.temperature_jitter:
+            after["temperature"] = drawn.temperature
+        if p.seed is not None or (p.temperature is None and not p.temperature_jitter):
+            after["seed"] = drawn.seed
+        changed = {k: {"from": body.get(k), "to": v} for k, v in after.items() if body.get(k) != v}
+        if changed:
+            body.update({k: after[k] for k in changed})
+            ctx.fault("model", "sampling", **changed)
+        return call

@@ -28,6 +28,7 @@ import openai
 from tenacity import RetryCallState
 
 from chaoseval.agents.simulated import resilient_call
+from chaoseval.channels.model.calls import ModelAnswerUnusable, ModelCallFailed
 from chaoseval.channels.model.server import ModelServer, serve_model_channel
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.channels.model.toolresults import error_content, result_content
@@ -136,8 +137,13 @@ class ToolLoop:
         for attempt in range(attempts):
             try:
                 message = await self._request()
-            except (openai.APIError, IndexError, ValueError):
+            except (openai.APIError, ModelAnswerUnusable) as exc:
                 if not self.agent.resilient:
+                    if isinstance(exc, openai.APIError):
+                        raise ModelCallFailed(
+                            f"{type(exc).__name__}: {exc}",
+                            timed_out=isinstance(exc, openai.APITimeoutError),
+                        ) from exc
                     raise
                 if attempt == attempts - 1:
                     return None
@@ -162,7 +168,7 @@ class ToolLoop:
         if not response.choices:
             if self.agent.resilient:
                 return None  # asked again by the caller
-            raise IndexError("the model returned no choices")
+            raise ModelAnswerUnusable("the model returned no choices")
         return _as_dict(response.choices[0].message)
 
     async def _streamed(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -192,7 +198,7 @@ class ToolLoop:
         if not saw_choice:
             if self.agent.resilient:
                 return None
-            raise IndexError("the model returned no choices")
+            raise ModelAnswerUnusable("the model returned no choices")
         message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
         if calls:
             message["tool_calls"] = [calls[i] for i in sorted(calls)]
@@ -202,7 +208,10 @@ class ToolLoop:
         fn = call.get("function") or {}
         name, raw = fn.get("name", ""), fn.get("arguments") or "{}"
         if not self.agent.resilient:
-            args = json.loads(raw)  # trusts the model: bad JSON ends the episode
+            try:
+                args = json.loads(raw)  # trusts the model: bad JSON ends the episode
+            except ValueError as exc:
+                raise ModelAnswerUnusable(f"tool-call arguments are not JSON: {exc}") from exc
             try:
                 return result_content(await self.episode.tools.call(name, **args))
             except ToolError as exc:  # the world's "no" is an answer; outages end the episode

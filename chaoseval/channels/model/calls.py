@@ -98,6 +98,24 @@ class ModelReset(WireFault):
     kind = "connection_reset"
 
 
+class ModelCallFailed(AgentVisibleError):
+    """Raised by a wire agent's harness when its model call failed (after any SDK retries),
+    so the judge can ask the model-channel plugin whose fault reached it."""
+
+    kind = "model_error"
+
+    def __init__(self, message: str, *, timed_out: bool = False):
+        self.timed_out = timed_out
+        super().__init__(message)
+
+
+class ModelAnswerUnusable(AgentVisibleError):
+    """Raised by a wire agent's harness when it cannot use the model's answer (no choices,
+    tool-call arguments that are not JSON)."""
+
+    kind = "malformed"
+
+
 P = TypeVar("P", bound=CommonParams)
 
 

@@ -26,7 +26,13 @@ from chaoseval.agents.actor import run_solution
 from chaoseval.agents.simulated import SimActor
 from chaoseval.channels.model.calls import ModelCall
 from chaoseval.channels.model.toolresults import REJECTED, as_exception, read_error
-from chaoseval.channels.model.wire import completion, estimate_tokens, request_hash, usage
+from chaoseval.channels.model.wire import (
+    completion,
+    estimate_tokens,
+    is_json,
+    request_hash,
+    usage,
+)
 from chaoseval.channels.tasks import hosting
 from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
@@ -68,7 +74,7 @@ class WireTools:
             content = await self._model.ask_tool(name, args)
             error = read_error(content)
             if error is None:
-                return json.loads(content) if _is_json(content) else content
+                return json.loads(content) if is_json(content) else content
             if error.get("kind") not in REJECTED:
                 raise as_exception(error)
         raise as_exception({"kind": "tool_error", "message": f"the agent kept refusing {name}"})
@@ -211,11 +217,3 @@ def _tool_result(body: dict[str, Any], call_id: str) -> str | None:
                 return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
             return str(content)
     return None
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True

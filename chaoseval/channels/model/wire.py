@@ -21,6 +21,14 @@ def request_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def estimate_tokens(value: Any) -> int:
     """A deterministic token count (about four characters a token) for an offline model."""
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
@@ -110,12 +118,14 @@ def stream_chunks(
                     }
                 )
             )
-            pieces = _pieces(fn.get("arguments") or "") or [""]
-            for j, piece in enumerate(pieces):
+            arguments = fn.get("arguments") or ""
+            if cut and i == 0:  # half the arguments, then the connection drops
+                arguments = arguments[: len(arguments) // 2]
+            for piece in _pieces(arguments) or [""]:
                 out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
-                if cut and i == 0 and j == max(0, len(pieces) // 2 - 1):
-                    out.append(Cut())
-                    return out
+            if cut and i == 0:
+                out.append(Cut())
+                return out
         out.append(chunk({}, choice.get("finish_reason")))
     if cut:  # no tool call to cut inside: cut before the end of the stream
         out.insert(max(1, len(out) - 1), Cut())

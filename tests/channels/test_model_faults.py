@@ -1,0 +1,160 @@
+"""Model-channel faults seen by the real OpenAI SDK over 127.0.0.1, and how they are recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+from chaoseval.channels.model.session import trial_endpoint
+from chaoseval.channels.model.wire import is_json
+from chaoseval.model.records import TrialRecord
+from chaoseval.seams.agent import Episode
+
+from .helpers import Probe, model_steps, run_agent
+
+FAST = "retry_after=0.01,probability=1"  # retry-after-ms: 10, so SDK back-off costs nothing
+
+
+def probe(
+    cell: str,
+    *,
+    max_retries: int,
+    stream: bool = False,
+    timeout: float = 5.0,
+    **request: Any,
+) -> tuple[TrialRecord, dict[str, Any]]:
+    """One trial whose agent makes one chat request with the real SDK; what it saw."""
+    seen: dict[str, Any] = {}
+
+    async def body(episode: Episode) -> str:
+        async with trial_endpoint(episode) as endpoint:
+            client = openai.AsyncOpenAI(
+                base_url=endpoint.base_url,
+                api_key=endpoint.api_key,
+                max_retries=max_retries,
+                timeout=timeout,
+            )
+            tools = [
+                {"type": "function", "function": {"name": d["name"], "parameters": d["parameters"]}}
+                for d in episode.tools.describe()
+            ]
+            try:
+                await _ask(client, tools, stream, seen, request)
+            except openai.APIError as exc:
+                seen["error"] = type(exc).__name__
+                seen["headers"] = (
+                    dict(exc.response.headers) if getattr(exc, "response", None) else {}
+                )
+            finally:
+                await client.close()
+        return "probed"
+
+    record = run_agent(Probe(body), cells=[cell], trials=1)[-1]
+    assert record.cell != "clean"
+    return record, seen
+
+
+async def _ask(
+    client: openai.AsyncOpenAI,
+    tools: list[dict[str, Any]],
+    stream: bool,
+    seen: dict[str, Any],
+    extra: dict[str, Any],
+) -> None:
+    messages = [{"role": "user", "content": "Refund the order."}]
+    if not stream:
+        done = await client.chat.completions.create(
+            model="gpt-test", messages=messages, tools=tools, **extra
+        )
+        seen["tool_calls"] = [c.function.name for c in done.choices[0].message.tool_calls or []]
+        return
+    chunks = await client.chat.completions.create(
+        model="gpt-test", messages=messages, tools=tools, stream=True, **extra
+    )
+    seen["arguments"] = ""
+    async for chunk in chunks:
+        for choice in chunk.choices:
+            for call in choice.delta.tool_calls or []:
+                seen["arguments"] += call.function.arguments or "" if call.function else ""
+
+
+def faults(record: TrialRecord) -> list[tuple[str, bool, bool]]:
+    return [(f.kind, f.delivered, bool(f.detail.get("absorbed"))) for f in record.trajectory.faults]
+
+
+def test_sdk_without_retries_sees_the_injected_429() -> None:
+    record, seen = probe(f"model_error:modes=429,first_n=1,{FAST}", max_retries=0)
+    assert seen["error"] == "RateLimitError"
+    assert seen["headers"]["retry-after-ms"] == "10"
+    assert faults(record) == [("http_error", True, False)]
+    (step,) = model_steps(record)
+    assert step.data["status"] == 429 and step.data["attempt"] == 1 and step.faults == [0]
+
+
+def test_sdk_retries_absorb_the_faults_and_the_trajectory_shows_the_attempts() -> None:
+    record, seen = probe(f"model_error:modes=429,first_n=2,{FAST}", max_retries=2)
+    assert "error" not in seen and seen["tool_calls"]
+    steps = model_steps(record)
+    assert [s.data["attempt"] for s in steps] == [1, 2, 3]
+    assert [s.data["status"] for s in steps] == [429, 429, 200]
+    assert len({s.data["request_hash"] for s in steps}) == 1
+    assert faults(record) == [("http_error", False, True), ("http_error", False, True)]
+
+
+def test_the_last_fault_of_an_exhausted_retry_chain_is_delivered() -> None:
+    record, seen = probe(f"model_error:modes=[500],first_n=3,{FAST}", max_retries=2)
+    assert seen["error"] == "InternalServerError"
+    assert faults(record) == [
+        ("http_error", False, True),
+        ("http_error", False, True),
+        ("http_error", True, False),
+    ]
+
+
+def test_x_should_retry_false_stops_the_sdk_retrying() -> None:
+    record, seen = probe(f"model_error:modes=503,should_retry=false,{FAST}", max_retries=2)
+    assert seen["error"] == "InternalServerError"
+    assert len(model_steps(record)) == 1
+    assert faults(record) == [("http_error", True, False)]
+
+
+def test_a_stream_cut_mid_tool_call_is_delivered() -> None:
+    record, seen = probe(f"model_error:modes=stream_cut,{FAST}", max_retries=2, stream=True)
+    assert seen["error"] == "APIConnectionError"
+    assert seen["arguments"] and not is_json(seen["arguments"])  # half a tool call arrived
+    assert faults(record) == [("stream_cut", True, False)]
+    assert model_steps(record)[0].result_class == "connection_reset"
+
+
+@pytest.mark.parametrize("mode", ["hang", "reset"])
+def test_hang_and_reset_reach_the_client_and_a_retry_absorbs_them(mode: str) -> None:
+    cell = f"model_error:modes={mode},first_n=1,{FAST}"
+    record, seen = probe(cell, max_retries=0, timeout=0.3)
+    expected = "APITimeoutError" if mode == "hang" else "APIConnectionError"
+    assert seen["error"] == expected
+    kind = "timeout" if mode == "hang" else "connection_reset"
+    assert faults(record) == [(kind, True, False)]
+    record, seen = probe(cell, max_retries=1, timeout=0.3)
+    assert "error" not in seen and seen["tool_calls"]
+    assert faults(record) == [(kind, False, True)]
+
+
+def test_context_length_error_is_not_retried() -> None:
+    record, seen = probe(f"model_error:modes=context_length,{FAST}", max_retries=2)
+    assert seen["error"] == "BadRequestError"
+    assert len(model_steps(record)) == 1
+
+
+def test_sampling_rewrites_the_temperature_and_seed_that_reach_the_upstream() -> None:
+    record, seen = probe("sampling:temperature=1.1,seed=5", max_retries=0, temperature=0.2, seed=1)
+    assert "error" not in seen
+    (step,) = model_steps(record)
+    assert (step.data["temperature"], step.data["seed"]) == (1.1, 5)
+    rewrite = [f for f in record.trajectory.faults if f.step == step.index]
+    assert rewrite[0].detail == {
+        "temperature": {"from": 0.2, "to": 1.1},
+        "seed": {"from": 1, "to": 5},
+    }
+    assert rewrite[0].delivered
