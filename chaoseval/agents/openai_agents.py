@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import Any
 
 import openai
@@ -29,8 +28,7 @@ from tenacity import RetryCallState
 
 from chaoseval.agents.simulated import resilient_call
 from chaoseval.channels.model.calls import ModelAnswerUnusable, ModelCallFailed
-from chaoseval.channels.model.server import ModelServer, serve_model_channel
-from chaoseval.channels.model.session import trial_endpoint
+from chaoseval.channels.model.session import UpstreamConfig, run_channels, trial_endpoint
 from chaoseval.channels.model.toolresults import error_content, result_content
 from chaoseval.errors import (
     AgentVisibleError,
@@ -43,9 +41,6 @@ SYSTEM = (
     "You are an operations agent. Use the tools to complete the task. When you are done, reply "
     'with JSON: {"answer": "...", "gave_up": false, "data": {}}.'
 )
-
-# The run's server, set by OpenAIAgent.session; a trial without one starts its own.
-_SERVER: ContextVar[ModelServer | None] = ContextVar("chaoseval_model_server", default=None)
 
 
 class OpenAIAgent:
@@ -61,25 +56,23 @@ class OpenAIAgent:
         max_retries: int | None = None,
         timeout: float = 10.0,
         max_turns: int = 40,
+        upstream: UpstreamConfig | None = None,
     ):
         self.resilient = resilient
         self.stream = stream
         self.max_retries = max_retries if max_retries is not None else (3 if resilient else 0)
         self.timeout = timeout
         self.max_turns = max_turns
+        self.upstream = upstream or UpstreamConfig()
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[None]:
         """One model-channel server for every trial of a run (entered by the runner)."""
-        async with serve_model_channel() as server:
-            token = _SERVER.set(server)
-            try:
-                yield
-            finally:
-                _SERVER.reset(token)
+        async with run_channels(self.upstream):
+            yield
 
     async def run(self, episode: Episode) -> AgentOutput:
-        async with trial_endpoint(episode, server=_SERVER.get()) as endpoint:
+        async with trial_endpoint(episode, self.upstream) as endpoint:
             client = openai.AsyncOpenAI(
                 base_url=endpoint.base_url,
                 api_key=endpoint.api_key,

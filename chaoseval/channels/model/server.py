@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chaoseval.channels.model.calls import (
     Endpoint,
@@ -32,6 +32,7 @@ from chaoseval.channels.model.calls import (
     WireFault,
 )
 from chaoseval.channels.model.channel import Exchange, TrialModelChannel
+from chaoseval.channels.model.responses import from_chat, to_chat
 from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import SSE_DONE, Cut, error_body, sse, stream_chunks
 from chaoseval.channels.tasks import hosting
@@ -55,6 +56,7 @@ class ModelServer:
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
@@ -87,17 +89,44 @@ class ModelServer:
         )
 
     async def _chat(self, request: Request) -> Response:
-        channel = self.channel_for(request)
-        if channel is None:
-            return _unauthorized()
-        try:
-            body = await request.json()
-        except ValueError:
-            return JSONResponse(error_body("body is not JSON", "invalid_request_error"), 400)
+        channel, body = await _open(self, request)
+        if channel is None or body is None:
+            return _refusal(channel)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return await exchange_response(
             channel, "chat", body, request, lambda done: done, include_usage=include_usage
         )
+
+    async def _responses(self, request: Request) -> Response:
+        channel, body = await _open(self, request)
+        if channel is None or body is None:
+            return _refusal(channel)
+        if body.get("stream"):
+            message = "streaming is not served on /v1/responses yet; use stream=false"
+            return JSONResponse(error_body(message, "invalid_request_error"), 400)
+        return await exchange_response(
+            channel, "responses", to_chat(body), request, lambda done: from_chat(done, body)
+        )
+
+
+async def _open(
+    server: ModelServer, request: Request
+) -> tuple[TrialModelChannel | None, dict[str, Any] | None]:
+    """The request's trial channel and JSON body (None for either when there is none)."""
+    channel = server.channel_for(request)
+    if channel is None:
+        return None, None
+    try:
+        body = await request.json()
+    except ValueError:
+        return channel, None
+    return channel, body if isinstance(body, dict) else None
+
+
+def _refusal(channel: TrialModelChannel | None) -> Response:
+    if channel is None:
+        return _unauthorized()
+    return JSONResponse(error_body("body is not a JSON object", "invalid_request_error"), 400)
 
 
 async def exchange_response(
@@ -209,14 +238,13 @@ class _Server(uvicorn.Server):
 
 
 @asynccontextmanager
-async def serve_model_channel() -> AsyncIterator[ModelServer]:
-    """Start the model-channel server on a free 127.0.0.1 port for the duration of a run."""
-    server = ModelServer()
+async def serve_app(app: ASGIApp) -> AsyncIterator[str]:
+    """Serve an ASGI app on a free 127.0.0.1 port; yields its base URL (``http://host:port``).
+    On exit it stops accepting, lets open requests finish, and closes."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind((HOST, 0))
-    server.port = sock.getsockname()[1]
     config = uvicorn.Config(
-        server.app,
+        app,
         log_level="critical",  # dropped connections are on purpose, not errors to print
         access_log=False,
         lifespan="off",
@@ -229,10 +257,21 @@ async def serve_model_channel() -> AsyncIterator[ModelServer]:
             while not uv.started:
                 await anyio.sleep(0.005)
             try:
-                yield server
+                yield f"http://{HOST}:{sock.getsockname()[1]}"
             finally:
-                for token in list(server.channels):
-                    server.unregister(token)
                 uv.should_exit = True
     finally:
         sock.close()
+
+
+@asynccontextmanager
+async def serve_model_channel() -> AsyncIterator[ModelServer]:
+    """Start the model-channel server on a free 127.0.0.1 port for the duration of a run."""
+    server = ModelServer()
+    async with serve_app(server.app) as url:
+        server.port = int(url.rsplit(":", 1)[1])
+        try:
+            yield server
+        finally:
+            for token in list(server.channels):
+                server.unregister(token)

@@ -1,14 +1,16 @@
-"""A trial's model endpoint: register the trial's channel on the run's server, hand out its
-base URL and key, and close it when the trial ends."""
+"""The model channel's lifetimes: the run's server (and forwarding upstream), and a trial's
+endpoint on it (base URL and API key), closed when the trial ends."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from chaoseval.channels.model.channel import TrialLink, TrialModelChannel, Upstream
+from chaoseval.channels.model.forward import forward_upstream
 from chaoseval.channels.model.prices import Prices
 from chaoseval.channels.model.server import ModelServer, serve_model_channel
 from chaoseval.channels.model.sim import sim_upstream
@@ -24,26 +26,63 @@ class ModelEndpoint:
     channel: TrialModelChannel
 
 
+@dataclass(frozen=True)
+class UpstreamConfig:
+    """Where requests go: ``chaoseval-sim`` (no endpoint) or a real OpenAI-compatible API."""
+
+    endpoint: str | None = None
+    key_env: str = "OPENAI_API_KEY"
+    prices: Prices | None = None
+
+
+@dataclass(frozen=True)
+class RunChannels:
+    server: ModelServer
+    config: UpstreamConfig
+    upstream: Upstream | None  # shared by the run's trials; None: a chaoseval-sim per trial
+
+
+# The run's channels, set by ``run_channels``; trials started without one open their own.
+_CURRENT: ContextVar[RunChannels | None] = ContextVar("chaoseval_model_channels", default=None)
+
+
+@asynccontextmanager
+async def run_channels(config: UpstreamConfig | None = None) -> AsyncIterator[RunChannels]:
+    """One server (and forwarding client) for every trial of a run."""
+    config = config or UpstreamConfig()
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if config.endpoint:
+            upstream = await stack.enter_async_context(
+                forward_upstream(config.endpoint, config.key_env)
+            )
+        server = await stack.enter_async_context(serve_model_channel())
+        channels = RunChannels(server, config, upstream)
+        token = _CURRENT.set(channels)
+        try:
+            yield channels
+        finally:
+            _CURRENT.reset(token)
+
+
 @asynccontextmanager
 async def trial_endpoint(
-    episode: Episode,
-    server: ModelServer | None = None,
-    upstream: Upstream | None = None,
-    prices: Prices | None = None,
+    episode: Episode, config: UpstreamConfig | None = None
 ) -> AsyncIterator[ModelEndpoint]:
-    """The trial's model channel, on ``server`` (or a server of its own when none is running).
-
-    ``upstream`` defaults to ``chaoseval-sim`` driven by this trial's simulated policy.
-    """
+    """The trial's model channel on the run's server (or on channels of its own when no run
+    has opened them, e.g. an agent run by hand)."""
     async with AsyncExitStack() as stack:
-        if server is None:
-            server = await stack.enter_async_context(serve_model_channel())
+        channels = _CURRENT.get()
+        if channels is None:
+            channels = await stack.enter_async_context(run_channels(config))
+        upstream = channels.upstream
         if upstream is None:
             upstream = await stack.enter_async_context(sim_upstream(episode))
         token = "sk-chaoseval-" + secrets.token_hex(16)
-        channel = TrialModelChannel(token, TrialLink.from_episode(episode), upstream, prices=prices)
-        server.register(channel)
+        link = TrialLink.from_episode(episode)
+        channel = TrialModelChannel(token, link, upstream, prices=channels.config.prices)
+        channels.server.register(channel)
         try:
-            yield ModelEndpoint(server.base_url, token, channel)
+            yield ModelEndpoint(channels.server.base_url, token, channel)
         finally:
-            server.unregister(token)
+            channels.server.unregister(token)

@@ -1,0 +1,157 @@
+"""Upstreams other than chaoseval-sim, and the Responses API, over real sockets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import openai
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from chaoseval.agents.openai_agents import OpenAIAgent
+from chaoseval.channels.model.server import serve_app
+from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
+from chaoseval.engine.runner import RunConfig, run_matrix
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings, TrialRecord
+from chaoseval.seams.agent import Episode
+
+from .helpers import SCENARIO, Probe, model_steps, run_agent
+
+UPSTREAM_KEY = "sk-upstream-planted-0123456789"
+
+
+class Recorder:
+    """A scripted OpenAI-compatible server that knows nothing of trials: it answers every
+    request with the same final message and keeps what reached it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.app = Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"])])
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.seen.append((dict(request.headers), body))
+        message = {"role": "assistant", "content": json.dumps({"answer": "scripted"})}
+        return JSONResponse(
+            {
+                "id": "chatcmpl-rec",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+            }
+        )
+
+
+def run_forwarded(agent_factory: Any, cells: list[str]) -> tuple[Recorder, list[TrialRecord]]:
+    recorder = Recorder()
+
+    async def main() -> list[TrialRecord]:
+        async with serve_app(recorder.app) as url:
+            config = UpstreamConfig(endpoint=f"{url}/v1", key_env="CHAOSEVAL_TEST_UPSTREAM_KEY")
+            result = await run_matrix(
+                RunConfig(
+                    scenarios=select(installed(), [SCENARIO]),
+                    agent=agent_factory(config),
+                    agent_name="forwarded",
+                    cells=parse_cells(cells),
+                    trials=1,
+                    seed=3,
+                    model=ModelSettings(model="gpt-4o-mini", temperature=0.2, seed=1),
+                )
+            )
+            return result.records
+
+    return recorder, anyio.run(main)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_model_endpoint_forwards_to_a_real_api_with_the_upstream_key(
+    stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAOSEVAL_TEST_UPSTREAM_KEY", UPSTREAM_KEY)
+    recorder, records = run_forwarded(
+        lambda config: OpenAIAgent(resilient=False, stream=stream, upstream=config),
+        ["sampling:temperature=1.3,seed=9"],
+    )
+    clean, sampled = records
+    assert clean.answer == sampled.answer == "scripted"
+    (clean_seen, clean_body), (sampled_seen, sampled_body) = recorder.seen
+    assert clean_seen["authorization"] == sampled_seen["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    assert "stream" not in clean_body  # the channel streams to the agent itself
+    assert (clean_body["model"], clean_body["temperature"], clean_body["seed"]) == (
+        "gpt-4o-mini",
+        0.2,
+        1,
+    )
+    assert (sampled_body["temperature"], sampled_body["seed"]) == (1.3, 9)
+    step = model_steps(sampled)[0]
+    assert (step.data["temperature"], step.data["seed"], step.data["cost"]) == (1.3, 9, 2.85e-06)
+
+
+def test_model_faults_apply_in_front_of_a_forwarded_upstream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CHAOSEVAL_TEST_UPSTREAM_KEY", raising=False)
+    recorder, records = run_forwarded(
+        lambda config: OpenAIAgent(resilient=True, upstream=config),
+        ["model_error:modes=429,first_n=2,retry_after=0.01,probability=1"],
+    )
+    faulted = records[1]
+    assert faulted.answer == "scripted"
+    assert [s.data["status"] for s in model_steps(faulted)] == [429, 429, 200]
+    assert len(recorder.seen) == 2  # the 429s never reached the upstream
+    assert "authorization" not in recorder.seen[1][0]  # no key in the environment: none sent
+
+
+def test_responses_api_tool_loop_solves_a_bundled_scenario() -> None:
+    """A tool loop on ``client.responses.create`` (the Agents SDK's default API)."""
+
+    async def body(episode: Episode) -> str:
+        async with trial_endpoint(episode) as endpoint:
+            client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
+            tools = [
+                {"type": "function", "name": d["name"], "parameters": d["parameters"]}
+                for d in episode.tools.describe()
+            ]
+            items: list[Any] = [{"role": "user", "content": episode.instruction}]
+            for _ in range(20):
+                response = await client.responses.create(
+                    model="gpt-4o-mini", input=items, tools=tools, temperature=0.7
+                )
+                calls = [o for o in response.output if o.type == "function_call"]
+                if not calls:
+                    await client.close()
+                    return json.loads(response.output_text)["answer"]
+                for call in calls:
+                    result = await episode.tools.call(call.name, **json.loads(call.arguments))
+                    items.append(
+                        {
+                            "type": "function_call",
+                            "call_id": call.call_id,
+                            "name": call.name,
+                            "arguments": call.arguments,
+                        }
+                    )
+                    items.append(
+                        {
+                            "type": "function_call_output",
+                            "call_id": call.call_id,
+                            "output": json.dumps(result),
+                        }
+                    )
+        raise AssertionError("no answer")
+
+    (record,) = run_agent(Probe(body), trials=1)
+    assert record.status == "passed", (record.root_cause, record.error)
+    steps = model_steps(record)
+    assert {s.data["endpoint"] for s in steps} == {"responses"}
+    assert steps[-1].data["finish_reason"] == "stop"
