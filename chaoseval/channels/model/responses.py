@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaoseval.channels.model.wire import first_choice
+from chaoseval.channels.model.wire import chat_tool, first_choice
 
 
 def to_chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -26,16 +26,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
         _append_item(messages, item)
     chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
     tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": t.get("name"),
-                "description": t.get("description") or "",
-                "parameters": t.get("parameters") or {"type": "object", "properties": {}},
-            },
-        }
-        for t in body.get("tools") or []
-        if t.get("type") == "function"
+        chat_tool(t, "parameters") for t in body.get("tools") or [] if t.get("type") == "function"
     ]
     if tools:
         chat["tools"] = tools

@@ -13,6 +13,7 @@ import json
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from chaoseval.channels.model import anthropic, responses
 from chaoseval.channels.model.calls import (
     Endpoint,
     ModelHang,
@@ -32,15 +34,12 @@ from chaoseval.channels.model.calls import (
     WireFault,
 )
 from chaoseval.channels.model.channel import Exchange, TrialModelChannel
-from chaoseval.channels.model.responses import from_chat, to_chat
 from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import SSE_DONE, Cut, error_body, sse, stream_chunks
 from chaoseval.channels.tasks import hosting
 
 HOST = "127.0.0.1"
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
-
-Render = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class ConnectionDropped(Exception):
@@ -57,6 +56,7 @@ class ModelServer:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/responses", self._responses, methods=["POST"]),
+                Route("/v1/messages", self._messages, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
@@ -93,9 +93,7 @@ class ModelServer:
         if channel is None or body is None:
             return _refusal(channel)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return await exchange_response(
-            channel, "chat", body, request, lambda done: done, include_usage=include_usage
-        )
+        return await exchange_response(channel, "chat", body, request, chat_shape(include_usage))
 
     async def _responses(self, request: Request) -> Response:
         channel, body = await _open(self, request)
@@ -104,8 +102,15 @@ class ModelServer:
         if body.get("stream"):
             message = "streaming is not served on /v1/responses yet; use stream=false"
             return JSONResponse(error_body(message, "invalid_request_error"), 400)
+        chat = responses.to_chat(body)
+        return await exchange_response(channel, "responses", chat, request, responses_shape(body))
+
+    async def _messages(self, request: Request) -> Response:
+        channel, body = await _open(self, request)
+        if channel is None or body is None:
+            return _refusal(channel)
         return await exchange_response(
-            channel, "responses", to_chat(body), request, lambda done: from_chat(done, body)
+            channel, "messages", anthropic.to_chat(body), request, ANTHROPIC
         )
 
 
@@ -129,14 +134,56 @@ def _refusal(channel: TrialModelChannel | None) -> Response:
     return JSONResponse(error_body("body is not a JSON object", "invalid_request_error"), 400)
 
 
+@dataclass(frozen=True)
+class Shape:
+    """How one API writes a completion, its stream and its errors."""
+
+    render: Callable[[dict[str, Any]], dict[str, Any]]
+    stream: Callable[[dict[str, Any], bool], list[bytes | Cut]]
+    error: Callable[[ModelHTTPFault], dict[str, Any]]
+
+
+def _chat_stream(include_usage: bool) -> Callable[[dict[str, Any], bool], list[bytes | Cut]]:
+    def events(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
+        out: list[bytes | Cut] = [
+            e if isinstance(e, Cut) else sse(e) for e in stream_chunks(done, include_usage, cut)
+        ]
+        return out if cut else [*out, SSE_DONE]
+
+    return events
+
+
+def _anthropic_stream(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
+    return [
+        e if isinstance(e, Cut) else anthropic.sse_event(*e)
+        for e in anthropic.stream_events(done, cut)
+    ]
+
+
+def chat_shape(include_usage: bool) -> Shape:
+    return Shape(lambda done: done, _chat_stream(include_usage), ModelHTTPFault.body)
+
+
+def responses_shape(request: dict[str, Any]) -> Shape:
+    def no_stream(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
+        raise AssertionError("streaming is refused before the exchange")
+
+    return Shape(lambda done: responses.from_chat(done, request), no_stream, ModelHTTPFault.body)
+
+
+ANTHROPIC = Shape(
+    anthropic.from_chat,
+    _anthropic_stream,
+    lambda fault: anthropic.error_body(fault.status, str(fault)),
+)
+
+
 async def exchange_response(
     channel: TrialModelChannel,
     endpoint: Endpoint,
     body: dict[str, Any],
     request: Request,
-    render: Render,
-    *,
-    include_usage: bool = False,
+    shape: Shape,
 ) -> Response:
     """Run one request through the channel and write what the agent gets."""
     exchange = channel.begin(endpoint, body, request.headers)
@@ -144,7 +191,7 @@ async def exchange_response(
         reply = await channel.run(exchange)
     except ModelHTTPFault as fault:
         channel.finish(exchange, status=fault.status, result_class="http_error", error=str(fault))
-        return JSONResponse(fault.body(), fault.status, headers=fault.headers)
+        return JSONResponse(shape.error(fault), fault.status, headers=fault.headers)
     except ModelHang as fault:
         await _hold(channel, request)
         channel.finish(exchange, status=0, result_class="timeout", error=str(fault))
@@ -154,37 +201,35 @@ async def exchange_response(
         return _DroppedResponse()
     except WireFault as fault:  # a third-party fault kind: the nearest wire shape, a 500
         channel.finish(exchange, status=500, result_class="http_error", error=str(fault))
-        return JSONResponse(error_body(str(fault), "server_error"), 500)
+        return JSONResponse(shape.error(ModelHTTPFault(500, str(fault))), 500)
     if exchange.call.stream:
+        events = shape.stream(reply.completion, reply.cut_mid_tool_call)
         return StreamingResponse(
-            _stream(channel, exchange, reply, include_usage),
-            media_type="text/event-stream",
+            _stream(channel, exchange, reply, events), media_type="text/event-stream"
         )
     if reply.first_token_delay:
         await anyio.sleep(reply.first_token_delay)
+    rendered = json.dumps(shape.render(reply.completion)).encode()
     if reply.cut_mid_tool_call:  # a non-streaming answer cut short: half a JSON body
         channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
-        return _DroppedResponse(json.dumps(render(reply.completion)).encode())
+        return _DroppedResponse(rendered)
     channel.finish(exchange, status=200, result_class=_result_class(reply), reply=reply)
-    return JSONResponse(render(reply.completion))
+    return Response(rendered, media_type="application/json")
 
 
 async def _stream(
-    channel: TrialModelChannel, exchange: Exchange, reply: ModelReply, include_usage: bool
+    channel: TrialModelChannel, exchange: Exchange, reply: ModelReply, events: list[bytes | Cut]
 ) -> AsyncIterator[bytes]:
     try:
         if reply.first_token_delay:
             await anyio.sleep(reply.first_token_delay)
-        for i, event in enumerate(
-            stream_chunks(reply.completion, include_usage, reply.cut_mid_tool_call)
-        ):
+        for i, event in enumerate(events):
             if isinstance(event, Cut):
                 channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
                 raise ConnectionDropped("stream cut in the middle of a tool call")
             if i and reply.chunk_delay:
                 await anyio.sleep(reply.chunk_delay)
-            yield sse(event)
-        yield SSE_DONE
+            yield event
     finally:
         # Written in full, or the client went away mid-stream: either way it got these bytes.
         channel.finish(exchange, status=200, result_class=_result_class(reply), reply=reply)

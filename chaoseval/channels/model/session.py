@@ -21,9 +21,14 @@ from chaoseval.seams.agent import Episode
 class ModelEndpoint:
     """What an agent is told: where its model is and the key that names its trial."""
 
-    base_url: str
+    base_url: str  # OpenAI style, ending in /v1
     api_key: str
     channel: TrialModelChannel
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The Anthropic SDK adds /v1/messages itself."""
+        return self.base_url.removesuffix("/v1")
 
 
 @dataclass(frozen=True)

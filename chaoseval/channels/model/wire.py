@@ -75,6 +75,18 @@ def tool_calls_of(done: dict[str, Any]) -> list[dict[str, Any]]:
     return list((choice.get("message") or {}).get("tool_calls") or [])
 
 
+def chat_tool(tool: dict[str, Any], schema_key: str) -> dict[str, Any]:
+    """A chat-completions tool from another API's flat tool (its schema under ``schema_key``)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.get("name"),
+            "description": tool.get("description") or "",
+            "parameters": tool.get(schema_key) or {"type": "object", "properties": {}},
+        },
+    }
+
+
 def error_body(message: str, error_type: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
 
