@@ -1,4 +1,4 @@
-"""A task group that hosts a server or a policy beside the code using it.
+"""A task group that hosts background work (a simulated policy) beside the code using it.
 
 anyio wraps anything raised in a task group's body in an ExceptionGroup; the agent's own error
 (a tool error that ends its episode, an SDK error) must reach the trial as itself, so it is
@@ -15,9 +15,8 @@ from anyio.abc import TaskGroup
 
 
 @asynccontextmanager
-async def hosting(cancel: bool = True) -> AsyncIterator[TaskGroup]:
-    """Yield a task group whose background tasks are cancelled when the body ends (or, with
-    ``cancel=False``, awaited: the body has told them to stop)."""
+async def hosting() -> AsyncIterator[TaskGroup]:
+    """Yield a task group whose background tasks are cancelled when the body ends."""
     error: Exception | None = None
     async with anyio.create_task_group() as tg:
         try:
@@ -25,7 +24,6 @@ async def hosting(cancel: bool = True) -> AsyncIterator[TaskGroup]:
         except Exception as exc:
             error = exc
         finally:
-            if cancel:
-                tg.cancel_scope.cancel()
+            tg.cancel_scope.cancel()
     if error is not None:
         raise error

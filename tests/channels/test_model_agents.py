@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from model_support import model_steps, run_agent
+
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.loading.files import installed
 from chaoseval.model.records import TrialRecord
-
-from .helpers import model_steps, run_agent
 
 ERRORS = "model_error:modes=[429,500,reset],retry_after=0.01,probability=0.4"
 MALFORMED = "model_malformed:probability=0.5"

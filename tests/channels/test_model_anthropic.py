@@ -7,11 +7,10 @@ from typing import Any
 
 import anthropic
 import pytest
+from model_support import Probe, model_steps, run_agent
 
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.seams.agent import Episode
-
-from .helpers import Probe, model_steps, run_agent
 
 
 async def tool_loop(client: anthropic.AsyncAnthropic, episode: Episode, stream: bool) -> str:

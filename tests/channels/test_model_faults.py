@@ -6,13 +6,12 @@ from typing import Any
 
 import openai
 import pytest
+from model_support import Probe, model_steps, run_agent
 
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.channels.model.wire import is_json
 from chaoseval.model.records import TrialRecord
 from chaoseval.seams.agent import Episode
-
-from .helpers import Probe, model_steps, run_agent
 
 FAST = "retry_after=0.01,probability=1"  # retry-after-ms: 10, so SDK back-off costs nothing
 

@@ -7,13 +7,12 @@ import json
 import httpx
 import openai
 import pytest
+from model_support import Probe, model_steps, run_agent
 
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.loading.files import installed
 from chaoseval.seams.agent import Episode, load_agent
-
-from .helpers import Probe, model_steps, run_agent
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -8,21 +8,20 @@ from typing import Any
 import anyio
 import openai
 import pytest
+from model_support import SCENARIO, Probe, model_steps, run_agent
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from chaoseval.agents.openai_agents import OpenAIAgent
-from chaoseval.channels.model.server import serve_app
+from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
 from chaoseval.engine.runner import RunConfig, run_matrix
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings, TrialRecord
 from chaoseval.seams.agent import Episode
-
-from .helpers import SCENARIO, Probe, model_steps, run_agent
 
 UPSTREAM_KEY = "sk-upstream-planted-0123456789"
 
@@ -55,7 +54,7 @@ def run_forwarded(agent_factory: Any, cells: list[str]) -> tuple[Recorder, list[
     recorder = Recorder()
 
     async def main() -> list[TrialRecord]:
-        async with serve_app(recorder.app) as url:
+        async with serve_asgi(recorder.app) as url:
             config = UpstreamConfig(endpoint=f"{url}/v1", key_env="CHAOSEVAL_TEST_UPSTREAM_KEY")
             result = await run_matrix(
                 RunConfig(

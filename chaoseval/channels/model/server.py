@@ -10,20 +10,20 @@ cut in the middle of a tool call.
 from __future__ import annotations
 
 import json
-import socket
+import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
+from chaoseval.channels.asgi import HOST, serve_asgi
 from chaoseval.channels.model import anthropic, responses
 from chaoseval.channels.model.calls import (
     Endpoint,
@@ -36,9 +36,7 @@ from chaoseval.channels.model.calls import (
 from chaoseval.channels.model.channel import Exchange, TrialModelChannel
 from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import SSE_DONE, Cut, error_body, sse, stream_chunks
-from chaoseval.channels.tasks import hosting
 
-HOST = "127.0.0.1"
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
 
 
@@ -275,45 +273,19 @@ def _unauthorized() -> Response:
     )
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers: Ctrl-C belongs to the chaoseval run."""
-
-    def capture_signals(self) -> Any:
-        return nullcontext()
+def _deliberate(record: logging.LogRecord) -> bool:
+    """uvicorn logs an app that raised mid-response; a drop we made on purpose is no error."""
+    return not (record.exc_info and isinstance(record.exc_info[1], ConnectionDropped))
 
 
-@asynccontextmanager
-async def serve_app(app: ASGIApp) -> AsyncIterator[str]:
-    """Serve an ASGI app on a free 127.0.0.1 port; yields its base URL (``http://host:port``).
-    On exit it stops accepting, lets open requests finish, and closes."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind((HOST, 0))
-    config = uvicorn.Config(
-        app,
-        log_level="critical",  # dropped connections are on purpose, not errors to print
-        access_log=False,
-        lifespan="off",
-        timeout_graceful_shutdown=1,
-    )
-    uv = _Server(config)
-    try:
-        async with hosting(cancel=False) as tg:
-            tg.start_soon(uv.serve, [sock])
-            while not uv.started:
-                await anyio.sleep(0.005)
-            try:
-                yield f"http://{HOST}:{sock.getsockname()[1]}"
-            finally:
-                uv.should_exit = True
-    finally:
-        sock.close()
+logging.getLogger("uvicorn.error").addFilter(_deliberate)
 
 
 @asynccontextmanager
 async def serve_model_channel() -> AsyncIterator[ModelServer]:
     """Start the model-channel server on a free 127.0.0.1 port for the duration of a run."""
     server = ModelServer()
-    async with serve_app(server.app) as url:
+    async with serve_asgi(server.app) as url:
         server.port = int(url.rsplit(":", 1)[1])
         try:
             yield server
