@@ -11,7 +11,8 @@ Per request to the agent's model (the OpenAI-compatible channel). What the agent
 - ``context_length``: HTTP 400 ``context_length_exceeded`` (fault ``context_length``)
 
 An SDK retries 429, 5xx, hangs and resets by itself: the channel records a fault its retry hid
-as *absorbed*; the last fault of a chain reaches the agent's code and is delivered.
+as *absorbed* (``detail.absorbed``; it still landed); the last fault of a chain is the one the
+agent's code sees.
 """
 
 from __future__ import annotations

@@ -99,15 +99,15 @@ def test_sdk_retries_absorb_the_faults_and_the_trajectory_shows_the_attempts() -
     assert [s.data["attempt"] for s in steps] == [1, 2, 3]
     assert [s.data["status"] for s in steps] == [429, 429, 200]
     assert len({s.data["request_hash"] for s in steps}) == 1
-    assert faults(record) == [("http_error", False, True), ("http_error", False, True)]
+    assert faults(record) == [("http_error", True, True), ("http_error", True, True)]
 
 
 def test_the_last_fault_of_an_exhausted_retry_chain_is_delivered() -> None:
     record, seen = probe(f"model_error:modes=[500],first_n=3,{FAST}", max_retries=2)
     assert seen["error"] == "InternalServerError"
     assert faults(record) == [
-        ("http_error", False, True),
-        ("http_error", False, True),
+        ("http_error", True, True),
+        ("http_error", True, True),
         ("http_error", True, False),
     ]
 
@@ -137,7 +137,7 @@ def test_hang_and_reset_reach_the_client_and_a_retry_absorbs_them(mode: str) -> 
     assert faults(record) == [(kind, True, False)]
     record, seen = probe(cell, max_retries=1, timeout=0.3)
     assert "error" not in seen and seen["tool_calls"]
-    assert faults(record) == [(kind, False, True)]
+    assert faults(record) == [(kind, True, True)]
 
 
 def test_context_length_error_is_not_retried() -> None:

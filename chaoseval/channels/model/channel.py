@@ -3,9 +3,9 @@
 Each request becomes a ``model`` step (request hash, attempt, message and tool counts, the tool
 calls returned, tokens, latency, faults). A client SDK retries 429/5xx/resets on its own: a
 request whose retry-count header is above 0, or whose body repeats the request that just got a
-fault, is the next attempt of it, and the earlier attempt's faults are marked *absorbed* (the
-SDK hid them from the agent's code) instead of delivered. The last fault of a chain stays
-delivered.
+fault, is the next attempt of it, and the earlier attempt's faults are marked *absorbed*
+(``detail.absorbed``): they reached the agent's process, and its SDK hid them from the agent's
+code. They stay delivered (they landed); the last fault of a chain is the one the code saw.
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ class Exchange:
     step: Step
     started: float
     contexts: list[PerturbationContext] = field(default_factory=list)
-    absorbed: bool = False
     finished: bool = False
 
     @property
@@ -198,8 +197,7 @@ class TrialModelChannel:
             data["finish_reason"] = choices[0].get("finish_reason") if choices else None
             data.update(self._account(done))
         step.data = data
-        if not exchange.absorbed:
-            self.link.state.deliver(ids)
+        self.link.state.deliver(ids)
 
     def _account(self, done: dict[str, Any]) -> dict[str, Any]:
         used = done.get("usage") or {}
@@ -213,8 +211,7 @@ class TrialModelChannel:
         return {"input_tokens": tin, "output_tokens": tout, "cost": spent}
 
     def _absorb(self, previous: Exchange) -> None:
-        previous.absorbed = True
         for i in previous.fault_ids:
             fault = self.link.state.trajectory.faults[i]
-            fault.delivered = False
+            fault.delivered = True  # a hang is absorbed before its own exchange finishes
             fault.detail["absorbed"] = True
