@@ -29,6 +29,11 @@ lint: $(STAMP)
 CATALOGUE := -p latency -p timeout -p malformed -p layout_shift -p modal -p sampling \
              -p stale_memory -p clock_skew
 
+# Model-channel faults on the wire, for the OpenAI-SDK agents against the offline chaoseval-sim
+# (small retry-after and latency values: the SDK waits in wall-clock time).
+WIRE := -p "model_error:modes=[429,500,reset,stream_cut],retry_after=0.05" \
+        -p "model_malformed" -p "model_latency:seconds=0.05"
+
 demo: $(STAMP)
 	mkdir -p $(OUT)
 	$(BIN)/chaoseval run --agent naive --trials 5 --seed 7 $(CATALOGUE) \
@@ -39,6 +44,11 @@ demo: $(STAMP)
 	$(BIN)/chaoseval report $(OUT)/resilient.jsonl --format html -o $(OUT)/report.html
 	$(BIN)/chaoseval report $(OUT)/naive.jsonl --format html -o $(OUT)/report-naive.html
 	$(BIN)/chaoseval compare $(OUT)/naive.jsonl $(OUT)/resilient.jsonl
+	$(BIN)/chaoseval run --agent openai-naive --trials 3 --seed 7 -s 'vending-*' $(WIRE) \
+	  --journal $(OUT)/openai-naive.jsonl --overwrite
+	$(BIN)/chaoseval run --agent openai-resilient --trials 3 --seed 7 -s 'vending-*' $(WIRE) \
+	  --journal $(OUT)/openai-resilient.jsonl --overwrite
+	$(BIN)/chaoseval compare $(OUT)/openai-naive.jsonl $(OUT)/openai-resilient.jsonl
 	@echo "reports: $(OUT)/report.html $(OUT)/report-naive.html"
 
 bench: $(STAMP)

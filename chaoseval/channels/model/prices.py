@@ -9,6 +9,7 @@ Prices = dict[str, tuple[float, float]]
 
 DEFAULT_PRICES: Prices = {
     "chaoseval-sim": (0.15, 0.60),  # priced like a small hosted model so budgets can be tried
+    "sim-1": (0.15, 0.60),  # the default --model name, answered by chaoseval-sim
     "gpt-4o-mini": (0.15, 0.60),
     "gpt-4o": (2.50, 10.00),
     "gpt-4.1": (2.00, 8.00),
