@@ -28,6 +28,7 @@ def test_openai_sdk_agent_solves_a_bundled_scenario(stream: bool) -> None:
     assert first["tool_calls"] == [tools[0].tool] and first["messages"] == 2
     assert first["tools"] == len(record.tool_versions)
     assert last["finish_reason"] == "stop" and last["tool_calls"] == []
+    assert all(0 < s.data["upstream_latency"] <= s.latency for s in steps)
     assert len({s.data["request_hash"] for s in steps}) == len(steps)
     assert record.usage.model_calls == len(steps)
     assert record.usage.input_tokens == sum(s.data["input_tokens"] for s in steps) > 0

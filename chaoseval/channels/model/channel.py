@@ -70,6 +70,7 @@ class Exchange:
     step: Step
     started: float
     contexts: list[PerturbationContext] = field(default_factory=list)
+    upstream_seconds: float = 0.0  # the upstream's share of the step's latency
     finished: bool = False
 
     @property
@@ -152,7 +153,11 @@ class TrialModelChannel:
             return ctx
 
         async def base(call: ModelCall) -> ModelReply:
-            return ModelReply(completion=await self.upstream.complete(call))
+            started = time.perf_counter()
+            try:
+                return ModelReply(completion=await self.upstream.complete(call))
+            finally:
+                exchange.upstream_seconds = time.perf_counter() - started
 
         chain = build_chain("model", link.plugins, base, make_ctx)
         return await chain(exchange.call)
@@ -187,6 +192,11 @@ class TrialModelChannel:
             "temperature": call.body.get("temperature"),
             "seed": call.body.get("seed"),
             "status": status,
+            # The rest of the step's latency is the channel's own overhead and injected delays.
+            "upstream_latency": round(exchange.upstream_seconds, 6),
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost": 0.0,
         }
         if reply is not None:
             done = reply.completion
