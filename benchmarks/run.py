@@ -18,6 +18,7 @@ from bench_bootstrap import (
     run_vectorised,
     vectorised_one,
 )
+from bench_model_channel import main as model_channel
 
 FULL_RESAMPLES = 10_000
 SMALL_RESAMPLES = 200
@@ -58,6 +59,7 @@ def main() -> None:
     loop_full = best_of(lambda: naive_numpy_loop(a, b, FULL_RESAMPLES), repeat=1)
     print(_row("vectorised (chaoseval.analysis.stats.paired_bootstrap)", vec_full))
     print(_row("naive loop per resample, numpy inside", loop_full, vec_full))
+    model_channel()
 
 
 if __name__ == "__main__":
