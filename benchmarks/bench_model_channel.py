@@ -41,10 +41,8 @@ def main(scenarios: int = 6, trials: int = 4) -> None:
     print(f"model channel: {scenarios} scenarios x {trials} trials, {len(steps)} model requests")
     print(f"    in process (naive)          {in_process / n * 1e3:9.1f} ms per trial")
     print(f"    over the wire (openai-naive) {wire / n * 1e3:8.1f} ms per trial")
-    print(
-        f"    channel handler overhead per request (excl. HTTP): median {statistics.median(overhead):.2f} ms, "
-        f"p95 {overhead[int(0.95 * (len(overhead) - 1))]:.2f} ms"
-    )
+    median, p95 = statistics.median(overhead), overhead[int(0.95 * (len(overhead) - 1))]
+    print(f"    handler overhead per request (no HTTP): median {median:.2f} ms, p95 {p95:.2f} ms")
 
 
 if __name__ == "__main__":
