@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
-from model_support import Probe, model_steps, run_agent
+from model_support import SCENARIO, Probe, model_steps, run_agent
 
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.channels.model.session import trial_endpoint
-from chaoseval.loading.files import installed
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
 from chaoseval.seams.agent import Episode, load_agent
+from chaoseval.store.journal import read_journal
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -63,3 +67,25 @@ def test_models_lists_the_sim_and_unknown_keys_are_refused() -> None:
 
     record = run_agent(Probe(body), trials=1)[0]
     assert json.loads(record.answer or "") == [401, ["chaoseval-sim"]]
+
+
+def test_a_wire_run_journal_reads_back_with_its_model_steps(tmp_path: Path) -> None:
+    journal = tmp_path / "wire.jsonl"
+    records = run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=OpenAIAgent(resilient=True, stream=True),
+            agent_name="openai-resilient",
+            cells=parse_cells(["model_error:modes=429,first_n=1,retry_after=0.01,probability=1"]),
+            trials=1,
+            journal=journal,
+        )
+    ).records
+    read = {r.trial_id: r for r in read_journal(journal).records}
+    for record in records:
+        again = read[record.trial_id]
+        assert again.trajectory == record.trajectory
+        assert [s.data["attempt"] for s in model_steps(again)][:2] == [
+            1,
+            1 + (record.cell != "clean"),
+        ]
