@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from model_support import Probe, model_steps, run_agent
@@ -157,3 +158,27 @@ def test_sampling_rewrites_the_temperature_and_seed_that_reach_the_upstream() ->
         "seed": {"from": 1, "to": 5},
     }
     assert rewrite[0].delivered
+
+
+def test_a_client_without_a_retry_header_is_recognised_by_the_repeated_body() -> None:
+    """A hand-written client (httpx, no x-stainless-retry-count) that re-sends the same body
+    after a 429: the second request is attempt 2 and the 429 was absorbed by its retry."""
+    statuses: list[int] = []
+
+    async def body(episode: Episode) -> str:
+        async with trial_endpoint(episode) as endpoint:
+            request = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
+            headers = {"Authorization": f"Bearer {endpoint.api_key}"}
+            async with httpx.AsyncClient(base_url=endpoint.base_url, headers=headers) as client:
+                for _ in range(2):
+                    statuses.append(
+                        (await client.post("/chat/completions", json=request)).status_code
+                    )
+        return "probed"
+
+    cell = f"model_error:modes=429,first_n=1,{FAST}"
+    records = run_agent(Probe(body), cells=[cell], trials=1, concurrency=1)
+    (record,) = [r for r in records if r.cell != "clean"]
+    assert statuses == [200, 200, 429, 200]  # clean runs first
+    assert [s.data["attempt"] for s in model_steps(record)] == [1, 2]
+    assert faults(record) == [("http_error", True, True)]
