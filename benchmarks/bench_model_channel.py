@@ -36,7 +36,7 @@ def main(scenarios: int = 6, trials: int = 4) -> None:
     in_process, _ = _timed(load_agent("naive"), "naive", scenarios, trials)
     wire, records = _timed(OpenAIAgent(resilient=False), "openai-naive", scenarios, trials)
     steps = [s for r in records for s in r.trajectory.steps if s.kind == "model"]
-    overhead = sorted((s.latency - s.data["upstream_latency"]) * 1e3 for s in steps)
+    overhead = sorted((s.latency - s.result["upstream_latency"]) * 1e3 for s in steps)
     n = len(records)
     print(f"model channel: {scenarios} scenarios x {trials} trials, {len(steps)} model requests")
     print(f"    in process (naive)          {in_process / n * 1e3:9.1f} ms per trial")

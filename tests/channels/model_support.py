@@ -52,3 +52,8 @@ class Probe:
 
 def model_steps(record: TrialRecord) -> list[Any]:
     return [s for s in record.trajectory.steps if s.kind == "model"]
+
+
+def info(step: Any) -> dict[str, Any]:
+    """A model step's request (args), answer (result) and cost (data) in one mapping."""
+    return {**(step.args or {}), **(step.result or {}), **dict(step.data)}

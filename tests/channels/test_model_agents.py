@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from model_support import model_steps, run_agent
+from model_support import info, model_steps, run_agent
 
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.loading.files import installed
@@ -49,7 +49,7 @@ def test_concurrent_trials_never_mix_their_model_traffic() -> None:
             OpenAIAgent(resilient=False), scenarios, trials=2, concurrency=concurrency
         )
         return {
-            r.trial_id: [(s.data["request_hash"], s.data["tool_calls"]) for s in model_steps(r)]
+            r.trial_id: [(info(s)["request_hash"], info(s)["tool_calls"]) for s in model_steps(r)]
             + [(r.status, [t.tool or "" for t in r.trajectory.tool_steps()])]
             for r in records
         }

@@ -7,7 +7,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from model_support import Probe, model_steps, run_agent
+from model_support import Probe, info, model_steps, run_agent
 
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.seams.agent import Episode
@@ -61,8 +61,8 @@ def test_anthropic_sdk_agent_solves_a_bundled_scenario(stream: bool) -> None:
     (record,) = run_agent(Probe(body), trials=1)
     assert record.status == "passed", (record.root_cause, record.error)
     steps = model_steps(record)
-    assert {s.data["endpoint"] for s in steps} == {"messages"}
-    assert steps[0].data["stream"] is stream and steps[0].data["tool_calls"]
+    assert {info(s)["endpoint"] for s in steps} == {"messages"}
+    assert info(steps[0])["stream"] is stream and info(steps[0])["tool_calls"]
 
 
 def test_anthropic_sdk_sees_429_and_a_cut_stream() -> None:

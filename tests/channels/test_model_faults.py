@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from model_support import Probe, model_steps, run_agent
+from model_support import Probe, info, model_steps, run_agent
 
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.channels.model.wire import is_json
@@ -90,16 +90,16 @@ def test_sdk_without_retries_sees_the_injected_429() -> None:
     assert seen["headers"]["retry-after-ms"] == "10"
     assert faults(record) == [("http_error", True, False)]
     (step,) = model_steps(record)
-    assert step.data["status"] == 429 and step.data["attempt"] == 1 and step.faults == [0]
+    assert info(step)["status"] == 429 and info(step)["attempt"] == 1 and step.faults == [0]
 
 
 def test_sdk_retries_absorb_the_faults_and_the_trajectory_shows_the_attempts() -> None:
     record, seen = probe(f"model_error:modes=429,first_n=2,{FAST}", max_retries=2)
     assert "error" not in seen and seen["tool_calls"]
     steps = model_steps(record)
-    assert [s.data["attempt"] for s in steps] == [1, 2, 3]
-    assert [s.data["status"] for s in steps] == [429, 429, 200]
-    assert len({s.data["request_hash"] for s in steps}) == 1
+    assert [info(s)["attempt"] for s in steps] == [1, 2, 3]
+    assert [info(s)["status"] for s in steps] == [429, 429, 200]
+    assert len({info(s)["request_hash"] for s in steps}) == 1
     assert faults(record) == [("http_error", True, True), ("http_error", True, True)]
 
 
@@ -151,7 +151,7 @@ def test_sampling_rewrites_the_temperature_and_seed_that_reach_the_upstream() ->
     record, seen = probe("sampling:temperature=1.1,seed=5", max_retries=0, temperature=0.2, seed=1)
     assert "error" not in seen
     (step,) = model_steps(record)
-    assert (step.data["temperature"], step.data["seed"]) == (1.1, 5)
+    assert (info(step)["temperature"], info(step)["seed"]) == (1.1, 5)
     rewrite = [f for f in record.trajectory.faults if f.step == step.index]
     assert rewrite[0].detail == {
         "temperature": {"from": 0.2, "to": 1.1},
@@ -180,5 +180,5 @@ def test_a_client_without_a_retry_header_is_recognised_by_the_repeated_body() ->
     records = run_agent(Probe(body), cells=[cell], trials=1, concurrency=1)
     (record,) = [r for r in records if r.cell != "clean"]
     assert statuses == [200, 200, 429, 200]  # clean runs first
-    assert [s.data["attempt"] for s in model_steps(record)] == [1, 2]
+    assert [info(s)["attempt"] for s in model_steps(record)] == [1, 2]
     assert faults(record) == [("http_error", True, True)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from model_support import SCENARIO, Probe, model_steps, run_agent
+from model_support import SCENARIO, Probe, info, model_steps, run_agent
 
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.channels.model.session import trial_endpoint
@@ -27,15 +27,15 @@ def test_openai_sdk_agent_solves_a_bundled_scenario(stream: bool) -> None:
     steps = model_steps(record)
     tools = record.trajectory.tool_steps()
     assert len(steps) == len(tools) + 1  # one request per tool call, then the answer
-    first, last = steps[0].data, steps[-1].data
+    first, last = info(steps[0]), info(steps[-1])
     assert first["attempt"] == 1 and first["stream"] is stream and first["status"] == 200
     assert first["tool_calls"] == [tools[0].tool] and first["messages"] == 2
     assert first["tools"] == len(record.tool_versions)
     assert last["finish_reason"] == "stop" and last["tool_calls"] == []
-    assert all(0 < s.data["upstream_latency"] <= s.latency for s in steps)
-    assert len({s.data["request_hash"] for s in steps}) == len(steps)
+    assert all(0 < info(s)["upstream_latency"] <= s.latency for s in steps)
+    assert len({info(s)["request_hash"] for s in steps}) == len(steps)
     assert record.usage.model_calls == len(steps)
-    assert record.usage.input_tokens == sum(s.data["input_tokens"] for s in steps) > 0
+    assert record.usage.input_tokens == sum(info(s)["input_tokens"] for s in steps) > 0
 
 
 def test_wire_agent_makes_the_simulated_agents_decisions() -> None:
@@ -85,7 +85,7 @@ def test_a_wire_run_journal_reads_back_with_its_model_steps(tmp_path: Path) -> N
     for record in records:
         again = read[record.trial_id]
         assert again.trajectory == record.trajectory
-        assert [s.data["attempt"] for s in model_steps(again)][:2] == [
+        assert [info(s)["attempt"] for s in model_steps(again)][:2] == [
             1,
             1 + (record.cell != "clean"),
         ]

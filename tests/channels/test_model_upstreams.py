@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import openai
 import pytest
-from model_support import SCENARIO, Probe, model_steps, run_agent
+from model_support import SCENARIO, Probe, info, model_steps, run_agent
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -93,7 +93,7 @@ def test_model_endpoint_forwards_to_a_real_api_with_the_upstream_key(
     )
     assert (sampled_body["temperature"], sampled_body["seed"]) == (1.3, 9)
     step = model_steps(sampled)[0]
-    assert (step.data["temperature"], step.data["seed"], step.data["cost"]) == (1.3, 9, 2.85e-06)
+    assert (info(step)["temperature"], info(step)["seed"], info(step)["cost"]) == (1.3, 9, 2.85e-06)
 
 
 def test_model_faults_apply_in_front_of_a_forwarded_upstream(
@@ -106,7 +106,7 @@ def test_model_faults_apply_in_front_of_a_forwarded_upstream(
     )
     faulted = records[1]
     assert faulted.answer == "scripted"
-    assert [s.data["status"] for s in model_steps(faulted)] == [429, 429, 200]
+    assert [info(s)["status"] for s in model_steps(faulted)] == [429, 429, 200]
     assert len(recorder.seen) == 2  # the 429s never reached the upstream
     assert "authorization" not in recorder.seen[1][0]  # no key in the environment: none sent
 
@@ -152,5 +152,5 @@ def test_responses_api_tool_loop_solves_a_bundled_scenario() -> None:
     (record,) = run_agent(Probe(body), trials=1)
     assert record.status == "passed", (record.root_cause, record.error)
     steps = model_steps(record)
-    assert {s.data["endpoint"] for s in steps} == {"responses"}
-    assert steps[-1].data["finish_reason"] == "stop"
+    assert {info(s)["endpoint"] for s in steps} == {"responses"}
+    assert info(steps[-1])["finish_reason"] == "stop"

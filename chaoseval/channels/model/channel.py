@@ -181,7 +181,9 @@ class TrialModelChannel:
         step.result_class = result_class  # type: ignore[assignment]
         step.error = error
         step.latency = round(time.perf_counter() - exchange.started, 6)
-        data: dict[str, Any] = {
+        # The request in ``args``, the answer in ``result``, what it cost in ``data`` (the
+        # same three numbers as any model step, so usage totals read every agent alike).
+        step.args = {
             "endpoint": call.endpoint,
             "request_hash": exchange.request_hash,
             "attempt": call.attempt,
@@ -191,22 +193,22 @@ class TrialModelChannel:
             "stream": call.stream,
             "temperature": call.body.get("temperature"),
             "seed": call.body.get("seed"),
+        }
+        answer: dict[str, Any] = {
             "status": status,
             # The rest of the step's latency is the channel's own overhead and injected delays.
             "upstream_latency": round(exchange.upstream_seconds, 6),
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "cost": 0.0,
         }
+        step.data = {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
         if reply is not None:
             done = reply.completion
-            data["tool_calls"] = [
+            answer["tool_calls"] = [
                 (c.get("function") or {}).get("name") for c in tool_calls_of(done)
             ]
             choices = done.get("choices") or []
-            data["finish_reason"] = choices[0].get("finish_reason") if choices else None
-            data.update(self._account(done))
-        step.data = data
+            answer["finish_reason"] = choices[0].get("finish_reason") if choices else None
+            step.data = self._account(done)
+        step.result = answer
         self.link.state.deliver(ids)
 
     def _account(self, done: dict[str, Any]) -> dict[str, Any]:
