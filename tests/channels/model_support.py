@@ -22,6 +22,7 @@ def run_agent(
     seed: int = 3,
     temperature: float = 0.7,
     concurrency: int = 4,
+    wall_timeout: float | None = None,
 ) -> list[TrialRecord]:
     return run(
         RunConfig(
@@ -33,6 +34,7 @@ def run_agent(
             seed=seed,
             model=ModelSettings(temperature=temperature),
             concurrency=concurrency,
+            wall_timeout=wall_timeout,
         )
     ).records
 

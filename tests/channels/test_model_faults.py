@@ -182,3 +182,20 @@ def test_a_client_without_a_retry_header_is_recognised_by_the_repeated_body() ->
     assert statuses == [200, 200, 429, 200]  # clean runs first
     assert [info(s)["attempt"] for s in model_steps(record)] == [1, 2]
     assert faults(record) == [("http_error", True, True)]
+
+
+def test_a_hang_the_client_never_gives_up_on_is_delivered_when_the_trial_ends() -> None:
+    async def body(episode: Episode) -> str:
+        async with trial_endpoint(episode) as endpoint:
+            client = openai.AsyncOpenAI(
+                base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=60.0
+            )
+            await client.chat.completions.create(model="m", messages=[])
+        return "never"
+
+    cell = "model_error:modes=hang,probability=1"
+    records = run_agent(Probe(body), cells=[cell], trials=1, wall_timeout=5.0)
+    (record,) = [r for r in records if r.cell != "clean"]
+    assert record.root_cause == "timeout"
+    assert faults(record) == [("timeout", True, False)]
+    assert model_steps(record)[0].result_class == "timeout"

@@ -97,6 +97,7 @@ class TrialModelChannel:
         self._count = 0
         self._last_by_hash: dict[str, Exchange] = {}
         self._last: Exchange | None = None
+        self._exchanges: list[Exchange] = []
 
     def begin(self, endpoint: Endpoint, body: dict[str, Any], headers: Any) -> Exchange:
         """Record a new request: its step, and whether it retries one that got a fault."""
@@ -127,7 +128,15 @@ class TrialModelChannel:
         exchange = Exchange(call, digest, step, time.perf_counter())
         self._last_by_hash[digest] = exchange
         self._last = exchange
+        self._exchanges.append(exchange)
         return exchange
+
+    def close(self) -> None:
+        """The trial ended: a request still held (a hang) was delivered by now."""
+        self.closed.set()
+        for exchange in self._exchanges:
+            if not exchange.finished:
+                self.finish(exchange, status=0, result_class="timeout", error="the trial ended")
 
     async def run(self, exchange: Exchange) -> ModelReply:
         """The plugins, then the upstream. Raises WireFault for what must replace a reply."""

@@ -69,7 +69,7 @@ class ModelServer:
     def unregister(self, token: str) -> None:
         channel = self.channels.pop(token, None)
         if channel is not None:
-            channel.closed.set()
+            channel.close()
 
     def channel_for(self, request: Request) -> TrialModelChannel | None:
         auth = request.headers.get("authorization", "")

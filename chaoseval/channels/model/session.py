@@ -14,6 +14,7 @@ from chaoseval.channels.model.forward import forward_upstream
 from chaoseval.channels.model.prices import Prices
 from chaoseval.channels.model.server import ModelServer, serve_model_channel
 from chaoseval.channels.model.sim import sim_upstream
+from chaoseval.errors import ConfigError
 from chaoseval.seams.agent import Episode
 
 
@@ -91,3 +92,13 @@ async def trial_endpoint(
             yield ModelEndpoint(channels.server.base_url, token, channel)
         finally:
             channels.server.unregister(token)
+
+
+def use_upstream(agent: object, config: UpstreamConfig) -> None:
+    """Point a wire agent's model channel at ``config`` (``--model-endpoint``)."""
+    if not hasattr(agent, "upstream"):
+        raise ConfigError(
+            f"--model-endpoint needs an agent that calls its model over the wire "
+            f"(openai-naive, openai-resilient); {type(agent).__name__} does not"
+        )
+    agent.upstream = config  # type: ignore[attr-defined]
