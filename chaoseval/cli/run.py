@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -34,6 +34,17 @@ RedactPatterns = Annotated[
 ]
 BudgetTokens = Annotated[
     int | None, typer.Option(help="stop starting trials once the run's tokens reach this")
+]
+
+ModelEndpoint = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible API the wire agents' requests go to (default: the offline "
+        "chaoseval-sim)"
+    ),
+]
+ModelKeyEnv = Annotated[
+    str, typer.Option(help="environment variable holding the --model-endpoint key")
 ]
 
 
@@ -66,6 +77,8 @@ def run_cmd(
     budget_cost: BudgetCost = None,
     budget_tokens: BudgetTokens = None,
     redact_patterns: RedactPatterns = None,
+    model_endpoint: ModelEndpoint = None,
+    model_key_env: ModelKeyEnv = "OPENAI_API_KEY",
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials."""
     from chaoseval.engine.runner import RunConfig, run
@@ -79,7 +92,7 @@ def run_cmd(
         redact.configure(redact_patterns or [])
         config = RunConfig(
             scenarios=select_scenarios(scenario_path, scenario),
-            agent=user_agent(agent, app_dir),
+            agent=_agent(agent, app_dir, model_endpoint, model_key_env),
             agent_name=agent,
             cells=parse_cells(perturbation or []),
             trials=trials,
@@ -125,6 +138,17 @@ def _budget_note(budget: Budget | None, journal: Path) -> None:
             f"started, every recorded trial is in {journal}. Raise the budget and run the same "
             "command with --resume to carry on."
         )
+
+
+def _agent(name: str, app_dir: Path, endpoint: str | None, key_env: str) -> Any:
+    """The agent; with --model-endpoint, its model channel forwards to that API."""
+    the_agent = user_agent(name, app_dir)
+    if endpoint:
+        # Imported here: the model channel's server stack is not paid for by every command.
+        from chaoseval.channels.model.session import UpstreamConfig, use_upstream
+
+        use_upstream(the_agent, UpstreamConfig(endpoint=endpoint, key_env=key_env))
+    return the_agent
 
 
 def register(app: typer.Typer) -> None:

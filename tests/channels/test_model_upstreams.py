@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import queue
+import threading
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,15 +16,18 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from typer.testing import CliRunner
 
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
+from chaoseval.cli.app import app
 from chaoseval.engine.runner import RunConfig, run_matrix
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings, TrialRecord
 from chaoseval.seams.agent import Episode
+from chaoseval.store.journal import read_journal
 
 UPSTREAM_KEY = "sk-upstream-planted-0123456789"
 
@@ -154,3 +160,34 @@ def test_responses_api_tool_loop_solves_a_bundled_scenario() -> None:
     steps = model_steps(record)
     assert {info(s)["endpoint"] for s in steps} == {"responses"}
     assert info(steps[-1])["finish_reason"] == "stop"
+
+
+def test_cli_model_endpoint_sends_the_run_to_that_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chaoseval run --model-endpoint URL --model-key-env NAME``, the recorder in a thread."""
+    recorder, stop, ready = Recorder(), threading.Event(), queue.Queue[str]()
+
+    async def serve() -> None:
+        async with serve_asgi(recorder.app) as url:
+            ready.put(url)
+            while not stop.is_set():
+                await anyio.sleep(0.02)
+
+    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
+    thread.start()
+    url = ready.get(timeout=30)
+    monkeypatch.setenv("MY_UPSTREAM_KEY", UPSTREAM_KEY)
+    journal = tmp_path / "wire.jsonl"
+    args = ["run", "--agent", "openai-naive", "-s", SCENARIO, "-n", "1", "--no-report"]
+    args += ["--model-endpoint", f"{url}/v1", "--model-key-env", "MY_UPSTREAM_KEY"]
+    result = CliRunner().invoke(app, [*args, "--journal", str(journal)])
+    stop.set()
+    thread.join(10)
+    assert result.exit_code == 0, result.output
+    assert [body["model"] for _, body in recorder.seen] == ["sim-1"]
+    assert recorder.seen[0][0]["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    (record,) = read_journal(journal).records
+    assert record.answer == "scripted"
+    refused = CliRunner().invoke(app, [*args[:-4], "--agent", "naive", "--model-endpoint", url])
+    assert refused.exit_code != 0 and "over the wire" in refused.output
