@@ -50,7 +50,7 @@ Mode = Literal["429", "500", "503", "hang", "reset", "stream_cut", "context_leng
 class ModelErrorParams(CommonParams):
     probability: float = Field(default=0.3, ge=0, le=1, description="per-request chance")
     modes: list[Mode] = Field(
-        default_factory=lambda: ["429"],
+        default_factory=lambda: list[Mode](["429"]),
         description="faults to draw from: 429, 500, 503, hang, reset, stream_cut, context_length",
     )
     retry_after: float = Field(

@@ -37,7 +37,7 @@ class ModelLatencyParams(CommonParams):
     seconds: float = Field(default=0.5, ge=0, description="mean added delay in seconds")
     jitter: float = Field(default=0.5, ge=0, le=1, description="relative spread around the mean")
     modes: list[Mode] = Field(
-        default_factory=lambda: ["latency"],
+        default_factory=lambda: list[Mode](["latency"]),
         description="where the delay goes: latency, first_token, slow_stream",
     )
 

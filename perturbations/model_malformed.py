@@ -44,13 +44,13 @@ MALFORMED_MODEL_OUTPUT = RootCause(
 Mode = Literal[
     "invalid_json", "truncated_json", "unknown_tool", "no_finish_reason", "empty_choices"
 ]
-TOOL_MODES = ("invalid_json", "truncated_json", "unknown_tool")
+TOOL_MODES: tuple[Mode, ...] = ("invalid_json", "truncated_json", "unknown_tool")
 
 
 class ModelMalformedParams(CommonParams):
     probability: float = Field(default=0.3, ge=0, le=1, description="per-request chance")
     modes: list[Mode] = Field(
-        default_factory=lambda: ["invalid_json", "truncated_json", "unknown_tool"],
+        default_factory=lambda: list[Mode](TOOL_MODES),
         description="invalid_json, truncated_json, unknown_tool, no_finish_reason, empty_choices",
     )
 

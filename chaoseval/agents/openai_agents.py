@@ -230,10 +230,11 @@ class ToolLoop:
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and "answer" in parsed:
+            data = parsed.get("data")
             return AgentOutput(
                 answer=str(parsed["answer"]),
                 gave_up=bool(parsed.get("gave_up")),
-                data=parsed.get("data") if isinstance(parsed.get("data"), dict) else {},
+                data=data if isinstance(data, dict) else {},
                 usage=self.episode.usage,
             )
         return AgentOutput(answer=content, usage=self.episode.usage)
@@ -243,7 +244,7 @@ class ToolLoop:
 
 
 def _backoff(state: RetryCallState) -> float:
-    return min(0.5 * 2 ** (state.attempt_number - 1), 8.0)
+    return min(0.5 * 2.0 ** (state.attempt_number - 1), 8.0)
 
 
 def _as_dict(message: Any) -> dict[str, Any]:

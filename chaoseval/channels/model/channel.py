@@ -169,7 +169,8 @@ class TrialModelChannel:
                 exchange.upstream_seconds = time.perf_counter() - started
 
         chain = build_chain("model", link.plugins, base, make_ctx)
-        return await chain(exchange.call)
+        reply: ModelReply = await chain(exchange.call)
+        return reply
 
     def finish(
         self,

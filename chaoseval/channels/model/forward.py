@@ -40,7 +40,8 @@ class ForwardUpstream:
                 message = response.text[:500] or f"upstream returned {response.status_code}"
             headers = {h: response.headers[h] for h in PASSED_HEADERS if h in response.headers}
             raise ModelHTTPFault(response.status_code, message, headers=headers)
-        return response.json()
+        done: dict[str, Any] = response.json()
+        return done
 
 
 @asynccontextmanager

@@ -17,7 +17,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -101,7 +101,9 @@ class SimModel:
         self._model = model
         self._lock = anyio.Lock()
         self._cache: dict[str, dict[str, Any]] = {}
-        self._actions_in, self._actions = anyio.create_memory_object_stream[Any](1)
+        self._actions_in, self._actions = anyio.create_memory_object_stream[
+            ToolAction | FinalAction
+        ](1)
         self._results_in, self._results = anyio.create_memory_object_stream[str](1)
         self._pending: ToolAction | None = None
         self._final: FinalAction | None = None
@@ -114,7 +116,8 @@ class SimModel:
             if digest not in self._cache:
                 action = await self._next_action(call.body)
                 self._cache[digest] = self._render(action, call.body, digest)
-            return json.loads(json.dumps(self._cache[digest]))
+            fresh: dict[str, Any] = json.loads(json.dumps(self._cache[digest]))  # plugins edit it
+            return fresh
 
     async def ask_tool(self, name: str, args: dict[str, Any]) -> str:
         """From the policy: emit a tool call, wait for the request that carries its result."""
@@ -141,9 +144,9 @@ class SimModel:
         return action
 
     async def _drive(self, settings: ModelSettings) -> None:
-        episode = dataclasses.replace(
-            self._episode, tools=WireTools(self._episode, self), _model=settings, usage=Usage()
-        )
+        # WireTools stands in for the ToolBox: the policy only calls, describes and reads specs.
+        tools = cast(Any, WireTools(self._episode, self))
+        episode = dataclasses.replace(self._episode, tools=tools, _model=settings, usage=Usage())
         actor = SimModelActor(episode)
         try:
             output = await run_solution(actor, _reference(episode))
