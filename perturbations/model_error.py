@@ -29,6 +29,7 @@ from chaoseval.channels.model.calls import (
     ModelHang,
     ModelHTTPFault,
     ModelReset,
+    mode_names,
 )
 from chaoseval.model.records import RootCause
 from chaoseval.model.trajectory import Fault
@@ -60,11 +61,7 @@ class ModelErrorParams(CommonParams):
         default=None, description="x-should-retry on 429/5xx (None: header not sent)"
     )
 
-    @field_validator("modes", mode="before")
-    @classmethod
-    def _as_names(cls, v: Any) -> Any:
-        items = v if isinstance(v, list | tuple) else [v]  # "modes=429" parses as a number
-        return [str(m) for m in items]
+    _modes = field_validator("modes", mode="before")(mode_names)
 
     def model_post_init(self, _: Any) -> None:
         if not self.modes:

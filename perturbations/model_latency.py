@@ -13,9 +13,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import anyio
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from chaoseval.channels.model.calls import ModelCall, ModelCallFailed, ModelCallPerturbation
+from chaoseval.channels.model.calls import (
+    ModelCall,
+    ModelCallFailed,
+    ModelCallPerturbation,
+    mode_names,
+)
 from chaoseval.model.records import RootCause
 from chaoseval.model.trajectory import Fault
 from chaoseval.seams.perturbation import (
@@ -40,6 +45,7 @@ class ModelLatencyParams(CommonParams):
         default_factory=lambda: list[Mode](["latency"]),
         description="where the delay goes: latency, first_token, slow_stream",
     )
+    _modes = field_validator("modes", mode="before")(mode_names)
 
 
 @perturbation("model_latency")

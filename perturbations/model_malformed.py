@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from chaoseval.channels.model.calls import (
     ModelAnswerUnusable,
     ModelCall,
     ModelCallPerturbation,
     ModelReply,
+    mode_names,
 )
 from chaoseval.channels.model.wire import tool_calls_of
 from chaoseval.model.records import RootCause
@@ -53,6 +54,7 @@ class ModelMalformedParams(CommonParams):
         default_factory=lambda: list[Mode](TOOL_MODES),
         description="invalid_json, truncated_json, unknown_tool, no_finish_reason, empty_choices",
     )
+    _modes = field_validator("modes", mode="before")(mode_names)
 
 
 @perturbation("model_malformed")

@@ -199,3 +199,25 @@ def test_a_hang_the_client_never_gives_up_on_is_delivered_when_the_trial_ends() 
     assert record.root_cause == "timeout"
     assert faults(record) == [("timeout", True, False)]
     assert model_steps(record)[0].result_class == "timeout"
+
+
+def test_an_agent_re_asking_after_a_malformed_answer_is_not_a_retry() -> None:
+    """The SDK sends x-stainless-retry-count 0 on the agent's own repeat of a request: the
+    malformed answer it re-asks after was seen by the agent's code, not absorbed."""
+
+    async def body(episode: Episode) -> str:
+        async with trial_endpoint(episode) as endpoint:
+            client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
+            request: dict[str, Any] = {
+                "model": "m",
+                "messages": [{"role": "user", "content": "go"}],
+            }
+            for _ in range(2):
+                await client.chat.completions.create(**request)
+            await client.close()
+        return "probed"
+
+    cell = "model_malformed:modes=empty_choices,first_n=1,probability=1"
+    (record,) = [r for r in run_agent(Probe(body), cells=[cell], trials=1) if r.cell != "clean"]
+    assert [info(s)["attempt"] for s in model_steps(record)] == [1, 1]
+    assert faults(record) == [("malformed", True, False)]

@@ -116,6 +116,13 @@ class ModelAnswerUnusable(AgentVisibleError):
     kind = "malformed"
 
 
+def mode_names(value: Any) -> Any:
+    """Before validation of a ``modes`` list: "-p x:modes=429" parses 429 as a number, and
+    "modes=hang" as a bare string; both mean a list of names."""
+    items = value if isinstance(value, list | tuple) else [value]
+    return [str(m) for m in items]
+
+
 P = TypeVar("P", bound=CommonParams)
 
 

@@ -2,10 +2,11 @@
 
 Each request becomes a ``model`` step (request hash, attempt, message and tool counts, the tool
 calls returned, tokens, latency, faults). A client SDK retries 429/5xx/resets on its own: a
-request whose retry-count header is above 0, or whose body repeats the request that just got a
-fault, is the next attempt of it, and the earlier attempt's faults are marked *absorbed*
-(``detail.absorbed``): they reached the agent's process, and its SDK hid them from the agent's
-code. They stay delivered (they landed); the last fault of a chain is the one the code saw.
+request whose retry-count header is above 0 (or, from a client that sends no such header,
+whose body repeats the request that just got a fault) is the next attempt of it, and the
+earlier attempt's faults are marked *absorbed* (``detail.absorbed``): they reached the agent's
+process, and its SDK hid them from the agent's code. They stay delivered (they landed); the
+last fault of a chain is the one the code saw.
 """
 
 from __future__ import annotations
@@ -106,7 +107,15 @@ class TrialModelChannel:
         previous = self._last_by_hash.get(digest)
         header = str(headers.get(RETRY_HEADER, "") or "")
         by_header = header.isdigit() and int(header) > 0
-        by_body = previous is not None and previous is self._last and bool(previous.fault_ids)
+        # A client that sends the header says when it retries: the same body with count 0 is
+        # the agent's own new request (re-asking after an answer it could not use). Only a
+        # client without the header is judged by its body.
+        by_body = (
+            not header
+            and previous is not None
+            and previous is self._last
+            and bool(previous.fault_ids)
+        )
         attempt = 1
         if previous is not None and (by_header or by_body):
             attempt = previous.call.attempt + 1
