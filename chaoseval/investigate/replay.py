@@ -181,18 +181,37 @@ def _step_line(record: TrialRecord, step: Step) -> str:
         line = f"`{step.tool}({args})` → {step.result_class}"
         if step.error:
             line += f": {step.error}"
-        faults = [record.trajectory.faults[i] for i in step.faults]
-        if faults:
-            line += " — fault: " + ", ".join(
-                f"{f.perturbation}/{f.kind}{'' if f.delivered else ' (not delivered)'}"
-                for f in faults
-            )
-        return line
+        return line + _faults(record, step)
     if step.kind == "answer":
         return "answer" + (" (gave up)" if step.gave_up else "")
     if step.kind == "model":
-        return "model call"
+        return _model_line(record, step)
     return step.kind
+
+
+def _model_line(record: TrialRecord, step: Step) -> str:
+    """A model call; over the model channel, its request and answer (see MODEL_CHANNEL.md)."""
+    request = step.args or {}
+    if not request:
+        return "model call"
+    answer = step.result if isinstance(step.result, dict) else {}
+    line = f"model call ({request.get('endpoint')}, attempt {request.get('attempt')})"
+    line += f" → {answer.get('status') or step.result_class}"
+    if answer.get("tool_calls"):
+        line += ": calls " + ", ".join(str(c) for c in answer["tool_calls"])
+    return line + _faults(record, step)
+
+
+def _faults(record: TrialRecord, step: Step) -> str:
+    faults = [record.trajectory.faults[i] for i in step.faults]
+    if not faults:
+        return ""
+    return " — fault: " + ", ".join(
+        f"{f.perturbation}/{f.kind}"
+        + ("" if f.delivered else " (not delivered)")
+        + (" (absorbed by a retry)" if f.detail.get("absorbed") else "")
+        for f in faults
+    )
 
 
 def to_markdown(
@@ -235,7 +254,8 @@ def to_markdown(
         if r.error:
             out += [f"Error: `{r.error}`", ""]
         out += ["### Trajectory", ""]
-        shown = [s for s in r.trajectory.steps if s.kind != "model"]
+        # Simulated model calls are bookkeeping; model-channel requests (args) are the story.
+        shown = [s for s in r.trajectory.steps if s.kind != "model" or s.args]
         out += [f"{i}. {_step_line(r, s)}" for i, s in enumerate(shown, start=1)] or ["_(empty)_"]
         out += ["", "### Faults", ""]
         if r.trajectory.faults:

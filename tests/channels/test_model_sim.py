@@ -13,6 +13,7 @@ from model_support import SCENARIO, Probe, info, model_steps, run_agent
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.engine.runner import RunConfig, run
+from chaoseval.investigate.replay import to_markdown
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.seams.agent import Episode, load_agent
@@ -81,7 +82,11 @@ def test_a_wire_run_journal_reads_back_with_its_model_steps(tmp_path: Path) -> N
             journal=journal,
         )
     ).records
-    read = {r.trial_id: r for r in read_journal(journal).records}
+    written = read_journal(journal)
+    read = {r.trial_id: r for r in written.records}
+    sheet = to_markdown(written.records, written)
+    assert "model call (chat, attempt 1) → 429 — fault: model_error/http_error (absorbed" in sheet
+    assert "model call (chat, attempt 2) → 200: calls lookup_order" in sheet
     for record in records:
         again = read[record.trial_id]
         assert again.trajectory == record.trajectory
