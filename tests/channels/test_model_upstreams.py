@@ -36,14 +36,17 @@ class Recorder:
     """A scripted OpenAI-compatible server that knows nothing of trials: it answers every
     request with the same final message and keeps what reached it."""
 
-    def __init__(self) -> None:
+    def __init__(self, echo: bool = False) -> None:
+        self.echo = echo  # a leaky upstream: puts the key it got into its answer
         self.seen: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.app = Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"])])
 
     async def chat(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.seen.append((dict(request.headers), body))
-        message = {"role": "assistant", "content": json.dumps({"answer": "scripted"})}
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        answer = f"scripted, key {key}" if self.echo else "scripted"
+        message = {"role": "assistant", "content": json.dumps({"answer": answer})}
         return JSONResponse(
             {
                 "id": "chatcmpl-rec",
@@ -166,7 +169,7 @@ def test_cli_model_endpoint_sends_the_run_to_that_api(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``chaoseval run --model-endpoint URL --model-key-env NAME``, the recorder in a thread."""
-    recorder, stop, ready = Recorder(), threading.Event(), queue.Queue[str]()
+    recorder, stop, ready = Recorder(echo=True), threading.Event(), queue.Queue[str]()
 
     async def serve() -> None:
         async with serve_asgi(recorder.app) as url:
@@ -177,10 +180,10 @@ def test_cli_model_endpoint_sends_the_run_to_that_api(
     thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
     thread.start()
     url = ready.get(timeout=30)
-    monkeypatch.setenv("MY_UPSTREAM_KEY", UPSTREAM_KEY)
+    monkeypatch.setenv("LLM_CRED", UPSTREAM_KEY)  # a name that does not look secret
     journal = tmp_path / "wire.jsonl"
     args = ["run", "--agent", "openai-naive", "-s", SCENARIO, "-n", "1", "--no-report"]
-    args += ["--model-endpoint", f"{url}/v1", "--model-key-env", "MY_UPSTREAM_KEY"]
+    args += ["--model-endpoint", f"{url}/v1", "--model-key-env", "LLM_CRED"]
     result = CliRunner().invoke(app, [*args, "--journal", str(journal)])
     stop.set()
     thread.join(10)
@@ -188,6 +191,7 @@ def test_cli_model_endpoint_sends_the_run_to_that_api(
     assert [body["model"] for _, body in recorder.seen] == ["sim-1"]
     assert recorder.seen[0][0]["authorization"] == f"Bearer {UPSTREAM_KEY}"
     (record,) = read_journal(journal).records
-    assert record.answer == "scripted"
+    assert record.answer is not None and record.answer.startswith("scripted, key ")
+    assert UPSTREAM_KEY not in journal.read_text() and UPSTREAM_KEY not in result.output
     refused = CliRunner().invoke(app, [*args[:-4], "--agent", "naive", "--model-endpoint", url])
     assert refused.exit_code != 0 and "over the wire" in refused.output

@@ -17,6 +17,7 @@ import httpx
 
 from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault
 from chaoseval.errors import ConfigError
+from chaoseval.redact import add_secret
 
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
 
@@ -52,5 +53,7 @@ async def forward_upstream(
     local server that needs none)."""
     if not base_url.startswith(("http://", "https://")):
         raise ConfigError(f"--model-endpoint must be an http(s) URL, not {base_url!r}")
+    key = os.environ.get(key_env)
+    add_secret(key)  # whatever the variable is called, its value is never written
     async with httpx.AsyncClient(timeout=timeout) as client:
-        yield ForwardUpstream(base_url, os.environ.get(key_env), client)
+        yield ForwardUpstream(base_url, key, client)
