@@ -58,4 +58,4 @@ def model_steps(record: TrialRecord) -> list[Any]:
 
 def info(step: Any) -> dict[str, Any]:
     """A model step's request (args), answer (result) and cost (data) in one mapping."""
-    return {**(step.args or {}), **(step.result or {}), **dict(step.data)}
+    return {**(step.args or {}), **(step.result or {}), **step.data.model_dump()}

@@ -21,7 +21,7 @@ from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import DEFAULT_PRICES, Prices, cost
 from chaoseval.channels.model.wire import request_hash, tool_calls_of
 from chaoseval.model.records import Usage
-from chaoseval.model.trajectory import Step
+from chaoseval.model.trajectory import ModelCallData, Step
 from chaoseval.seams.agent import Episode
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
 
@@ -218,7 +218,7 @@ class TrialModelChannel:
             # The rest of the step's latency is the channel's own overhead and injected delays.
             "upstream_latency": round(exchange.upstream_seconds, 6),
         }
-        step.data = {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
+        step.data = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)
         if reply is not None:
             done = reply.completion
             answer["tool_calls"] = [
@@ -230,7 +230,7 @@ class TrialModelChannel:
         step.result = answer
         self.link.state.deliver(ids)
 
-    def _account(self, done: dict[str, Any]) -> dict[str, Any]:
+    def _account(self, done: dict[str, Any]) -> ModelCallData:
         used = done.get("usage") or {}
         tin, tout = int(used.get("prompt_tokens", 0)), int(used.get("completion_tokens", 0))
         spent = cost(self.prices, str(done.get("model", "")), tin, tout)
@@ -239,7 +239,7 @@ class TrialModelChannel:
         usage.input_tokens += tin
         usage.output_tokens += tout
         usage.cost += spent
-        return {"input_tokens": tin, "output_tokens": tout, "cost": spent}
+        return ModelCallData(input_tokens=tin, output_tokens=tout, cost=spent)
 
     def _absorb(self, previous: Exchange) -> None:
         for i in previous.fault_ids:

@@ -36,6 +36,7 @@ from chaoseval.channels.model.wire import (
 from chaoseval.channels.tasks import hosting
 from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
+from chaoseval.model.scenario import ToolDescription
 from chaoseval.seams.agent import Episode
 
 SIM_MODEL = "chaoseval-sim"
@@ -63,7 +64,7 @@ class WireTools:
         self._describe = episode.tools.describe
         self._model = model
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> list[ToolDescription]:
         return self._describe()
 
     def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:
