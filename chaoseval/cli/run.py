@@ -98,8 +98,7 @@ def run_cmd(
             trials=trials,
             seed=seed,
             model=ModelSettings(model=model, temperature=temperature, seed=model_seed),
-            # Default k: 1, 2, 5 where the trial count allows, and n itself.
-            ks=sorted(set(k or [x for x in (1, 2, 5) if x <= trials] + [max(trials, 1)])),
+            ks=_ks(k, trials),
             concurrency=concurrency,
             journal=journal,
             resume=resume,
@@ -138,6 +137,11 @@ def _budget_note(budget: Budget | None, journal: Path) -> None:
             f"started, every recorded trial is in {journal}. Raise the budget and run the same "
             "command with --resume to carry on."
         )
+
+
+def _ks(k: list[int] | None, trials: int) -> list[int]:
+    """The k values asked for; by default 1, 2, 5 where the trial count allows, and n itself."""
+    return sorted(set(k or [x for x in (1, 2, 5) if x <= trials] + [max(trials, 1)]))
 
 
 def _agent(name: str, app_dir: Path, endpoint: str | None, key_env: str) -> Any:
