@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.shell import sh, user_env
-from tests.test_userpath import write_scenario
+from tests.loading.test_userpath import write_scenario
 
 pytestmark = pytest.mark.slow
 SCRIPT = str(Path(sys.executable).parent / "chaoseval")

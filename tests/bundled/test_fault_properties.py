@@ -263,7 +263,7 @@ def test_wrong_values_are_schema_valid_but_not_the_truth(name: str, data: Any) -
 def test_payloads_reproduce_in_another_process() -> None:
     """Hash randomisation and interpreter state do not leak into the drawn payloads."""
     code = (
-        "import json,sys; sys.path.insert(0, 'tests');"
+        "import json,sys; sys.path.insert(0, 'tests/bundled');"
         # other local modules loaded first: hypothesis must not mix their constants in
         "import chaoseval.cli.app, chaoseval.render.report, chaoseval.analysis.stats;"
         "import chaoseval.engine.http;"
@@ -284,7 +284,7 @@ def test_payloads_reproduce_in_another_process() -> None:
             text=True,
             env=env,
             check=True,
-            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         )
         assert json.loads(out.stdout) == here
 

@@ -235,14 +235,14 @@ def test_cli_lint_exit_codes_and_both_spellings(tmp_path):
 
 
 def test_the_authoring_guide_example_passes_lint(tmp_path):
-    guide = (Path(__file__).resolve().parents[1] / "docs" / "AUTHORING.md").read_text()
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "AUTHORING.md").read_text()
     example = next(b for b in guide.split("```yaml\n")[1:] if b.startswith("id: "))
     findings, report = lint_text(tmp_path, example.split("```")[0])
     assert report.ok, [(f.check, f.summary, f.details) for f in findings.values()]
 
 
 def test_lint_canaries_extra_cells_for_python_scenarios():
-    vending = Path(__file__).resolve().parents[1] / "scenarios" / "vending.py"
+    vending = Path(__file__).resolve().parents[2] / "scenarios" / "vending.py"
     reports = lint_paths(
         [vending], seeds=[0], trials=1, perturbations=["timeout:tools=adjust_inventory"]
     )

@@ -195,7 +195,7 @@ ADAPTER = _Adapter()  # an adapter object, not a factory: the agent registry tak
 
 def test_agents_register_as_factories_or_adapter_objects() -> None:
     # (pytest imports this file under another module name: compare the type, not identity)
-    assert type(agents.get("tests.test_broken_entry_points:ADAPTER")).__name__ == "_Adapter"
+    assert type(agents.get("tests.seams.test_broken_entry_points:ADAPTER")).__name__ == "_Adapter"
     with pytest.raises(ConfigError, match="neither a factory nor has 'async run"):
         agents.add("not-an-agent", "a string")
     assert "not-an-agent" not in agents.names()

@@ -183,7 +183,7 @@ def test_interrupted_run_keeps_its_trials_and_resumes(tmp_path):
 
 
 def test_lint_shows_stale_memory_reaches_the_bundled_memory_scenarios(tmp_path):
-    scenarios = Path(__file__).resolve().parents[1] / "scenarios" / "memory_sessions.py"
+    scenarios = Path(__file__).resolve().parents[2] / "scenarios" / "memory_sessions.py"
     out = cli(
         "scenario", "lint", str(scenarios), "-p", "stale_memory", "--seeds", "2", cwd=tmp_path
     )

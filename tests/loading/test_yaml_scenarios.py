@@ -21,7 +21,7 @@ from chaoseval.model.clock import VirtualClock
 from chaoseval.model.world import World
 from chaoseval.seams.agent import load_agent
 
-BUNDLED = Path(__file__).resolve().parents[1] / "scenarios"
+BUNDLED = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def yaml_bundled() -> list[YamlScenario]:
