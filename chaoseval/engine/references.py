@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from chaoseval.agents.scripted import ScriptedAgent
 from chaoseval.engine.trial import TrialPlan, run_trial
-from chaoseval.model.records import Cell, ModelSettings, ReferenceRun, ToolCall
+from chaoseval.model.records import CLEAN, Cell, ModelSettings, ReferenceRun, ToolCall
 from chaoseval.model.scenario import Scenario
 
 __all__ = ["reference_run", "reference_runs"]
@@ -26,7 +26,7 @@ async def reference_run(scenario: Scenario, run_seed: int) -> ReferenceRun:
     """The scripted agent on the scenario, clean, on the same world seed the run's trials see."""
     try:
         record = await run_trial(
-            TrialPlan(scenario, Cell(name="clean"), 0),
+            TrialPlan(scenario, Cell(name=CLEAN), 0),
             ScriptedAgent(),
             agent_name="scripted",
             model=ModelSettings(),
