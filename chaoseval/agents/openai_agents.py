@@ -225,19 +225,9 @@ class ToolLoop:
             return error_content(exc)
 
     def final(self, content: str) -> AgentOutput:
-        try:
-            parsed = json.loads(content)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict) and "answer" in parsed:
-            data = parsed.get("data")
-            return AgentOutput(
-                answer=str(parsed["answer"]),
-                gave_up=bool(parsed.get("gave_up")),
-                data=data if isinstance(data, dict) else {},
-                usage=self.episode.usage,
-            )
-        return AgentOutput(answer=content, usage=self.episode.usage)
+        output = AgentOutput.from_json(content) or AgentOutput(answer=content)
+        output.usage = self.episode.usage
+        return output
 
     def give_up(self, reason: str) -> AgentOutput:
         return AgentOutput(answer=reason, gave_up=True, usage=self.episode.usage)

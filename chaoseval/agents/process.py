@@ -114,18 +114,7 @@ class Capture:
 
 def parse_answer(stdout: Capture) -> AgentOutput:
     """The last line when it is ``{"answer": ...}``, else the whole of stdout."""
-    try:
-        last = json.loads(stdout.last_line())
-    except ValueError:
-        last = None
-    if isinstance(last, dict) and "answer" in last:
-        data = last.get("data")
-        return AgentOutput(
-            answer=str(last["answer"]),
-            gave_up=bool(last.get("gave_up")),
-            data=data if isinstance(data, dict) else {},
-        )
-    return AgentOutput(answer=stdout.text().strip())
+    return AgentOutput.from_json(stdout.last_line()) or AgentOutput(answer=stdout.text().strip())
 
 
 class ProcessAgent:

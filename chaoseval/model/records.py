@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -104,6 +105,23 @@ class AgentOutput(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
     gave_up: bool = False  # the agent stopped and said it could not finish (graceful degradation)
     usage: Usage = Field(default_factory=Usage)
+
+    @classmethod
+    def from_json(cls, text: str) -> AgentOutput | None:
+        """The output an agent wrote as ``{"answer": ..., "gave_up": ..., "data": {...}}``, or
+        None when ``text`` is not such an object (wire and process agents then keep the text)."""
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return None
+        if not (isinstance(parsed, dict) and "answer" in parsed):
+            return None
+        data = parsed.get("data")
+        return cls(
+            answer=str(parsed["answer"]),
+            gave_up=bool(parsed.get("gave_up")),
+            data=data if isinstance(data, dict) else {},
+        )
 
 
 class RootCause(BaseModel):
