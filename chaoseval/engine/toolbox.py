@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from freezegun import freeze_time
@@ -35,6 +36,15 @@ class StepBudgetExceeded(AgentVisibleError):
     kind = "budget_exceeded"
 
 
+@dataclass(frozen=True)
+class Received:
+    """Text that reached the agent (a tool's result, an observed page) and the text the agent
+    itself sent to get it: an id the result only echoes back is not something it learned."""
+
+    text: str
+    echo: str = ""
+
+
 class TrialState:
     """Mutable bookkeeping shared by the channels of one trial."""
 
@@ -44,6 +54,9 @@ class TrialState:
         self.vetoes: list[Veto] = []
         self.budget_exceeded = False
         self.turn = 0
+        # In full, not the trajectory's excerpts: the judge asks whether a cited id was ever
+        # shown to the agent (chaoseval.engine.judge.find_hallucinations).
+        self.received: list[Received] = []
 
     def record_fault(self, fault: Any) -> int:
         return self.trajectory.add_fault(fault)
@@ -176,6 +189,7 @@ class ToolBox:
             raise
         result_class = "ok" if self._valid(self.specs.get(name), result) else "malformed"
         self._finish(step, contexts, started, result_class, result=result)
+        state.received.append(Received(_as_text(result), _as_text(args)))
         return result
 
     def _finish(
@@ -276,13 +290,17 @@ def _brief(exc: Exception) -> str:
     return str(exc)[:300]
 
 
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def _excerpt(result: Any) -> Any:
-    text = result if isinstance(result, str) else None
-    if text is None:
-        try:
-            text = json.dumps(result, default=str)
-        except (TypeError, ValueError):
-            text = repr(result)
-        if len(text) <= EXCERPT:
-            return result
-    return text if len(text) <= EXCERPT else text[:EXCERPT] + f"...[{len(text)} chars]"
+    text = _as_text(result)
+    if len(text) <= EXCERPT:
+        return result
+    return text[:EXCERPT] + f"...[{len(text)} chars]"

@@ -17,7 +17,7 @@ import anyio
 from pydantic import ValidationError
 
 from chaoseval.engine.judge import Verdict, judge
-from chaoseval.engine.toolbox import ToolBox, TrialState
+from chaoseval.engine.toolbox import Received, ToolBox, TrialState
 from chaoseval.engine.ui import render as render_page
 from chaoseval.errors import HarnessError, PluginError, ScenarioError
 from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
@@ -136,6 +136,7 @@ async def run_trial(
                 agent_error,
                 raw_output=trial.raw,
                 plugins=plugins,
+                initial=tables,
             )
     except HarnessError as exc:
         state.harness_errors.append(exc)
@@ -372,4 +373,6 @@ class Observation:
         step.faults = fired
         state.deliver(fired)
         step.result_class = "ok"
+        if result is not None:
+            state.received.append(Received(result))
         return result
