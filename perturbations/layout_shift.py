@@ -6,20 +6,26 @@ Two plugins on the observation channel (scenarios with a ``ui`` page only):
   and/or renames them (new ids; labels reworded: "Approve refund" -> "Approve", a synonym,
   upper case). The old ids stop working; the new ones map to the same actions. Models a
   redesign or an A/B variant shipped under an agent that keys on selectors.
+  A late banner (a promotion, a notice) then pushes the page's content down ``banner``
+  seconds after the first page load (trial time: virtual for the simulated agents).
 - ``modal`` lays a dialog over the page (cookie banner, survey, session warning, newsletter)
   that swallows every click until its own button is pressed. Models consent banners and
   interstitials.
 
 Once fired in a trial, the change is kept for the rest of the trial (a redesigned page does
-not flip back on reload) and is logged once, as a ``layout_shift`` or ``modal`` fault.
+not flip back on reload) and is logged once, as a ``layout_shift`` or ``modal`` fault. What
+each did is also kept as DOM operations (chaoseval.engine.domops), which the browser page
+server replays on the live DOM: one UI, two renderings.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any, Literal
 
 from pydantic import Field
 
+from chaoseval.engine.domops import due, insert_banner, layout_ops
 from chaoseval.engine.ui import LayoutPlan, ModalPlan, apply_layout, apply_modal, elements, ui_state
 from chaoseval.model.records import RootCause
 from chaoseval.model.trajectory import Fault
@@ -65,6 +71,19 @@ class LayoutShiftParams(CommonParams):
     relabel: float = Field(
         default=0.7, ge=0, le=1, description="chance a renamed element's label is reworded too"
     )
+    banner: float | None = Field(
+        default=0.8,
+        ge=0,
+        description="seconds after the first load a late banner pushes the "
+        "content down (none: no banner)",
+    )
+
+
+NOTICES = (
+    "New: track your requests in the redesigned dashboard.",
+    "Scheduled maintenance tonight from 22:00 to 23:00.",
+    "Spring sale: free express shipping on orders over 50 EUR.",
+)
 
 
 UI_ELEMENT_NOT_FOUND = RootCause(
@@ -75,6 +94,13 @@ UI_ELEMENT_NOT_FOUND = RootCause(
 POPUP_NOT_HANDLED = RootCause(
     name="popup_not_handled", label="did not dismiss a dialog over the page", owner="modal"
 )
+
+
+def _late_banner(page: str, state: Any, ctx: PerturbationContext) -> str:
+    for op in state.ops:
+        if op["op"] == "banner" and due(op, ctx.clock.monotonic()):
+            page = insert_banner(page, op)
+    return page
 
 
 def later_call_failed(fault: Fault, failure: FailureContext) -> bool:
@@ -93,10 +119,12 @@ class LayoutShift(Perturbation[LayoutShiftParams]):
     root_causes = (UI_ELEMENT_NOT_FOUND,)
 
     async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
-        plan = ui_state(ctx.world).layout
-        if plan is not None:  # the page stays redesigned for the rest of the trial
+        state = ui_state(ctx.world)
+        if state.layout is not None:  # the page stays redesigned for the rest of the trial
             page = await call_next(call)
-            return apply_layout(page, plan, ui_state(ctx.world)) if page else page
+            return (
+                _late_banner(apply_layout(page, state.layout, state), state, ctx) if page else page
+            )
         return await super().__call__(call, call_next, ctx)
 
     async def apply(
@@ -123,7 +151,14 @@ class LayoutShift(Perturbation[LayoutShiftParams]):
             if state.aliases.get(e.id, e.id) in before
         }
         ctx.fault("observation", "layout_shift", mode=mode, elements=changed)
-        return shifted
+        fault = ctx.fired[-1]
+        state.ops += layout_ops(page, shifted, state, fault)
+        if self.params.banner is not None:
+            # Drawn from the plan's seed, not ctx.rng: the banner moves no other draw.
+            text = random.Random(plan.seed).choice(NOTICES)
+            at = ctx.clock.monotonic() + self.params.banner
+            state.ops.append({"op": "banner", "at": at, "text": text, "fault": fault})
+        return _late_banner(shifted, state, ctx)
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         return UI_ELEMENT_NOT_FOUND if later_call_failed(fault, failure) else None
@@ -168,8 +203,13 @@ class Modal(Perturbation[ModalParams]):
             body=body,
             button=ctx.rng.choice(buttons),
         )
-        ui_state(ctx.world).modal = plan
+        state = ui_state(ctx.world)
+        state.modal = plan
         ctx.fault("observation", "modal", banner=kind, dialog=plan.dialog_id, button=plan.button)
+        state.ops.append(
+            {"op": "dialog", "id": plan.dialog_id, "button_id": plan.button_id, "title": title,
+             "body": body, "button": plan.button, "fault": ctx.fired[-1]}
+        )  # fmt: skip
         return apply_modal(page, plan)
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:

@@ -9,6 +9,7 @@ variable                 value
 =======================  ===================================================================
 CHAOSEVAL_MCP_URL        the trial's tools over MCP (streamable HTTP)
 CHAOSEVAL_TOOLS_URL      the trial's tools over plain HTTP (``POST /tools/NAME``)
+CHAOSEVAL_UI_URL         the trial's UI page (scenarios with a page; chaoseval.channels.browser)
 CHAOSEVAL_INSTRUCTION    the task (also written on stdin)
 CHAOSEVAL_MEMORY_FILE    a JSON file: the agent's memory, ``[{"key": ..., "value": ...}]``
 CHAOSEVAL_TRIAL_ID       scenario/cell/index
@@ -48,6 +49,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from chaoseval.channels.asgi import single
+from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import ChaosevalError, ConfigError, HarnessError
@@ -172,10 +174,12 @@ class ProcessAgent:
             memory = workdir.parent / f"{workdir.name}-memory.json"
             memory.write_text(json.dumps([m.model_dump(mode="json") for m in episode.memory]))
             stack.callback(memory.unlink, missing_ok=True)
+            ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
             env = {
                 **{k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES},
                 "CHAOSEVAL_MCP_URL": urls.mcp,
                 "CHAOSEVAL_TOOLS_URL": urls.tools,
+                **({"CHAOSEVAL_UI_URL": ui} if ui else {}),
                 "CHAOSEVAL_INSTRUCTION": episode.instruction,
                 "CHAOSEVAL_MEMORY_FILE": str(memory),
                 "CHAOSEVAL_TRIAL_ID": artifacts.current_trial_id() or "",

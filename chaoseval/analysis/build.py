@@ -91,9 +91,7 @@ def analyze(
     cells = by_cell(records, ks)
     groups = _by_cell_records(records)
     warnings = list(journal.warnings)
-    degraded = degradation(
-        cells, groups, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed
-    )
+    degraded = degradation(cells, groups, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed)
     refs = recorded_references(journal, warnings) if references else References(note=NOT_USED)
     sl: Slices = slices(records)
     curves, baselines = pass_hat_curves(cells)

@@ -129,9 +129,7 @@ def check_non_trivial(scenario: Scenario, seeds: Sequence[int]) -> Finding:
         records = [r for seed in seeds for r in _run(scenario, cls(), name, seed, 1)]
         won = [r for r in records if r.status == "passed"]
         counts.append(f"{name} failed {len(records) - len(won)}/{len(records)}")
-        passes += [
-            f"{name} passed {r.trial_id}: checks {[c.name for c in r.checks]}" for r in won
-        ]
+        passes += [f"{name} passed {r.trial_id}: checks {[c.name for c in r.checks]}" for r in won]
     if passes:
         return Finding(
             "non-trivial",

@@ -38,8 +38,7 @@ async def reference_run(scenario: Scenario, run_seed: int) -> ReferenceRun:
     except Exception as exc:  # a reference that cannot run is recorded, it never stops the run
         return ReferenceRun(steps=scenario.reference_steps, passed=False, error=str(exc))
     calls = [
-        ToolCall(tool=s.tool or "", args=dict(s.args or {}))
-        for s in record.trajectory.tool_steps()
+        ToolCall(tool=s.tool or "", args=dict(s.args or {})) for s in record.trajectory.tool_steps()
     ]
     return ReferenceRun(
         steps=scenario.reference_steps,

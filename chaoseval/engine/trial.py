@@ -345,7 +345,20 @@ class Observation:
         page (engine.ui.reference_page reads it)."""
         return render_page(self._scenario, self._world)
 
+    @property
+    def world(self) -> World:
+        return self._world
+
+    @property
+    def state(self) -> TrialState:
+        return self._state
+
     async def __call__(self) -> str | None:
+        return await self.observe()
+
+    async def observe(self, *, deliver: bool = True) -> str | None:
+        """The page through the observation perturbations. A browser page server passes
+        ``deliver=False``: its faults are delivered when the page's script reports them."""
         state = self._state
         page = render_page(self._scenario, self._world)
         step = state.trajectory.add_step("observation", t=self._clock.monotonic())
@@ -371,7 +384,8 @@ class Observation:
             raise
         fired = [i for c in contexts for i in c.fired]
         step.faults = fired
-        state.deliver(fired)
+        if deliver:
+            state.deliver(fired)
         step.result_class = "ok"
         if result is not None:
             state.received.append(Received(result))

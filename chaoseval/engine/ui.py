@@ -248,6 +248,10 @@ class UiState:
     modal: ModalPlan | None = None
     aliases: dict[str, str] = field(default_factory=dict)  # shown id -> the page's own id
     retired: set[str] = field(default_factory=set)  # original ids no longer on the page
+    # What the layout plugins did, as DOM operations (chaoseval.engine.domops): the browser
+    # replays them; hidden ids are not rendered before their trial time (slow_render).
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    hidden: dict[str, float] = field(default_factory=dict)
 
 
 def ui_state(world: World) -> UiState:
@@ -370,6 +374,8 @@ def resolve(world: World, element_id: str) -> str | None:
         )
     if element_id in state.retired:
         raise ToolError(f"no element with id {element_id!r} on the page")
+    if state.hidden.get(element_id, 0.0) > world.clock.monotonic():
+        raise ToolError(f"no element with id {element_id!r} on the page (yet)")
     return state.aliases.get(element_id, element_id)
 
 

@@ -308,8 +308,15 @@ def search(
     max_call = max(2, scenario.budgets.max_steps)
     wall = 30.0 if agent_clock(agent) == "virtual" else scenario.budgets.trial_timeout
     s = _Searcher(
-        scenario, agent, agent_name, model or ModelSettings(), seed, trials, wall,
-        min_failure_rate, on_example,
+        scenario,
+        agent,
+        agent_name,
+        model or ModelSettings(),
+        seed,
+        trials,
+        wall,
+        min_failure_rate,
+        on_example,
     )
     clean = s.run(Cell(name=CLEAN), seed, max(trials, 10))
     clean_fail = sum(r.status == "failed" for r in clean.scored) / max(1, len(clean.scored))

@@ -1,5 +1,5 @@
 """Trial artifacts: files a trial leaves beside its journal record (an agent process's stdout
-and stderr now; screenshots and traces later).
+and stderr, a browser agent's screenshots and Playwright traces).
 
 They live in ``<journal>.d/<trial>/`` (the trial id ``scenario/cell/index`` made safe for a
 path), one directory per trial, and the record lists them (:class:`~chaoseval.model.records.
@@ -27,6 +27,7 @@ from chaoseval import redact
 from chaoseval.model.records import Artifact
 
 ARTIFACT_LIMIT = 1 << 20  # characters of one artifact written; the rest is counted, not kept
+BINARY_LIMIT = 16 << 20  # bytes of one binary artifact (screenshot, Playwright trace)
 
 
 def store_root(journal: Path) -> Path:
@@ -83,6 +84,20 @@ class TrialArtifacts:
         path.write_text(kept, encoding="utf-8", errors="replace")
         ref = Artifact(
             name=name, path=str(path.relative_to(self.store.root.parent)), size=full, cut=cut
+        )
+        self.refs = [r for r in self.refs if r.name != name] + [ref]
+        return ref
+
+    def write_bytes(self, name: str, data: bytes) -> Artifact | None:
+        """Store a binary artifact (a screenshot, a trace) as is; one over the binary limit is
+        not kept (None): half an image is no evidence."""
+        if len(data) > BINARY_LIMIT:
+            return None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / name
+        path.write_bytes(data)
+        ref = Artifact(
+            name=name, path=str(path.relative_to(self.store.root.parent)), size=len(data), cut=False
         )
         self.refs = [r for r in self.refs if r.name != name] + [ref]
         return ref

@@ -1,0 +1,69 @@
+"""Debian's Chromium, driven by Playwright: one browser per run, never a browser download.
+
+``ensure_chromium()`` installs the system package when it is missing and we may (root, apt-get):
+the tests and ``make test`` share it. ``chromium()`` launches it headless for a block.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from chaoseval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser
+
+CHROMIUM = Path(os.environ.get("CHAOSEVAL_CHROMIUM", "/usr/bin/chromium"))
+# Root in a container needs --no-sandbox; the rest keeps a headless run quiet and offline.
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def ensure_chromium() -> str | None:
+    """None when Chromium is there (installed now if need be), else why it cannot be."""
+    if CHROMIUM.exists():
+        return None
+    if os.geteuid() != 0:
+        return "chromium is missing and installing it needs root (apt-get install chromium)"
+    if shutil.which("apt-get") is None:
+        return "chromium is missing and there is no apt-get to install it with"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            return f"could not install chromium ({' '.join(cmd)}): {done.stderr[-300:]}"
+    return None if CHROMIUM.exists() else f"apt-get installed chromium but {CHROMIUM} is missing"
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    """Headless Chromium for the block."""
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError as exc:
+        raise ConfigError(
+            "the browser agents need Playwright's Python package: pip install 'chaoseval[browser]'"
+        ) from exc
+    if not CHROMIUM.exists():
+        raise ConfigError(
+            f"the browser agents drive the system Chromium at {CHROMIUM}: apt-get install "
+            "chromium (or point CHAOSEVAL_CHROMIUM at a Chromium binary)"
+        )
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()

@@ -1,0 +1,163 @@
+"""A trial's UI as a web page on 127.0.0.1: the page server the browser agents open.
+
+``serve_pages(episode)`` serves, under a secret path ``/ui/<token>/``,
+
+- ``GET  /``          the scenario's page rendered from the trial's world, with the trial's
+  layout operations (chaoseval.engine.domops) replayed on it by a script (channels.browser.script);
+  loading it is the observation: the observation perturbations fire on it as on the text DOM,
+  but their faults are delivered only when the script reports the change rendered;
+- ``GET  /reference`` the same page without perturbation and without behaviour: what an agent
+  built against the app learned its selectors and positions from;
+- ``POST /click``     ``{"element_id"}``: the trial's ``click`` tool (policy, budgets, ledger and
+  judge exactly as for any other tool call); ``{"ok", "result"}`` or ``{"ok": false, "error"}``;
+- ``POST /beacon``    ``{"fault", "cls", "shifts"}``: the script's reports.
+
+When the block ends, the page's Cumulative Layout Shift goes into the trajectory as a ``note``
+step (``tool="browser"``, ``result={"cls", "layout_shifts", "page_loads"}``), and into the
+detail of each layout fault delivered in the browser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from chaoseval.channels.asgi import serve_asgi
+from chaoseval.channels.browser.script import SCRIPT, SETTLE_MS
+from chaoseval.engine.domops import browser_ops
+from chaoseval.engine.trial import Observation
+from chaoseval.engine.ui import ui_state
+from chaoseval.errors import AgentVisibleError, HarnessError
+from chaoseval.seams.agent import Episode
+
+PATH = re.compile(r"^/ui/(?P<token>[A-Za-z0-9_-]+)/(?P<rest>[a-z]*)$")
+BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
+
+
+class PageApp:
+    """One trial's page server (an ASGI app)."""
+
+    def __init__(self, episode: Episode):
+        observation = episode._observe
+        if not isinstance(observation, Observation):
+            raise HarnessError("the page server needs a scenario with a ui page")
+        self.episode = episode
+        self.observation = observation
+        self.token = secrets.token_urlsafe(12)
+        self.base = ""
+        self.cls = 0.0
+        self.shifts = 0
+        self.loads = 0
+        self.delivered: set[int] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        match = PATH.match(scope["path"])
+        if match is None or not secrets.compare_digest(match["token"], self.token):
+            await PlainTextResponse("no such page", 404)(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        route = (request.method, match["rest"])
+        handler = {
+            ("GET", ""): self.page,
+            ("GET", "reference"): self.reference,
+            ("POST", "click"): self.click,
+            ("POST", "beacon"): self.beacon,
+        }.get(route)
+        response = await handler(request) if handler else PlainTextResponse("not here", 404)
+        await response(scope, receive, send)
+
+    async def page(self, request: Request) -> Response:
+        obs = self.observation
+        await obs.observe(deliver=False)  # the plugins fire and plan; the script delivers
+        self.loads += 1
+        config = {
+            "base": self.base,
+            "ops": browser_ops(ui_state(obs.world), obs.world.clock.monotonic()),
+            "settle_ms": SETTLE_MS,
+        }
+        data = json.dumps(config).replace("</", "<\\/")
+        tail = (
+            '<div id="chaoseval-status" role="status" aria-live="polite"></div>'
+            f'<script id="chaoseval-config" type="application/json">{data}</script>'
+            f"<script>{SCRIPT}</script>"
+        )
+        return HTMLResponse(_before_body_end(obs.reference(), tail))
+
+    async def reference(self, request: Request) -> Response:
+        return HTMLResponse(self.observation.reference())
+
+    async def click(self, request: Request) -> Response:
+        body = await _json(request)
+        element_id = body.get("element_id")
+        if not isinstance(element_id, str):
+            return JSONResponse({"ok": False, "error": "click needs an element_id"}, 400)
+        try:
+            result = await self.episode.tools.call("click", element_id=element_id)
+        except AgentVisibleError as exc:
+            return JSONResponse({"ok": False, "error": str(exc)})
+        return JSONResponse({"ok": True, "result": result})
+
+    async def beacon(self, request: Request) -> Response:
+        body = await _json(request)
+        self.cls = max(self.cls, float(body.get("cls") or 0.0))
+        self.shifts = max(self.shifts, int(body.get("shifts") or 0))
+        fault = body.get("fault")
+        faults = self.observation.state.trajectory.faults
+        # The script reports only observation faults (its own DOM changes).
+        if (
+            isinstance(fault, int)
+            and 0 <= fault < len(faults)
+            and faults[fault].channel == "observation"
+        ):
+            self.observation.state.deliver([fault])
+            self.delivered.add(fault)
+        return Response(status_code=204)
+
+    def finish(self) -> None:
+        """The page's layout stability, into the trajectory (when the page was opened)."""
+        if not self.loads:
+            return
+        state, clock = self.observation.state, self.observation.world.clock
+        cls = round(self.cls, 4)
+        for i in self.delivered:
+            state.trajectory.faults[i].detail["cls"] = cls
+        result = {"cls": cls, "layout_shifts": self.shifts, "page_loads": self.loads}
+        state.trajectory.add_step("note", t=clock.monotonic(), tool="browser", result=result)
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _before_body_end(page: str, tail: str) -> str:
+    found = list(BODY_END.finditer(page))
+    if not found:
+        return page + tail
+    at = found[-1].start()
+    return page[:at] + tail + page[at:]
+
+
+@asynccontextmanager
+async def serve_pages(episode: Episode) -> AsyncIterator[str]:
+    """The trial's pages on a server of their own for the block; yields the page's URL."""
+    app = PageApp(episode)
+    async with serve_asgi(app) as url:
+        app.base = f"{url}/ui/{app.token}/"
+        try:
+            yield app.base
+        finally:
+            app.finish()

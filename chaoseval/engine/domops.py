@@ -1,0 +1,125 @@
+"""One UI, two renderings: a trial's layout perturbations as one list of DOM operations.
+
+The layout plugins (``layout_shift``, ``modal``, ``slow_render``) append what they did to the
+page to :attr:`chaoseval.engine.ui.UiState.ops`, one JSON object per operation, each naming the
+fault it belongs to. Python applies them to the text DOM the simulated agents read
+(:mod:`chaoseval.engine.ui` and the helpers here); the page server
+(:mod:`chaoseval.channels.browser`) sends the same list to the browser, where a script applies
+them to the live DOM and reports back (a beacon) when each one has rendered. Delays are trial
+clock times (``at``, seconds of the trial's monotonic clock): virtual time on the text side,
+the remaining wall time in the browser.
+
+=========  ==============================================================================
+op         fields
+=========  ==============================================================================
+order      ``ids``: the page's own ids of sibling elements, in their new order
+rename     ``id`` (the page's own), ``to`` (the new id), ``label`` (new text or None)
+class      ``name``, ``to``: a class renamed on every element carrying it
+dialog     ``id``, ``button_id``, ``title``, ``body``, ``button``: an overlay over the page
+banner     ``at``, ``text``: a non-interactive block inserted at the top, pushing content down
+slow       ``ids``, ``at``: elements absent from the page until ``at``
+=========  ==============================================================================
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from chaoseval.engine.ui import DIALOG_ROLES, Node, UiState, parse_html, role_of, serialize
+
+Op = dict[str, Any]
+
+
+def _containers(root: Node) -> list[list[str]]:
+    """Each container's interactive children (with ids), in page order, outside dialogs."""
+    out: list[list[str]] = []
+
+    def visit(node: Node, in_dialog: bool) -> None:
+        in_dialog = in_dialog or node.attrs.get("role") in DIALOG_ROLES
+        kids = [c for c in node.children if isinstance(c, Node)]
+        ids = [c.attrs["id"] or "" for c in kids if role_of(c) and c.attrs.get("id")]
+        if len(ids) >= 2 and not in_dialog:
+            out.append(ids)
+        for c in kids:
+            visit(c, in_dialog)
+
+    visit(root, False)
+    return out
+
+
+def layout_ops(before: str, after: str, state: UiState, fault: int | None) -> list[Op]:
+    """The order and rename operations that turn ``before`` into ``after`` (apply_layout's
+    result), named by the page's own ids so the browser can find them before renaming."""
+    original = {shown: orig for shown, orig in state.aliases.items()}
+    ops: list[Op] = []
+    old = {frozenset(c): c for c in _containers(parse_html(before))}
+    for ids in _containers(parse_html(after)):
+        own = [original.get(i, i) for i in ids]
+        if frozenset(own) in old and old[frozenset(own)] != own:
+            ops.append({"op": "order", "ids": own, "fault": fault})
+    labels = {n.attrs.get("id"): _label(n) for n in parse_html(before).walk()}
+    for node in parse_html(after).walk():
+        shown = node.attrs.get("id") or ""
+        if shown in original:
+            label = _label(node)
+            changed = label if label != labels.get(original[shown]) else None
+            ops.append(
+                {
+                    "op": "rename",
+                    "id": original[shown],
+                    "to": shown,
+                    "label": changed,
+                    "fault": fault,
+                }
+            )
+    return ops
+
+
+def _label(node: Node) -> str:
+    return node.attrs.get("aria-label") or node.text()
+
+
+def due(op: Op, now: float) -> bool:
+    """Whether a delayed operation has happened by trial time ``now``."""
+    return float(op.get("at", 0.0)) <= now
+
+
+def banner_html(op: Op) -> str:
+    return (
+        '<div class="chaoseval-banner" role="status" style="padding:40px 16px;'
+        f'background:#fff3cd;font-size:18px">{html.escape(str(op["text"]))}</div>'
+    )
+
+
+def insert_banner(page: str, op: Op) -> str:
+    """The text DOM with the late banner at the top of the body."""
+    match = re.search(r"<body[^>]*>", page)
+    at = match.end() if match else 0
+    return page[:at] + banner_html(op) + page[at:]
+
+
+def without(page: str, ids: list[str]) -> str:
+    """The text DOM without the elements that have not rendered yet."""
+    gone = set(ids)
+    root = parse_html(page)
+    for node in root.walk():
+        node.children = [
+            c for c in node.children if not (isinstance(c, Node) and c.attrs.get("id") in gone)
+        ]
+    return serialize(root)
+
+
+def browser_ops(state: UiState, now: float) -> list[Op]:
+    """The operations a page loaded at trial time ``now`` applies: a dismissed dialog stays
+    gone, and delays become what is left of them (an element already rendered shows at once)."""
+    out: list[Op] = []
+    for op in state.ops:
+        if op["op"] == "dialog" and not (state.modal is not None and state.modal.open):
+            continue
+        copy = dict(op)
+        if "at" in op:
+            copy["delay"] = max(0.0, float(op["at"]) - now)
+        out.append(copy)
+    return out

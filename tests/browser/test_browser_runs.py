@@ -1,0 +1,155 @@
+"""The reference browser agents in real headless Chromium, on the trial's page server.
+
+Small on purpose (two UI tasks, n = 2): naive breaks under layout_shift, modal and slow_render
+where resilient does not; every fault is delivered by the page's own beacon; CLS is recorded;
+a failed trial leaves its screenshot on disk; the page shows the trial's clock and time zone;
+the live DOM and the text DOM describe one UI.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaoseval.agents.browser import BrowserAgent, timezone_id
+from chaoseval.agents.browser_actor import CONTROLS
+from chaoseval.channels.browser.chromium import chromium as launch
+from chaoseval.channels.browser.server import serve_pages
+from chaoseval.engine.runner import RunConfig, RunResult, run
+from chaoseval.engine.ui import elements
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import TrialRecord
+from chaoseval.seams.agent import Episode
+
+pytestmark = pytest.mark.slow
+
+TASKS = ["ui-refund-admin", "ui-checkout"]
+CELLS = ["layout_shift", "modal", "slow_render"]
+
+
+def _run(agent: Any, name: str, journal: Path | None, cells: list[str], tasks: list[str] = TASKS,
+         trials: int = 2) -> RunResult:  # fmt: skip
+    return run(
+        RunConfig(
+            scenarios=select(installed(), tasks),
+            agent=agent,
+            agent_name=name,
+            cells=parse_cells(cells),
+            trials=trials,
+            seed=11,
+            ks=[1],
+            journal=journal,
+            references=False,
+        )
+    )
+
+
+def _pass_rate(records: list[TrialRecord], cell: str) -> float:
+    mine = [r for r in records if r.cell == cell]
+    return sum(r.status == "passed" for r in mine) / len(mine)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunResult]:
+    pytest.importorskip("playwright")
+    out = tmp_path_factory.mktemp("browser")
+    return {
+        style: _run(BrowserAgent(style), f"browser-{style}", out / f"{style}.jsonl", CELLS)  # type: ignore[arg-type]
+        for style in ("naive", "resilient")
+    }
+
+
+def test_naive_drops_more_than_resilient(chromium: Path, runs: dict[str, RunResult]) -> None:
+    drops = {}
+    for style, result in runs.items():
+        clean = _pass_rate(result.records, "clean")
+        assert clean == 1.0, f"browser-{style} must solve every task unperturbed"
+        drops[style] = clean - sum(_pass_rate(result.records, c) for c in CELLS) / len(CELLS)
+    assert drops["naive"] - drops["resilient"] >= 0.2, drops
+
+
+def test_every_fault_is_delivered_by_the_page(chromium: Path, runs: dict[str, RunResult]) -> None:
+    for result in runs.values():
+        for r in result.records:
+            faults = r.trajectory.faults
+            if r.cell == "clean":
+                assert not faults
+                continue
+            assert faults and all(f.delivered for f in faults), (r.trial_id, faults)
+            note = [s for s in r.trajectory.steps if s.kind == "note" and s.tool == "browser"]
+            assert note and note[0].result["page_loads"] >= 1
+    shifted = [r for r in runs["resilient"].records if r.cell == "layout_shift"]
+    cls = [s.result["cls"] for r in shifted for s in r.trajectory.steps if s.kind == "note"]
+    assert all(c > 0 for c in cls), cls  # the late banner moved the page: layout-shift entries
+
+
+def test_a_failed_trial_keeps_its_screenshot(chromium: Path, runs: dict[str, RunResult]) -> None:
+    result = runs["naive"]
+    failed = [r for r in result.records if r.status == "failed"]
+    assert failed
+    assert result.journal is not None
+    for r in failed:
+        shots = [a for a in r.artifacts if a.name.endswith(".png")]
+        assert shots, r.trial_id
+        data = (result.journal.parent / shots[0].path).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) == shots[0].size
+
+
+class Probe:
+    """Opens the page like any browser agent and compares it with the text DOM."""
+
+    clock = "real"
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    async def run(self, episode: Episode) -> str:
+        async with launch() as browser, serve_pages(episode) as url:
+            context = await browser.new_context(timezone_id=timezone_id(episode))
+            page = await context.new_page()
+            await page.clock.install(time=episode.now())
+            await page.goto(url)
+            config = json.loads(await page.locator("#chaoseval-config").text_content() or "")
+            await page.wait_for_timeout(1200)  # past the late banner and the settling
+            applied = await page.evaluate("window.__chaoseval.applied")
+            live = [c for c in await page.evaluate(CONTROLS) if c["visible"] and not c["dialog"]]
+            text = [e for e in elements(await episode.observe() or "") if not e.dialog]
+            self.seen.append(
+                {
+                    "live": [(c["id"], c["role"], c["label"]) for c in live],
+                    "text": [(e.id, e.role, e.label) for e in text],
+                    "page_time": await page.evaluate("Date.now()"),
+                    "trial_time": episode.now().timestamp() * 1000,
+                    "zone": await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone"),
+                    "want_zone": timezone_id(episode),
+                    "ops": [op["op"] for op in config["ops"]],
+                    "applied": applied,
+                }
+            )
+            await context.close()
+        return "looked"
+
+
+def test_one_ui_two_renderings_and_the_trial_clock(chromium: Path) -> None:
+    probe = Probe()
+    _run(probe, "probe", None, ["layout_shift:banner=0.3", "clock_skew"], ["ui-checkout"], 1)
+    assert len(probe.seen) == 3
+    assert any("rename" in seen["ops"] for seen in probe.seen)
+    for seen in probe.seen:
+        assert sorted(seen["applied"]) == sorted(seen["ops"])
+        assert seen["live"] == seen["text"]  # same ids, roles, labels, in the same order
+        assert abs(seen["page_time"] - seen["trial_time"]) < 5000
+        assert seen["zone"] == seen["want_zone"]
+
+
+def test_a_trace_is_kept_when_asked(chromium: Path, tmp_path: Path) -> None:
+    result = _run(BrowserAgent("resilient", trace=True), "b", tmp_path / "t.jsonl", [],
+                  ["ui-refund-admin"], 1)  # fmt: skip
+    (record,) = result.records
+    trace = next(a for a in record.artifacts if a.name == "trace.zip")
+    assert zipfile.is_zipfile(tmp_path / trace.path)
