@@ -374,7 +374,7 @@ def resolve(world: World, element_id: str) -> str | None:
         )
     if element_id in state.retired:
         raise ToolError(f"no element with id {element_id!r} on the page")
-    if state.hidden.get(element_id, 0.0) > world.clock.monotonic():
+    if element_id in state.hidden and state.hidden[element_id] > world.clock.monotonic():
         raise ToolError(f"no element with id {element_id!r} on the page (yet)")
     return state.aliases.get(element_id, element_id)
 
