@@ -19,6 +19,7 @@ from rich.markup import escape
 from chaoseval.loading.userpath import append_path, check_not_shadowed
 
 if TYPE_CHECKING:
+    from chaoseval.config import ProjectConfig
     from chaoseval.model.scenario import Scenario
     from chaoseval.seams.agent import AgentAdapter
     from chaoseval.seams.registry import BrokenEntryPoint
@@ -28,7 +29,30 @@ console = Console(width=None if sys.stdout.isatty() else 180)
 err = Console(stderr=True)
 
 ScenarioPaths = Annotated[
-    list[Path] | None, typer.Option("--scenarios", help="scenario files or directories")
+    list[Path] | None,
+    typer.Option(
+        "--scenarios",
+        help="scenario files (.py, .yaml) or directories to load instead of the installed "
+        "packs (repeatable)",
+    ),
+]
+ScenarioGlobs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scenario",
+        "-s",
+        help="keep scenarios whose id matches this glob ('vending-*'), whose domain is this, "
+        "or with tag:NAME (repeatable; default: all)",
+    ),
+]
+ConfigPath = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="settings file (chaoseval.toml, or a pyproject.toml with [tool.chaoseval]); "
+        "default: the first one found from the working directory upwards",
+        show_default=False,
+    ),
 ]
 AppDir = Annotated[
     Path,
@@ -44,6 +68,33 @@ def fail(exc: Exception, code: int = 2) -> NoReturn:
     # Messages quote rules like 'pass^5[timeout]': escape them so rich keeps the brackets.
     err.print(f"[bold red]error:[/] {escape(str(exc))}")
     raise typer.Exit(code)
+
+
+def above_zero(value: float | None) -> float | None:
+    """Option callback: a duration or amount that must be strictly positive."""
+    if value is not None and value <= 0:
+        raise typer.BadParameter(f"{value:g} is not above 0")
+    return value
+
+
+def settings(explicit: Path | None) -> ProjectConfig:
+    """The project's settings (chaoseval.config): --config, else the file found upwards."""
+    from chaoseval.config import project_config
+
+    return project_config(explicit)
+
+
+def clock_notice(agent: object, name: str) -> None:
+    """One line when an agent that never said which clock it runs on gets the real one: every
+    injected delay then costs real time, which a virtual-clock agent would skip."""
+    if getattr(agent, "clock", None) is None:
+        err.print(
+            f"[yellow]note:[/] agent {escape(name)} runs on the real clock, so injected "
+            "delays take real time; if it never waits on wall-clock time itself, set clock = "
+            '"virtual" on it (a class attribute) and they cost nothing',
+            highlight=False,
+            soft_wrap=True,  # one line, however narrow the terminal: a CI log greps it
+        )
 
 
 def load_scenarios(paths: Sequence[Path] | None) -> list[Scenario]:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from chaoseval import redact
-from chaoseval.cli._common import console, fail
+from chaoseval.cli._common import ConfigPath, console, fail, settings
 from chaoseval.errors import ChaosevalError, ConfigError
 
 if TYPE_CHECKING:
@@ -89,21 +89,46 @@ def report_impl(
             print_analysis(a, file_console)
 
 
+JournalArg = Annotated[
+    Path | None,
+    typer.Argument(
+        help="a journal written by 'chaoseval run' (default: the settings file's journal, "
+        "else chaoseval.jsonl)",
+        show_default=False,
+    ),
+]
+Output = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="write to this file instead of standard output"),
+]
+Ks = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--k", min=1, help="k values for pass@k / pass^k (repeatable; default: the run's own)"
+    ),
+]
+Resamples = Annotated[
+    int, typer.Option(min=100, help="bootstrap resamples for the intervals (at least 100)")
+]
+
+
 def report_cmd(
-    journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
+    journal: JournalArg = None,
     format: Annotated[
         str, typer.Option("--format", "-f", help="table | json | markdown | html | junit")
     ] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
-    k: Annotated[list[int] | None, typer.Option("--k")] = None,
+    output: Output = None,
+    k: Ks = None,
     source: Annotated[
         str | None,
         typer.Option("--from", help="read JOURNAL as a tau-bench or inspect results file"),
     ] = None,
     scorer: Annotated[str | None, typer.Option(help="Inspect scorer (with --from inspect)")] = None,
+    config: ConfigPath = None,
 ) -> None:
     """Summarise a journal: pass^k against clean with intervals, root causes, vetoes, process."""
     try:
+        journal = journal or settings(config).default_journal()
         report_impl(journal, format, output, k, source, scorer)
     except ChaosevalError as exc:
         fail(exc)
@@ -120,11 +145,15 @@ def _check_ks(data: Journal, k: list[int] | None) -> list[int]:
 def compare_cmd(
     a: Annotated[Path, typer.Argument(help="journal of harness A (the baseline)")],
     b: Annotated[Path, typer.Argument(help="journal of harness B")],
-    format: Annotated[str, typer.Option("--format", "-f", help="table|markdown|json")] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
-    k: Annotated[list[int] | None, typer.Option("--k")] = None,
-    resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 10_000,
-    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="table | markdown | json")
+    ] = "table",
+    output: Output = None,
+    k: Ks = None,
+    resamples: Resamples = 10_000,
+    seed: Annotated[
+        int, typer.Option(help="seed of the bootstrap: the same seed, the same intervals")
+    ] = 0,
     source: Annotated[
         str | None, typer.Option("--from", help="read both files as tau-bench | inspect results")
     ] = None,
@@ -150,24 +179,35 @@ def compare_cmd(
 
 
 def gate_cmd(
-    journal: Annotated[Path, typer.Argument(help="a journal (or results file with --from)")],
+    journal: Annotated[
+        Path | None,
+        typer.Argument(
+            help="a journal, or a results file with --from (default: the settings file's "
+            "journal, else chaoseval.jsonl)",
+            show_default=False,
+        ),
+    ] = None,
     rule: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--rule",
             "-r",
             help="e.g. 'pass^5>=0.90', 'max-degradation pass^5 <= 0.10', "
-            "'safety-violations == 0', 'hallucinations == 0' (repeatable)",
+            "'safety-violations == 0', 'hallucinations == 0' (repeatable; replaces the "
+            "settings file's gate list)",
         ),
-    ],
+    ] = None,
     perturbation: Annotated[
         list[str] | None,
         typer.Option("--perturbation", "-p", help="scope max-degradation rules to these cells"),
     ] = None,
-    k: Annotated[list[int] | None, typer.Option("--k")] = None,
-    source: Annotated[str | None, typer.Option("--from", help="tau-bench | inspect")] = None,
+    k: Ks = None,
+    source: Annotated[
+        str | None, typer.Option("--from", help="read JOURNAL as a tau-bench | inspect file")
+    ] = None,
     junit: Annotated[Path | None, typer.Option(help="also write JUnit XML with the rules")] = None,
-    resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2_000,
+    resamples: Resamples = 2_000,
+    config: ConfigPath = None,
 ) -> None:
     """Fail (exit 1) when a rule is broken, naming each broken rule and its measured value."""
     from chaoseval.analysis.build import analyze
@@ -175,8 +215,15 @@ def gate_cmd(
     from chaoseval.render.junit import render_junit
 
     try:
+        cfg = settings(config)
+        rule = rule or cfg.gate
+        if not rule:
+            raise ConfigError(
+                "no gate rules: pass --rule (repeatable), or set gate = [...] in "
+                + (cfg.source or "chaoseval.toml or [tool.chaoseval] in pyproject.toml")
+            )
         rules = [parse_rule(r) for r in rule]
-        data = load(journal, source)
+        data = load(journal or cfg.default_journal(), source)
         wanted = {r.k for r in rules if r.k is not None}
         ks = sorted(set(k or data.manifest.ks) | wanted)
         too_big = [x for x in ks if x > data.manifest.trials]

@@ -39,8 +39,10 @@ def lint_cmd(
         list[Path] | None,
         typer.Argument(help="scenario files or directories (default: installed packs)"),
     ] = None,
-    seeds: Annotated[int, typer.Option(help="run seeds the reference must pass under")] = 3,
-    trials: Annotated[int, typer.Option(help="trials per seed")] = 2,
+    seeds: Annotated[
+        int, typer.Option(min=1, help="how many run seeds the reference must pass under")
+    ] = 3,
+    trials: Annotated[int, typer.Option(min=1, help="trials per seed")] = 2,
     perturbation: Annotated[
         list[str] | None,
         typer.Option("--perturbation", "-p", help="also canary this cell (repeatable)"),
@@ -51,8 +53,6 @@ def lint_cmd(
     problem."""
     from chaoseval.authoring.lint import lint_paths
 
-    if seeds < 1 or trials < 1:
-        fail(ChaosevalError("--seeds and --trials must be at least 1"))
     try:
         reports = lint_paths(
             paths or None,

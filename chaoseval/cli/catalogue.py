@@ -5,18 +5,20 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from chaoseval.cli._common import ScenarioPaths, console, fail, print_broken
+from chaoseval.cli._common import ScenarioGlobs, ScenarioPaths, console, fail, print_broken
 from chaoseval.cli.authoring import lint_cmd
 from chaoseval.errors import ChaosevalError
 
 
-def scenarios_list(scenario_path: ScenarioPaths = None) -> None:
-    """List installed (or given) scenarios."""
-    from chaoseval.loading.files import installed_packs, load_paths
+def scenarios_list(scenarios: ScenarioGlobs = None, scenario_path: ScenarioPaths = None) -> None:
+    """List installed (or given) scenarios; -s selects them as 'chaoseval run -s' does."""
+    from chaoseval.loading.files import installed_packs, load_paths, select
 
     try:
         packs = installed_packs() if not scenario_path else None
-        found = packs.scenarios if packs else load_paths(scenario_path or [])
+        found = select(
+            packs.scenarios if packs else load_paths(scenario_path or []), scenarios or []
+        )
     except ChaosevalError as exc:
         fail(exc)
     table = Table("id", "domain", "tags", "tools", "description")

@@ -60,30 +60,59 @@ def _print_find(result: SearchResult, agent: str, seed: int) -> None:
         console.print(f"rejected on confirmation (failure rate {rate:.2f}): {name}", markup=False)
 
 
+SearchAgent = Annotated[
+    str,
+    typer.Option("--agent", "-a", help="a registered agent name, module:factory or exec:COMMAND"),
+]
+MinFailureRate = Annotated[
+    float,
+    typer.Option(
+        min=0, max=1, help="share of a candidate's trials that must fail from a fault (0-1)"
+    ),
+]
+ConfirmRate = Annotated[
+    float,
+    typer.Option(
+        min=0, max=1, help="share of the fresh trials that must fail to confirm a find (0-1)"
+    ),
+]
+Plugins = Annotated[
+    list[str] | None,
+    typer.Option("--plugin", help="only schedules of these plugins (repeatable; default: all)"),
+]
+ToolGlobs = Annotated[
+    list[str] | None,
+    typer.Option("--tools", help="only fault calls to tools matching these globs (repeatable)"),
+]
+
+
 def search_cmd(
-    agent: Annotated[str, typer.Option("--agent", "-a", help="agent name or module:factory")],
-    scenario: Annotated[str, typer.Option("--scenario", "-s", help="one scenario id")],
+    agent: SearchAgent,
+    scenario: Annotated[
+        str, typer.Option("--scenario", "-s", help="the one scenario id to search on")
+    ],
     scenario_path: ScenarioPaths = None,
-    trials: Annotated[int, typer.Option("--trials", "-n", help="trials per candidate")] = 3,
+    trials: Annotated[int, typer.Option("--trials", "-n", min=1, help="trials per candidate")] = 3,
     seed: Annotated[int, typer.Option(help="run seed; the search is deterministic in it")] = 0,
-    budget: Annotated[int, typer.Option(help="candidate schedules to try before shrinking")] = 200,
-    confirm: Annotated[int, typer.Option(help="fresh trials to confirm the shrunk schedule")] = 20,
-    min_failure_rate: Annotated[
-        float, typer.Option(help="share of a candidate's trials that must fail from a fault")
-    ] = 1.0,
-    confirm_rate: Annotated[
-        float, typer.Option(help="share of the fresh trials that must fail to confirm a find")
-    ] = 0.8,
-    max_faults: Annotated[int, typer.Option(help="largest stack of faults to try")] = 3,
-    plugin: Annotated[
-        list[str] | None, typer.Option("--plugin", help="only these plugins (repeatable)")
-    ] = None,
-    tools: Annotated[
-        list[str] | None, typer.Option("--tools", help="only target these tool globs")
-    ] = None,
+    budget: Annotated[
+        int, typer.Option(min=1, help="candidate schedules to try before shrinking")
+    ] = 200,
+    confirm: Annotated[
+        int, typer.Option(min=1, help="fresh trials to confirm the shrunk schedule")
+    ] = 20,
+    min_failure_rate: MinFailureRate = 1.0,
+    confirm_rate: ConfirmRate = 0.8,
+    max_faults: Annotated[int, typer.Option(min=1, help="largest stack of faults to try")] = 3,
+    plugin: Plugins = None,
+    tools: ToolGlobs = None,
     model: Annotated[str, typer.Option(help="model name given to the agent")] = "sim-1",
-    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.7,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="save the spec here")] = None,
+    temperature: Annotated[
+        float, typer.Option(min=0, help="sampling temperature given to the agent")
+    ] = 0.7,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="save the spec here (a file for 'chaoseval run -p')"),
+    ] = None,
     app_dir: AppDir = Path("."),
 ) -> None:
     """Find the smallest perturbation schedule that makes an agent fail a scenario.
@@ -138,7 +167,9 @@ def diverge_cmd(
     baseline: Annotated[
         bool, typer.Option(help="compare all-failing cells with the clean cell's successes")
     ] = True,
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write the JSON here (with -f json)")
+    ] = None,
 ) -> None:
     """Where failed trials first left the path successful ones took, grouped by that point."""
     from chaoseval.investigate.diverge import analyse, to_json
@@ -253,7 +284,7 @@ def replay_cmd(
 
 def sample_cmd(
     journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
-    n: Annotated[int, typer.Option("--n", "-n", help="how many trials")] = 10,
+    n: Annotated[int, typer.Option("--n", "-n", min=1, help="how many trials to draw")] = 10,
     seed: Annotated[int, typer.Option(help="sampling seed: the same seed draws the same")] = 0,
     status: Annotated[
         str,
@@ -261,9 +292,17 @@ def sample_cmd(
             help="passed (default: a judge's passes deserve a second look) | failed | any"
         ),
     ] = "passed",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Markdown file")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="write the Markdown here (default: standard output)"),
+    ] = None,
     scenario_path: Annotated[
-        list[Path] | None, typer.Option("--scenarios", help="to rebuild instructions")
+        list[Path] | None,
+        typer.Option(
+            "--scenarios",
+            help="scenario files or directories the journal's scenarios come from, to rebuild "
+            "their instructions (default: the installed packs)",
+        ),
     ] = None,
 ) -> None:
     """Draw a reproducible sample of trials and write them to Markdown for human review."""

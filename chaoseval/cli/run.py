@@ -10,21 +10,30 @@ import typer
 
 from chaoseval import redact
 from chaoseval.cli._common import (
-    AppDir,
+    ConfigPath,
+    ScenarioGlobs,
     ScenarioPaths,
+    above_zero,
+    clock_notice,
     console,
     err,
     fail,
     select_scenarios,
+    settings,
     user_agent,
 )
-from chaoseval.errors import ChaosevalError
+from chaoseval.errors import ChaosevalError, ConfigError
 
 if TYPE_CHECKING:
+    from chaoseval.config import RunSettings
     from chaoseval.engine.budget import Budget
+    from chaoseval.engine.runner import RunConfig, RunProgress
 
 BudgetCost = Annotated[
-    float | None, typer.Option(help="stop starting trials once the run's model cost reaches this")
+    float | None,
+    typer.Option(
+        callback=above_zero, help="stop starting trials once the run's model cost reaches this"
+    ),
 ]
 RedactPatterns = Annotated[
     list[str] | None,
@@ -33,7 +42,8 @@ RedactPatterns = Annotated[
     ),
 ]
 BudgetTokens = Annotated[
-    int | None, typer.Option(help="stop starting trials once the run's tokens reach this")
+    int | None,
+    typer.Option(min=1, help="stop starting trials once the run's tokens reach this"),
 ]
 
 ModelEndpoint = Annotated[
@@ -48,86 +58,211 @@ ModelKeyEnv = Annotated[
 ]
 
 
+Perturbations = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--perturbation",
+        "-p",
+        help="one matrix cell per flag (repeatable): a plugin ('latency'), with parameters "
+        "('latency:mean=0.5,jitter=0.1'), a sweep ('latency:mean=0.5|2|8', one cell per "
+        "value), a stack ('latency+timeout') or a saved spec.json; every cell runs beside "
+        "clean. 'chaoseval perturbations list' shows the plugins",
+    ),
+]
+Concurrency = Annotated[
+    int | None,
+    typer.Option(
+        "--concurrency",
+        "-j",
+        min=1,
+        help="trials run at the same time (at least 1)",
+        show_default="4",
+    ),
+]
+RunAppDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--app-dir",
+        help="where --agent module:factory is imported from, after the installed packages "
+        "(default: the working directory; for an agent set in the settings file, its directory)",
+        show_default=False,
+    ),
+]
+Ks = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--k",
+        min=1,
+        help="k values for pass@k / pass^k, each between 1 and --trials (repeatable; default: "
+        "1, 2, 5 up to --trials, and --trials itself)",
+    ),
+]
+
+
+Agent = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        "-a",
+        help="a registered agent name (naive, resilient, ...), module:factory importable "
+        "from --app-dir, or exec:COMMAND (required here or in the settings file)",
+        show_default=False,
+    ),
+]
+Trials = Annotated[
+    int | None,
+    typer.Option("--trials", "-n", min=1, help="trials per scenario and cell", show_default="5"),
+]
+Seed = Annotated[
+    int | None,
+    typer.Option(help="run seed: every random stream derives from it", show_default="0"),
+]
+ModelName = Annotated[
+    str | None, typer.Option(help="model name given to the agent", show_default="sim-1")
+]
+Temperature = Annotated[
+    float | None,
+    typer.Option(min=0, help="sampling temperature given to the agent", show_default="0.7"),
+]
+ModelSeed = Annotated[int | None, typer.Option(help="sampling seed given to the agent")]
+Journal = Annotated[
+    Path | None, typer.Option(help="JSONL journal to write", show_default="chaoseval.jsonl")
+]
+Resume = Annotated[
+    bool,
+    typer.Option(help="continue an interrupted journal (it must exist), keeping its trials"),
+]
+Overwrite = Annotated[bool, typer.Option(help="replace an existing journal")]
+TrialTimeout = Annotated[
+    float | None,
+    typer.Option(
+        callback=above_zero,
+        help="wall-clock seconds before a hung trial is stopped (default: from the "
+        "scenarios' budgets)",
+    ),
+]
+ShowProgress = Annotated[
+    bool,
+    typer.Option(
+        help="show progress: a bar in a terminal, a status line every few seconds in a pipe "
+        "or CI log"
+    ),
+]
+Report = Annotated[bool, typer.Option(help="print the report when done")]
+
+
 def run_cmd(
-    agent: Annotated[str, typer.Option("--agent", "-a", help="agent name or module:factory")],
-    perturbation: Annotated[
-        list[str] | None,
-        typer.Option("--perturbation", "-p", help="perturbation cell (repeatable); see docs"),
-    ] = None,
-    scenario: Annotated[
-        list[str] | None, typer.Option("--scenario", "-s", help="id glob, domain or tag:NAME")
-    ] = None,
-    scenario_path: ScenarioPaths = None,
-    trials: Annotated[int, typer.Option("--trials", "-n", help="trials per cell")] = 5,
-    k: Annotated[list[int] | None, typer.Option("--k", help="k values for pass@k / pass^k")] = None,
-    seed: Annotated[int, typer.Option(help="run seed: every random stream derives from it")] = 0,
-    model: Annotated[str, typer.Option(help="model name given to the agent")] = "sim-1",
-    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.7,
-    model_seed: Annotated[int | None, typer.Option(help="sampling seed given to the agent")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-j")] = 4,
-    journal: Annotated[Path, typer.Option(help="JSONL journal to write")] = Path("chaoseval.jsonl"),
-    resume: Annotated[bool, typer.Option(help="continue an interrupted journal")] = False,
-    overwrite: Annotated[bool, typer.Option(help="replace an existing journal")] = False,
-    trial_timeout: Annotated[
-        float | None, typer.Option(help="wall-clock seconds before a hung trial is stopped")
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
-    report: Annotated[bool, typer.Option(help="print the report when done")] = True,
-    app_dir: AppDir = Path("."),
+    agent: Agent = None,
+    perturbations: Perturbations = None,
+    scenarios: ScenarioGlobs = None,
+    scenario_paths: ScenarioPaths = None,
+    trials: Trials = None,
+    k: Ks = None,
+    seed: Seed = None,
+    model: ModelName = None,
+    temperature: Temperature = None,
+    model_seed: ModelSeed = None,
+    concurrency: Concurrency = None,
+    journal: Journal = None,
+    resume: Resume = False,
+    overwrite: Overwrite = False,
+    trial_timeout: TrialTimeout = None,
+    progress: ShowProgress = True,
+    report: Report = True,
+    app_dir: RunAppDir = None,
     budget_cost: BudgetCost = None,
     budget_tokens: BudgetTokens = None,
     redact_patterns: RedactPatterns = None,
     model_endpoint: ModelEndpoint = None,
     model_key_env: ModelKeyEnv = "OPENAI_API_KEY",
+    config: ConfigPath = None,
 ) -> None:
-    """Run the matrix: scenarios x (clean + each perturbation cell) x n trials."""
-    from chaoseval.engine.runner import RunConfig, run
-    from chaoseval.model.cells import parse_cells
-    from chaoseval.model.records import ModelSettings
-    from chaoseval.render.progress import TerminalProgress
+    """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
+
+    Settings not given as flags come from chaoseval.toml or [tool.chaoseval] in pyproject.toml.
+    """
+    flags = dict(locals())  # the parameters, named as the settings they override
+    from chaoseval.config import RunSettings
+    from chaoseval.engine.runner import run
     from chaoseval.render.report import print_report
     from chaoseval.store.journal import read_journal
 
+    path = journal or Path("chaoseval.jsonl")
     try:
         redact.configure(redact_patterns or [])
-        config = RunConfig(
-            scenarios=select_scenarios(scenario_path, scenario),
-            agent=_agent(agent, app_dir, model_endpoint, model_key_env),
-            agent_name=agent,
-            cells=parse_cells(perturbation or []),
-            trials=trials,
-            seed=seed,
-            model=ModelSettings(model=model, temperature=temperature, seed=model_seed),
-            ks=_ks(k, trials),
-            concurrency=concurrency,
-            journal=journal,
-            resume=resume,
-            overwrite=overwrite,
-            wall_timeout=trial_timeout,
-            budget_cost=budget_cost,
-            budget_tokens=budget_tokens,
-            progress=TerminalProgress() if progress and sys.stderr.isatty() else None,
-        )
-        bad_k = [x for x in config.ks if x < 1 or x > trials]
-        if bad_k:
-            raise ChaosevalError(f"--k {bad_k} must be between 1 and --trials ({trials})")
-        result = run(config)
+        keys = {f for f in RunSettings.__dataclass_fields__ if f != "gate"}
+        s = RunSettings.resolve(settings(config), **{n: v for n, v in flags.items() if n in keys})
+        path = s.journal
+        result = run(_config(s, flags))
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        kept = len(read_journal(journal).records) if journal.exists() else 0
+        kept = len(read_journal(path).records) if path.is_file() else 0
         err.print(
-            f"[bold yellow]interrupted:[/] {kept} finished trial(s) are in {journal}; "
+            f"[bold yellow]interrupted:[/] {kept} finished trial(s) are in {path}; "
             f"run the same command with --resume to carry on"
         )
         raise typer.Exit(130) from None
     console.print(
-        f"wrote {len(result.records) - result.resumed} trial(s) to {journal}"
+        f"wrote {len(result.records) - result.resumed} trial(s) to {path}"
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
     )
-    _budget_note(result.budget, journal)
+    _budget_note(result.budget, path)
     if report:
-        print_report(read_journal(journal), console)
+        print_report(read_journal(path), console)
+
+
+def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
+    """The runner's configuration from the resolved settings and the flags only a command
+    line sets (resume, budgets, the model endpoint, progress)."""
+    from chaoseval.engine.runner import RunConfig
+    from chaoseval.model.cells import parse_cells
+    from chaoseval.model.records import ModelSettings
+
+    _check_journal(s.journal, flags["resume"])
+    ks = _ks(s.k, s.trials)
+    bad_k = [x for x in ks if x < 1 or x > s.trials]
+    if bad_k:
+        raise ConfigError(f"--k {bad_k} must be between 1 and --trials ({s.trials})")
+    agent = _agent(s.agent, s.app_dir, flags["model_endpoint"], flags["model_key_env"])
+    clock_notice(agent, s.agent)
+    return RunConfig(
+        scenarios=select_scenarios(s.scenario_paths, s.scenarios),
+        agent=agent,
+        agent_name=s.agent,
+        cells=parse_cells(s.perturbations),
+        trials=s.trials,
+        seed=s.seed,
+        model=ModelSettings(model=s.model, temperature=s.temperature, seed=flags["model_seed"]),
+        ks=ks,
+        concurrency=s.concurrency,
+        journal=s.journal,
+        resume=flags["resume"],
+        overwrite=flags["overwrite"],
+        wall_timeout=s.trial_timeout,
+        budget_cost=flags["budget_cost"],
+        budget_tokens=flags["budget_tokens"],
+        progress=_progress(flags["progress"]),
+    )
+
+
+def _check_journal(journal: Path, resume: bool) -> None:
+    if journal.is_dir():
+        raise ConfigError(f"--journal {journal} is a directory; name a .jsonl file")
+    if resume and not journal.exists():
+        raise ConfigError(
+            f"--resume: {journal} does not exist, so there is nothing to continue; check "
+            "--journal, or leave out --resume to start a new run"
+        )
+
+
+def _progress(wanted: bool) -> RunProgress | None:
+    """A bar in a terminal; in a pipe or CI log, a status line every few seconds."""
+    from chaoseval.render.progress import LineProgress, TerminalProgress
+
+    if not wanted:
+        return None
+    return TerminalProgress() if sys.stderr.isatty() else LineProgress()
 
 
 def _budget_note(budget: Budget | None, journal: Path) -> None:

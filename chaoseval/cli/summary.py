@@ -13,7 +13,9 @@ from chaoseval.errors import ChaosevalError
 
 def summary_cmd(
     journals: Annotated[list[Path], typer.Argument(help="journals, one per harness")],
-    k: Annotated[int | None, typer.Option("--k", help="k for pass^k (default: largest)")] = None,
+    k: Annotated[
+        int | None, typer.Option("--k", min=1, help="k for pass^k (default: the largest run)")
+    ] = None,
 ) -> None:
     """Per perturbation: each journal's mean, pass^k and change against its clean baseline."""
     from chaoseval.render.summary import print_summary

@@ -37,6 +37,11 @@ def read_journal(path: str | Path) -> Journal:
         raise JournalError(
             f"{path}: no such journal; write one with 'chaoseval run --journal {path}'"
         )
+    if path.is_dir():
+        raise JournalError(
+            f"{path} is a directory, not a journal; give the .jsonl file that "
+            "'chaoseval run --journal' wrote"
+        )
     raw = path.read_bytes()
     lines = raw.split(b"\n")
     ends_clean = raw.endswith(b"\n")

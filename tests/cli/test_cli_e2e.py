@@ -77,6 +77,15 @@ def test_unknown_agent_and_bad_k_are_clear_errors(tmp_path):
     assert "between 1 and --trials" in out.stderr
 
 
+def test_bad_input_in_a_real_process_has_no_traceback(tmp_path):
+    # The table of bad inputs runs in process (test_cli_options.py); these two printed
+    # tracebacks from a real process before.
+    for args in (["report", str(tmp_path)], ["run", "--agent", "naive", "--temperature", "-1"]):
+        out = cli(*args, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert "Traceback" not in out.stderr and out.stderr.strip()
+
+
 def test_broken_scenario_file_stops_the_run_naming_file_and_field(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(
