@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from chaoseval.analysis.metrics import per_task_metric
-from chaoseval.analysis.stats import paired_bootstrap
+from chaoseval.analysis.inference import paired_compare
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,11 @@ def make_workload(
 
 def run_vectorised(w: Workload, n_resamples: int, seed: int = 0) -> None:
     for arm in w.perturbed:
-        paired_bootstrap(arm, w.clean, n_resamples=n_resamples, seed=seed)
+        paired_compare(arm, w.clean, n_resamples=n_resamples, seed=seed)
 
 
 def vectorised_one(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int = 0) -> None:
-    paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
+    paired_compare(a, b, n_resamples=n_resamples, seed=seed)
 
 
 def naive_numpy_loop(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int = 0) -> None:

@@ -19,6 +19,7 @@ from bench_bootstrap import (
     vectorised_one,
 )
 from bench_model_channel import main as model_channel
+from coverage_sim import main as interval_coverage
 
 FULL_RESAMPLES = 10_000
 SMALL_RESAMPLES = 200
@@ -50,16 +51,17 @@ def main() -> None:
     vec = best_of(lambda: vectorised_one(a, b, SMALL_RESAMPLES), repeat=5)
     loop = best_of(lambda: naive_numpy_loop(a, b, SMALL_RESAMPLES), repeat=3)
     pure = best_of(lambda: naive_pure_python(a.tolist(), b.tolist(), SMALL_RESAMPLES), repeat=1)
-    print(_row("vectorised (chaoseval.analysis.stats.paired_bootstrap)", vec))
+    print(_row("vectorised (chaoseval.analysis.inference.paired_compare)", vec))
     print(_row("naive loop per resample, numpy inside", loop, vec))
     print(_row("naive loop per resample, pure Python", pure, vec))
 
     print(f"  side by side, one comparison, {FULL_RESAMPLES:,} resamples:")
     vec_full = best_of(lambda: vectorised_one(a, b, FULL_RESAMPLES), repeat=3)
     loop_full = best_of(lambda: naive_numpy_loop(a, b, FULL_RESAMPLES), repeat=1)
-    print(_row("vectorised (chaoseval.analysis.stats.paired_bootstrap)", vec_full))
+    print(_row("vectorised (chaoseval.analysis.inference.paired_compare)", vec_full))
     print(_row("naive loop per resample, numpy inside", loop_full, vec_full))
     model_channel()
+    interval_coverage()
 
 
 if __name__ == "__main__":

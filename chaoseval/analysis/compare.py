@@ -1,10 +1,16 @@
 """Compare two harnesses (two journals) on the same tasks, paired by scenario and cell.
 
-Per cell present in both journals: the paired difference ``B - A`` in mean and pass^k with a
-task-level bootstrap interval, a paired test and Holm / Benjamini-Hochberg adjusted p-values
-across the cells. A budget table sits beside it so that more attempts (retries, model calls)
-are not mistaken for a better architecture. Tasks or cells present in only one journal are
-reported and left out of the pairing.
+Per cell present in both journals, two questions, each per metric (pass^k, mean) with an
+interval and a test from chaoseval.analysis.inference and Holm / Benjamini-Hochberg adjusted
+p-values across the cells:
+
+- better: the absolute difference ``B - A`` in the cell;
+- more resilient (perturbed cells): the difference of drops, paired by task,
+  ``(B_cell - B_clean) - (A_cell - A_clean)``; positive means B loses less. A harness better by
+  the same margin everywhere is better, never more resilient.
+
+A budget table sits beside it so that more attempts (retries, model calls) are not mistaken for a
+better architecture. Tasks or cells present in only one journal are reported and left out.
 """
 
 from __future__ import annotations
@@ -16,12 +22,22 @@ from pathlib import Path
 from typing import Any
 
 from chaoseval.analysis.aggregate import CLEAN, not_landed, task_counts
-from chaoseval.analysis.degradation import Comparison, adjust_family, compare_counts
+from chaoseval.analysis.degradation import (
+    Comparison,
+    adjust_by_metric,
+    compare_drops,
+    compare_metrics,
+)
 from chaoseval.model.records import TrialRecord
-from chaoseval.model.seeding import derive_seed
 from chaoseval.store.journal import Journal
 
-__all__ = ["Budget", "CellComparison", "HarnessComparison", "compare_journals"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Budget",
+    "CellComparison",
+    "HarnessComparison",
+    "compare_journals",
+]
 
 ALPHA = 0.05
 
@@ -66,15 +82,77 @@ class Budget:
     )
 
 
+SCHEMA_VERSION = 1  # of `compare -f json`
+
+# The arms of every Comparison below are (B, A): its difference is B - A. Renderers and the JSON
+# name the harnesses explicitly so that the order never leaks into what a user reads.
+
+
 @dataclass
 class CellComparison:
+    """One cell of two harnesses: the absolute comparison ``B - A`` of each metric, and (for a
+    perturbed cell) the resilience ``(B_cell - B_clean) - (A_cell - A_clean)`` paired by task:
+    positive means B loses less. ``better`` / ``more_resilient`` are "A", "B" or None."""
+
     cell: str
-    comparisons: list[Comparison]  # mean, then pass^k for each k
-    verdict: str = ""
-    winner: str | None = None  # label of the harness the evidence favours, if any
+    comparisons: list[Comparison]  # pass^k for each k (largest first), then the mean
+    resilience: list[Comparison] = field(default_factory=list)  # same metrics; empty for clean
+    better: str | None = None
+    more_resilient: str | None = None
+    summary: str = ""
 
     def get(self, label: str) -> Comparison | None:
         return next((c for c in self.comparisons if c.label == label), None)
+
+    def get_resilience(self, label: str) -> Comparison | None:
+        return next((c for c in self.resilience if c.label == label), None)
+
+
+def _stats_json(x: Comparison) -> dict[str, Any]:
+    d = x.difference
+    return {
+        "estimate": d.estimate if d else None,
+        "low": d.low if d else None,
+        "high": d.high if d else None,
+        "interval": d.method if d else None,
+        "p_value": x.test.p_value if x.test else None,
+        "test": x.test.method if x.test else None,
+        "p_holm": x.p_holm,
+        "p_bh": x.p_bh,
+        "significant": x.significant,
+        "tasks": x.tasks,
+        "excluded": x.excluded,
+    }
+
+
+def _absolute_json(x: Comparison) -> dict[str, Any]:
+    ratio = x.ratio
+    return {
+        "metric": x.label,
+        "k": x.k,
+        "score_a": x.b,  # Comparison arms are (B, A)
+        "score_b": x.a,
+        "difference": _stats_json(x),
+        "ratio_b_over_a": x.ratio_estimate,
+        "ratio_interval": None if ratio is None else [ratio.low, ratio.high],
+        "ratio_note": x.ratio_note,
+    }
+
+
+def _resilience_json(x: Comparison) -> dict[str, Any]:
+    return {"drop_a": x.b, "drop_b": x.a, **_stats_json(x)}
+
+
+def _cell_json(c: CellComparison) -> dict[str, Any]:
+    return {
+        "cell": c.cell,
+        "comparisons": [_absolute_json(x) for x in c.comparisons],
+        "resilience": (
+            {x.label: _resilience_json(x) for x in c.resilience} if c.cell != CLEAN else None
+        ),
+        "verdict": {"better": c.better, "more_resilient": c.more_resilient},
+        "summary": c.summary,
+    }
 
 
 @dataclass
@@ -98,23 +176,17 @@ class HarnessComparison:
 
     @property
     def conclusions(self) -> list[str]:
-        return [c.verdict for c in self.cells]
+        return [c.summary for c in self.cells]
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": SCHEMA_VERSION,
             "a": {"label": self.a_label, "journal": self.a_path},
             "b": {"label": self.b_label, "journal": self.b_path},
             "direction": "b - a",
+            "resilience": "(b_cell - b_clean) - (a_cell - a_clean) per task; > 0: b loses less",
             "ks": self.ks,
-            "cells": [
-                {
-                    "cell": c.cell,
-                    "winner": c.winner,
-                    "verdict": c.verdict,
-                    "comparisons": [x.to_json() for x in c.comparisons],
-                }
-                for c in self.cells
-            ],
+            "cells": [_cell_json(c) for c in self.cells],
             "budget": [b.__dict__ for b in self.budgets],
             "only_in_a": self.only_in_a,
             "only_in_b": self.only_in_b,
@@ -144,29 +216,51 @@ def _paired(records: Sequence[TrialRecord], keep: set[tuple[str, str]]) -> list[
     return [r for r in records if (r.cell, r.scenario) in keep]
 
 
-def _verdict(cell: str, cmps: list[Comparison], la: str, lb: str, k: int) -> tuple[str, str | None]:
-    where = "on clean runs" if cell == CLEAN else f"under {cell}"
-    quality = "more reliable" if cell == CLEAN else "more resilient"
-    for c in cmps:
-        if c.significant and c.difference is not None:
-            d = c.difference
-            winner = lb if d.estimate > 0 else la
-            return (
-                f"{winner} is {quality} {where}: {c.label} {lb} - {la} = {d.estimate:+.3f} "
-                f"[{d.low:+.3f}, {d.high:+.3f}], Holm-adjusted p = {c.p_holm:.3g} "
-                f"({c.tasks} paired tasks)",
-                winner,
-            )
-    main = next((c for c in cmps if c.label == f"pass^{k}"), cmps[0] if cmps else None)
-    if main is None or main.difference is None:
-        return f"{cell}: no paired tasks to compare", None
-    d = main.difference
+def _first_significant(cmps: Sequence[Comparison]) -> Comparison | None:
+    return next((c for c in cmps if c.significant and c.difference is not None), None)
+
+
+def _main(cmps: Sequence[Comparison], k: int) -> Comparison | None:
+    return next((c for c in cmps if c.label == f"pass^{k}"), cmps[0] if cmps else None)
+
+
+def _figure(c: Comparison, what: str) -> str:
+    d = c.difference
+    assert d is not None
     return (
-        f"{cell}: no detectable difference ({main.label} {lb} - {la} = {d.estimate:+.3f} "
-        f"[{d.low:+.3f}, {d.high:+.3f}], Holm-adjusted p = {main.p_holm:.3g}, "
-        f"{main.tasks} paired tasks)",
-        None,
+        f"{c.label} {what} = {d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}], "
+        f"Holm-adjusted p = {c.p_holm:.3g}, {c.tasks} paired tasks"
     )
+
+
+def _judge(
+    cmps: Sequence[Comparison], k: int, labels: tuple[str, str], claim: str, what: str
+) -> tuple[str | None, str]:
+    """Who the evidence favours ("A", "B" or None) and the sentence that says it."""
+    hit = _first_significant(cmps)
+    if hit is not None:
+        assert hit.difference is not None
+        side = "B" if hit.difference.estimate > 0 else "A"
+        name = labels[1] if side == "B" else labels[0]
+        return side, f"{name} is {claim} ({_figure(hit, what)})"
+    main = _main(cmps, k)
+    if main is None or main.difference is None:
+        return None, f"nothing to judge {claim.split(' ', 1)[-1]}: no paired tasks"
+    return None, f"no detectable difference: not {claim} ({_figure(main, what)})"
+
+
+def _verdict(c: CellComparison, labels: tuple[str, str], k: int) -> None:
+    """Fill ``better`` from the absolute comparison and ``more_resilient`` from the drops."""
+    la, lb = labels
+    where = "on clean runs" if c.cell == CLEAN else f"under {c.cell}"
+    c.better, said = _judge(c.comparisons, k, labels, f"better {where}", f"{lb} - {la}")
+    parts = [said]
+    if c.cell != CLEAN:
+        c.more_resilient, said = _judge(
+            c.resilience, k, labels, f"more resilient {where}", f"drop {lb} - drop {la}"
+        )
+        parts.append(said)
+    c.summary = f"{c.cell}: " + "; ".join(parts)
 
 
 def _warnings(a: Journal, b: Journal) -> list[str]:
@@ -181,39 +275,45 @@ def _warnings(a: Journal, b: Journal) -> list[str]:
     return warnings
 
 
-def _cell_comparisons(
-    ra: Sequence[TrialRecord],
-    rb: Sequence[TrialRecord],
-    ks: Sequence[int],
+def _cell(
+    ga: Sequence[TrialRecord],
+    gb: Sequence[TrialRecord],
+    clean: tuple[Sequence[TrialRecord], Sequence[TrialRecord]] | None,
+    grid: Sequence[tuple[str, int | None]],
     labels: tuple[str, str],
     cell: str,
-    n_resamples: int,
-    ci: float,
-    seed: int,
-) -> list[Comparison]:
-    """B against A in one cell: pass^k for each k (largest first), then the mean."""
+    opts: dict[str, Any],
+) -> CellComparison:
+    """B against A in one cell: absolute B - A and, against each one's clean cell, the drops."""
     la, lb = labels
-    ca, cb = task_counts(ra), task_counts(rb)
-    # A task the perturbation reached in neither run is not a test of resilience.
-    unreached = sorted(set(not_landed(ra)) & set(not_landed(rb)))
-    ca = {t: v for t, v in ca.items() if t not in unreached}
-    cb = {t: v for t, v in cb.items() if t not in unreached}
-    cmps = []
-    for metric, k in [("pass^k", k) for k in reversed(ks)] + [("mean", None)]:
-        cmp = compare_counts(
-            cb,
-            ca,
-            metric,
-            k,
-            n_resamples=n_resamples,
-            ci=ci,
-            seed=derive_seed(seed, "compare", cell, metric, k or 0),
-            arms=(lb, la),
-        )
-        for t in unreached:
-            cmp.excluded[t] = "no fault reached either agent (did not land)"
-        cmps.append(cmp)
-    return cmps
+    lost_a, lost_b = set(not_landed(ga)), set(not_landed(gb))
+    # A task the perturbation reached in neither run is not a test of anything.
+    neither = dict.fromkeys(sorted(lost_a & lost_b), "no fault reached either agent (did not land)")
+    absolute = compare_metrics(
+        task_counts(gb),
+        task_counts(ga),
+        grid,
+        neither,
+        arms=(lb, la),
+        key=f"compare/{cell}",
+        **opts,
+    )
+    resilience: list[Comparison] = []
+    if clean is not None and cell != CLEAN:
+        # A drop where the fault reached one harness only compares a fault with no fault.
+        left_out = dict(neither)
+        for t in sorted(lost_a ^ lost_b):
+            left_out[t] = f"the fault landed only in {lb if t in lost_a else la}'s run"
+        ca = {t: v for t, v in task_counts(ga).items() if t not in left_out}
+        cb = {t: v for t, v in task_counts(gb).items() if t not in left_out}
+        for metric, k in grid:
+            cmp = compare_drops(
+                (cb, task_counts(clean[1])), (ca, task_counts(clean[0])), metric, k,
+                ci=opts["ci"], arms=(lb, la),
+            )  # fmt: skip
+            cmp.excluded.update(left_out)
+            resilience.append(cmp)
+    return CellComparison(cell, absolute, resilience)
 
 
 def compare_journals(
@@ -236,22 +336,15 @@ def compare_journals(
 
     # The budget counts only what is compared: unpaired tasks would inflate one side's bill.
     keep = {(c, t) for c in common_cells for t in sa & sb}
-    cells = [
-        CellComparison(
-            cell,
-            _cell_comparisons(ga[cell], gb[cell], ks, (la, lb), cell, n_resamples, ci, seed),
-        )
-        for cell in common_cells
-    ]
-    families: dict[str, list[Comparison]] = {}
+    grid: list[tuple[str, int | None]] = [("pass^k", k) for k in reversed(ks)] + [("mean", None)]
+    clean = (ga[CLEAN], gb[CLEAN]) if CLEAN in common_cells else None
+    opts: dict[str, Any] = {"n_resamples": n_resamples, "ci": ci, "seed": seed}
+    cells = [_cell(ga[c], gb[c], clean, grid, (la, lb), c, opts) for c in common_cells]
+    # One family per metric across the cells, for each question asked.
+    adjust_by_metric(c.comparisons for c in cells)
+    adjust_by_metric(c.resilience for c in cells)
     for c in cells:
-        for cmp in c.comparisons:
-            families.setdefault(cmp.label, []).append(cmp)
-    for family in families.values():
-        adjust_family(family)
-    k_main = max(ks)
-    for c in cells:
-        c.verdict, c.winner = _verdict(c.cell, c.comparisons, la, lb, k_main)
+        _verdict(c, (la, lb), max(ks))
 
     return HarnessComparison(
         a_label=la,

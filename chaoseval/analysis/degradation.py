@@ -1,36 +1,34 @@
-"""Degradation: each perturbed cell against clean, paired at the task level.
+"""Degradation: each perturbed cell against clean, paired at the task level; and the per-metric
+comparison loop that `compare` shares (chaoseval.analysis.compare).
 
-A perturbed cell is compared with the clean cell on the tasks both scored; each bootstrap
-resample draws the same tasks for both arms, and the per-task differences are tested
-(chaoseval.analysis.stats). Tasks that cannot give a metric (fewer than k scored trials in
-either arm) are listed as excluded with their counts; they never shrink a denominator silently.
-"""
+A perturbed cell is compared with the clean cell on the tasks both scored: the per-task
+differences get one interval and one test from chaoseval.analysis.inference, so a report and a
+comparison judge a difference by the same rule. Tasks that cannot give a metric (fewer than k
+scored trials in either arm) are listed as excluded with their counts; they never shrink a
+denominator silently."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, landed_counts, not_landed, task_counts
+from chaoseval.analysis.aggregate import CLEAN, CellResult, not_landed, task_counts
+from chaoseval.analysis.inference import paired_compare
 from chaoseval.analysis.metrics import per_task_metric
-from chaoseval.analysis.stats import (
-    Interval,
-    TestResult,
-    benjamini_hochberg,
-    holm,
-    paired_bootstrap,
-    paired_test,
-)
+from chaoseval.analysis.stats import Interval, TestResult, benjamini_hochberg, holm
 from chaoseval.model.records import TrialRecord
 from chaoseval.model.seeding import derive_seed
 
 __all__ = [
     "Comparison",
+    "adjust_by_metric",
     "adjust_family",
     "compare_counts",
+    "compare_drops",
+    "compare_metrics",
     "degradation",
     "metric_grid",
     "metric_label",
@@ -110,26 +108,61 @@ class Comparison:
 
 
 def _pairable(
-    a: TaskCountMap, b: TaskCountMap, metric: str, kk: int, arms: tuple[str, str]
+    maps: Mapping[str, TaskCountMap], metric: str, kk: int
 ) -> tuple[list[str], dict[str, str]]:
-    """The tasks both arms can score for the metric, and why each other task is left out."""
+    """The tasks every arm can score for the metric, and why each other task is left out."""
     excluded: dict[str, str] = {}
     tasks: list[str] = []
-    for t in sorted(set(a) | set(b)):
-        if t not in a or t not in b:
-            excluded[t] = f"only in {arms[0] if t in a else arms[1]}"
+    for t in sorted(set().union(*maps.values())):
+        present = [name for name, m in maps.items() if t in m]
+        if len(present) < len(maps):
+            excluded[t] = f"only in {', '.join(present)}"
             continue
-        (na, _), (nb, _) = a[t], b[t]
-        if min(na, nb) < kk:
-            counts = f"{arms[0]}={na}, {arms[1]}={nb}"
+        counts = {name: m[t][0] for name, m in maps.items()}
+        if min(counts.values()) < kk:
+            shown = ", ".join(f"{name}={n}" for name, n in counts.items())
             excluded[t] = (
-                f"fewer than {kk} scored trials ({counts})"
+                f"fewer than {kk} scored trials ({shown})"
                 if metric != "mean"
-                else f"no scored trial ({counts})"
+                else f"no scored trial ({shown})"
             )
             continue
         tasks.append(t)
     return tasks, excluded
+
+
+def _values(counts: TaskCountMap, tasks: Sequence[str], metric: str, kk: int) -> np.ndarray:
+    n = np.array([counts[t][0] for t in tasks])
+    c = np.array([counts[t][1] for t in tasks])
+    return per_task_metric(n, c, metric, kk)
+
+
+def _compare_values(
+    va: np.ndarray,
+    vb: np.ndarray,
+    metric: str,
+    k: int | None,
+    excluded: dict[str, str],
+    *,
+    n_resamples: int,
+    ci: float,
+    seed: int,
+    drops: bool = False,
+) -> Comparison:
+    # A difference of two drops spans [-2, 2]; of two metrics in [0, 1], [-1, 1].
+    pr, test = paired_compare(
+        va,
+        vb,
+        n_resamples=n_resamples,
+        ci=ci,
+        seed=seed,
+        bound=2.0 if drops else 1.0,
+        ratio=not drops,
+    )
+    return Comparison(
+        metric, k, pr.mean_a, pr.mean_b, pr.n, excluded, pr.difference, pr.ratio,
+        None if drops else pr.ratio_note, test,
+    )  # fmt: skip
 
 
 def compare_counts(
@@ -149,27 +182,38 @@ def compare_counts(
     or with fewer than ``k`` scored trials in one is reported in ``excluded`` with the reason.
     """
     kk = 1 if metric == "mean" else int(k or 1)
-    tasks, excluded = _pairable(a, b, metric, kk, arms)
+    tasks, excluded = _pairable(dict(zip(arms, (a, b), strict=True)), metric, kk)
     if not tasks:
         return Comparison(metric, k, None, None, 0, excluded, None, None, None, None)
-    va = per_task_metric(
-        np.array([a[t][0] for t in tasks]), np.array([a[t][1] for t in tasks]), metric, kk
-    )
-    vb = per_task_metric(
-        np.array([b[t][0] for t in tasks]), np.array([b[t][1] for t in tasks]), metric, kk
-    )
-    pr = paired_bootstrap(va, vb, n_resamples=n_resamples, ci=ci, seed=seed)
-    return Comparison(
-        metric,
-        k,
-        pr.mean_a,
-        pr.mean_b,
-        len(tasks),
-        excluded,
-        pr.difference,
-        pr.ratio,
-        pr.ratio_note,
-        paired_test(va - vb),
+    va, vb = _values(a, tasks, metric, kk), _values(b, tasks, metric, kk)
+    return _compare_values(va, vb, metric, k, excluded, n_resamples=n_resamples, ci=ci, seed=seed)
+
+
+def compare_drops(
+    a: tuple[TaskCountMap, TaskCountMap],
+    b: tuple[TaskCountMap, TaskCountMap],
+    metric: str,
+    k: int | None = None,
+    *,
+    ci: float = 0.95,
+    arms: tuple[str, str] = ("a", "b"),
+) -> Comparison:
+    """Difference in differences, paired by task: ``(a_cell - a_clean) - (b_cell - b_clean)``.
+
+    ``a`` and ``b`` are each ``(cell counts, clean counts)``. The Comparison's ``a`` / ``b`` are
+    the mean drops (cell - clean) of each arm; its difference and test are on the per-task
+    differences of drops, so positive means arm ``a`` loses less. Only tasks every one of the
+    four arms can score are used; the others are in ``excluded`` with the reason.
+    """
+    kk = 1 if metric == "mean" else int(k or 1)
+    names = (f"{arms[0]} cell", f"{arms[0]} clean", f"{arms[1]} cell", f"{arms[1]} clean")
+    maps = dict(zip(names, (*a, *b), strict=True))
+    tasks, excluded = _pairable(maps, metric, kk)
+    if not tasks:
+        return Comparison(metric, k, None, None, 0, excluded, None, None, None, None)
+    v = [_values(m, tasks, metric, kk) for m in (*a, *b)]
+    return _compare_values(
+        v[0] - v[1], v[2] - v[3], metric, k, excluded, n_resamples=1, ci=ci, seed=0, drops=True
     )
 
 
@@ -179,6 +223,51 @@ def adjust_family(comparisons: Sequence[Comparison]) -> None:
     ps = [t.p_value for _, t in tested]
     for (c, _), ph, pb in zip(tested, holm(ps), benjamini_hochberg(ps), strict=True):
         c.p_holm, c.p_bh = ph, pb
+
+
+def adjust_by_metric(groups: Iterable[Sequence[Comparison]]) -> None:
+    """One family per metric label across ``groups`` (one group per cell), adjusted in place."""
+    families: dict[str, list[Comparison]] = {}
+    for group in groups:
+        for cmp in group:
+            families.setdefault(cmp.label, []).append(cmp)
+    for family in families.values():
+        adjust_family(family)
+
+
+def compare_metrics(
+    a: TaskCountMap,
+    b: TaskCountMap,
+    grid: Sequence[tuple[str, int | None]],
+    left_out: Mapping[str, str],
+    *,
+    arms: tuple[str, str],
+    key: str,
+    n_resamples: int,
+    ci: float,
+    seed: int,
+) -> list[Comparison]:
+    """``a`` against ``b`` for each (metric, k) of ``grid``, without the ``left_out`` tasks
+    (task -> why, listed in each comparison's ``excluded``). ``key`` names the comparison in
+    the derived bootstrap seeds, so every comparison resamples independently and reproducibly.
+    """
+    a = {t: v for t, v in a.items() if t not in left_out}
+    b = {t: v for t, v in b.items() if t not in left_out}
+    out = []
+    for metric, k in grid:
+        cmp = compare_counts(
+            a,
+            b,
+            metric,
+            k,
+            n_resamples=n_resamples,
+            ci=ci,
+            seed=derive_seed(seed, key, metric, k or 0),
+            arms=arms,
+        )
+        cmp.excluded.update(left_out)
+        out.append(cmp)
+    return out
 
 
 def metric_grid(ks: Sequence[int]) -> list[tuple[str, int | None]]:
@@ -205,22 +294,20 @@ def degradation(
     if not out:
         return out
     clean_counts = task_counts(groups[CLEAN])
-    for metric, k in metric_grid(ks):
-        family = []
-        for name, comparisons in out.items():
-            cmp = compare_counts(
-                landed_counts(groups[name]),
-                clean_counts,
-                metric,
-                k,
-                n_resamples=n_resamples,
-                ci=ci,
-                seed=derive_seed(seed, "degradation", name, metric, k or 0),
-                arms=(name, CLEAN),
-            )
-            for task in not_landed(groups[name]):
-                cmp.excluded[task] = "no fault reached the agent (did not land)"
-            comparisons.append(cmp)
-            family.append(cmp)
-        adjust_family(family)
+    for name in out:
+        left_out = dict.fromkeys(
+            not_landed(groups[name]), "no fault reached the agent (did not land)"
+        )
+        out[name] = compare_metrics(
+            task_counts(groups[name]),
+            clean_counts,
+            metric_grid(ks),
+            left_out,
+            arms=(name, CLEAN),
+            key=f"degradation/{name}",
+            n_resamples=n_resamples,
+            ci=ci,
+            seed=seed,
+        )
+    adjust_by_metric(out.values())
     return out

@@ -1,10 +1,11 @@
 """Task-level (cluster) uncertainty, paired comparisons, multiplicity and the noise floor.
 
-The unit of resampling is the task, never the trial: trials of one task are correlated, so
+The unit of inference is the task, never the trial: trials of one task are correlated, so
 treating them as independent would give intervals that are far too narrow. Each function takes
 per-task values (for instance ``chaoseval.analysis.metrics.per_task_metric`` output), and
-comparisons are *paired*: both arms are aligned on the same task ids and resampled with the same
-task indices, so the (large) between-task variance cancels out of the difference."""
+comparisons are *paired*: both arms are aligned on the same task ids and the per-task differences
+are analysed, so the (large) between-task variance cancels out. A difference's interval is the
+inversion of its test (chaoseval.analysis.inference): the two never disagree about zero."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import numpy as np
 from scipy import stats as _sps  # type: ignore[import-untyped]  # scipy ships no stubs
 
 __all__ = [
-    "EXACT_SIGN_FLIP_MAX_N",
     "Interval",
     "NoiseFloor",
     "PairedResult",
@@ -25,13 +25,7 @@ __all__ = [
     "bootstrap_macro",
     "holm",
     "noise_floor",
-    "paired_bootstrap",
-    "paired_test",
 ]
-
-# Above this many non-zero differences the 2^n enumeration stops being cheap (2^16 patterns is
-# a 65536 x 16 matrix); the paired t test takes over.
-EXACT_SIGN_FLIP_MAX_N = 16
 
 # Rows of the resample index matrix built at once: about 256k indices keeps the gather inside
 # the CPU cache, which is ~10x faster than materialising all n_resamples x tasks at once.
@@ -40,10 +34,11 @@ _CHUNK_ELEMENTS = 1 << 18
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with a percentile bootstrap interval at level ``ci``.
+    """A point estimate with an interval at level ``ci``, made by ``method``.
 
     ``n`` is the number of tasks used; ``dropped`` the input indices left out because a value was
-    NaN (a task with too few scored trials for the metric).
+    NaN (a task with too few scored trials for the metric). ``n_resamples`` is 0 for an interval
+    that inverts a test rather than resampling.
     """
 
     estimate: float
@@ -53,6 +48,7 @@ class Interval:
     ci: float
     n: int = 0
     dropped: tuple[int, ...] = ()
+    method: str = "percentile bootstrap"
 
     def contains(self, x: float) -> bool:
         return self.low <= x <= self.high
@@ -171,92 +167,6 @@ def bootstrap_macro(
         n=int(kept.size),
         dropped=tuple(int(i) for i in np.flatnonzero(nan)),
     )
-
-
-def paired_bootstrap(
-    a: np.ndarray,
-    b: np.ndarray,
-    n_resamples: int = 10_000,
-    ci: float = 0.95,
-    seed: int = 0,
-) -> PairedResult:
-    """Paired task-level bootstrap of ``mean(a) - mean(b)`` and ``mean(a) / mean(b)``.
-
-    ``a[i]`` and ``b[i]`` must belong to the same task. Tasks where either arm is NaN are
-    dropped (indices in ``dropped``). One resample index matrix serves both arms.
-    """
-    _check_ci(ci, n_resamples)
-    a_arr, b_arr = _as_1d("a", a), _as_1d("b", b)
-    if a_arr.shape != b_arr.shape:
-        raise ValueError(
-            f"a and b must be aligned on the same tasks, got lengths {a_arr.size} and {b_arr.size}"
-        )
-    nan = np.isnan(a_arr) | np.isnan(b_arr)
-    dropped = tuple(int(i) for i in np.flatnonzero(nan))
-    a_kept, b_kept = a_arr[~nan], b_arr[~nan]
-    n = int(a_kept.size)
-    if n == 0:
-        raise ValueError("no task has a defined value in both arms: nothing to compare")
-
-    means = _resampled_means([a_kept, b_kept], n_resamples, np.random.default_rng(seed))
-    mean_a, mean_b = float(a_kept.mean()), float(b_kept.mean())
-    diff_low, diff_high = _percentiles(means[:, 0] - means[:, 1], ci)
-    difference = Interval(mean_a - mean_b, diff_low, diff_high, n_resamples, ci, n, dropped)
-
-    ratio: Interval | None = None
-    note: str | None = None
-    if mean_b == 0:
-        note = "mean(b) == 0: the ratio mean(a) / mean(b) is undefined"
-    else:
-        zero = int(np.count_nonzero(means[:, 1] == 0))
-        if zero:
-            note = (
-                f"mean(b) == 0 in {zero} of {n_resamples} resamples: the ratio interval is "
-                "undefined; use the difference"
-            )
-        else:
-            r_low, r_high = _percentiles(means[:, 0] / means[:, 1], ci)
-            ratio = Interval(mean_a / mean_b, r_low, r_high, n_resamples, ci, n, dropped)
-    return PairedResult(difference, ratio, note, mean_a, mean_b, n, dropped)
-
-
-# --- paired test -------------------------------------------------------------------------------
-
-
-def paired_test(d: np.ndarray) -> TestResult:
-    """Two-sided test that the per-task differences ``d`` are centred on zero.
-
-    With at most ``EXACT_SIGN_FLIP_MAX_N`` non-zero differences: the exact sign-flip
-    permutation test, p = share of the 2^m sign patterns whose ``|sum|`` is at least the
-    observed ``|sum|`` (zero differences are left out of the enumeration: flipping them changes
-    nothing, so each only doubles every pattern and the p-value is the same). Otherwise the
-    paired t test (``scipy.stats.ttest_1samp`` against 0). NaN differences are dropped.
-    All-zero differences give p = 1.0.
-    """
-    arr = _as_1d("d", d)
-    arr = arr[~np.isnan(arr)]
-    n = int(arr.size)
-    if n == 0:
-        raise ValueError("no defined difference to test")
-    stat = float(arr.mean())
-    nonzero = arr[arr != 0]
-    m = int(nonzero.size)
-    if m == 0:
-        return TestResult(1.0, "all differences zero", n, stat)
-    if m <= EXACT_SIGN_FLIP_MAX_N:
-        patterns = np.arange(1 << m, dtype=np.int64)[:, None]
-        bits = (patterns >> np.arange(m, dtype=np.int64)) & 1
-        signs = 1.0 - 2.0 * bits
-        sums = np.abs(signs @ nonzero)
-        observed = abs(float(nonzero.sum()))
-        # Relative tolerance: sums of the same floats in another order may differ in the last bit.
-        hits = np.count_nonzero(sums >= observed - 1e-9 * max(1.0, observed))
-        return TestResult(float(hits) / (1 << m), "exact sign-flip permutation", n, stat)
-    if np.all(arr == arr[0]):
-        # sd == 0 with a non-zero mean: t is infinite; scipy would warn and give nan.
-        return TestResult(0.0, "paired t", n, stat)
-    p = float(_sps.ttest_1samp(arr, 0.0).pvalue)
-    return TestResult(p, "paired t", n, stat)
 
 
 # --- multiple comparisons ----------------------------------------------------------------------

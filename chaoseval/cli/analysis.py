@@ -160,8 +160,7 @@ def compare_cmd(
 ) -> None:
     """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p."""
     from chaoseval.analysis.compare import compare_journals
-    from chaoseval.render.comparison import print_comparison
-    from chaoseval.render.markdown import render_comparison_markdown
+    from chaoseval.render.comparison import print_comparison, render_comparison_markdown
 
     try:
         ja, jb = load(a, source), load(b, source)

@@ -1,4 +1,8 @@
-"""Two harnesses compared (chaoseval.analysis.compare) as rich tables in the terminal."""
+"""Two harnesses compared (chaoseval.analysis.compare): terminal tables and Markdown.
+
+Both formats show the same rows, built once here: the absolute comparison (is B better in this
+cell?) and the resilience comparison (does B lose less than A against its own clean run?).
+"""
 
 from __future__ import annotations
 
@@ -6,96 +10,155 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from chaoseval.analysis.compare import Budget, HarnessComparison
-from chaoseval.render.tables import budget_value, fmt, fmt_p
+from chaoseval.analysis.compare import Budget, CellComparison, HarnessComparison
+from chaoseval.analysis.degradation import Comparison
+from chaoseval.render.markdown import table_markdown
+from chaoseval.render.tables import TableData, budget_value, fmt, fmt_p
 
-__all__ = ["print_comparison"]
+__all__ = ["comparison_tables", "print_comparison", "render_comparison_markdown"]
 
-COLUMNS = ("cell", "metric", "A", "B", "B - A", "95% CI", "p", "test", "Holm", "BH", "tasks")
+ABSOLUTE = ("cell", "metric", "A", "B", "B - A", "95% CI", "p", "test", "Holm", "BH", "tasks")
+RESILIENCE = ("cell", "metric", "drop A", "drop B", "drop B - drop A", *ABSOLUTE[5:])
+_LEFT = {"cell", "metric", "test"}
 
 
-def _unpaired(h: HarnessComparison, console: Console) -> None:
+def _row(cell: str, x: Comparison, drops: bool) -> list[str]:
+    """One metric of one cell; a Comparison's arms are (B, A), so A is ``x.b``."""
+    d = x.difference
+    return [
+        cell,
+        x.label,
+        fmt(x.b, signed=drops),
+        fmt(x.a, signed=drops),
+        fmt(d.estimate if d else None, signed=True),
+        "—" if d is None else f"[{fmt(d.low, True)}, {fmt(d.high, True)}]",
+        fmt_p(x.test.p_value if x.test else None),
+        x.test.method if x.test else "—",
+        fmt_p(x.p_holm),
+        fmt_p(x.p_bh),
+        str(x.tasks),
+    ]
+
+
+def _rows(cells: list[CellComparison], resilience: bool) -> tuple[list[list[str]], list[bool]]:
+    rows: list[list[str]] = []
+    significant: list[bool] = []
+    for c in cells:
+        for i, x in enumerate(c.resilience if resilience else c.comparisons):
+            rows.append(_row(c.cell if i == 0 else "", x, resilience))
+            significant.append(x.significant)
+    return rows, significant
+
+
+def comparison_tables(h: HarnessComparison) -> list[TableData]:
+    """The absolute and the resilience comparison as plain tables (A and B named in titles)."""
+    rows, _ = _rows(h.cells, resilience=False)
+    absolute = TableData(
+        "absolute",
+        f"Better: {h.b_label} (B) vs {h.a_label} (A), paired by task, B - A",
+        list(ABSOLUTE),
+        rows,
+    )
+    rows, _ = _rows([c for c in h.cells if c.resilience], resilience=True)
+    notes = [
+        "drop = cell - clean of the same harness on the same task; drop B - drop A > 0: B loses "
+        "less. The clean cell has no resilience figure."
+    ]
+    notes += _left_out(h, resilience=True)
+    resilience = TableData(
+        "resilience",
+        "More resilient: the drop against clean, difference in differences paired by task",
+        list(RESILIENCE),
+        rows,
+        notes,
+    )
+    return [absolute, resilience]
+
+
+def _left_out(h: HarnessComparison, resilience: bool) -> list[str]:
+    """Tasks left out of a cell (other than those in one journal only), grouped by reason."""
+    grouped: dict[tuple[str, str], set[str]] = {}
+    for c in h.cells:
+        for x in c.resilience if resilience else c.comparisons:
+            for t, why in x.excluded.items():
+                if not why.startswith("only in"):  # listed once at the top
+                    grouped.setdefault((c.cell, why), set()).add(t)
+    return [
+        f"{cell}: left out, {why}: {', '.join(sorted(tasks))}"
+        for (cell, why), tasks in sorted(grouped.items())
+    ]
+
+
+def _unpaired(h: HarnessComparison) -> list[str]:
     """Tasks and cells present in one journal only: named, and left out of the pairing."""
+    lines = []
     for label, tasks in ((h.a_label, h.only_in_a), (h.b_label, h.only_in_b)):
         if tasks:
-            console.print(
-                f"[yellow]tasks only in {label} (excluded from pairing):[/] " + ", ".join(tasks)
-            )
+            lines.append(f"tasks only in {label} (excluded from pairing): {', '.join(tasks)}")
     for label, cells in ((h.a_label, h.cells_only_in_a), (h.b_label, h.cells_only_in_b)):
         if cells:
-            console.print(f"[yellow]cells only in {label} (not compared):[/] {', '.join(cells)}")
+            lines.append(f"cells only in {label} (not compared): {', '.join(cells)}")
+    return lines
 
 
-def _differences(h: HarnessComparison) -> Table:
-    table = Table(
-        title=f"{h.b_label} vs {h.a_label} — paired by task, differences are B - A",
-        title_justify="left",
-    )
-    for col in COLUMNS:
-        table.add_column(col, justify="left" if col in ("cell", "metric", "test") else "right")
-    for c in h.cells:
-        for i, x in enumerate(c.comparisons):
-            d = x.difference
-            diff = fmt(d.estimate if d else None, signed=True)
-            table.add_row(
-                escape(c.cell) if i == 0 else "",
-                x.label,
-                fmt(x.b),
-                fmt(x.a),
-                f"[bold]{diff}[/]" if x.significant else diff,
-                "—" if d is None else f"[{d.low:+.3f}, {d.high:+.3f}]",
-                fmt_p(x.test.p_value if x.test else None),
-                x.test.method if x.test else "—",
-                fmt_p(x.p_holm),
-                fmt_p(x.p_bh),
-                str(x.tasks),
-            )
+def _rich(t: TableData, significant: list[bool]) -> Table:
+    table = Table(title=t.title, title_justify="left")
+    for col in t.columns:
+        table.add_column(col, justify="left" if col in _LEFT else "right")
+    for row, sig in zip(t.rows, significant, strict=True):
+        cells = [escape(v) for v in row]
+        if sig:  # the difference column
+            cells[4] = f"[bold]{cells[4]}[/]"
+        table.add_row(*cells)
     return table
 
 
-def _budget(h: HarnessComparison) -> Table:
-    table = Table(
-        title="budget on the paired tasks and cells (what each harness spent)", title_justify="left"
-    )
-    table.add_column("")
-    table.add_column(h.a_label, justify="right")
-    table.add_column(h.b_label, justify="right")
-    table.add_column("B / A", justify="right")
+def _budget(h: HarnessComparison) -> TableData:
     ba, bb = h.budgets
+    rows = []
     for attr, name in Budget.ROWS:
         va, vb = getattr(ba, attr), getattr(bb, attr)
         ratio = f"{vb / va:.2f}x" if va else "—"
-        table.add_row(name, budget_value(ba, attr), budget_value(bb, attr), ratio)
-    return table
-
-
-def _excluded(h: HarnessComparison, console: Console) -> None:
-    excluded = {
-        (c.cell, t): why
-        for c in h.cells
-        for x in c.comparisons
-        for t, why in x.excluded.items()
-        if not why.startswith("only in")  # already listed above
-    }
-    if not excluded:
-        return
-    console.print("[yellow]excluded from pairing (cell: reason: tasks)[/]")
-    grouped: dict[tuple[str, str], list[str]] = {}
-    for (cell, t), why in sorted(excluded.items()):
-        grouped.setdefault((cell, why), []).append(t)
-    for (cell, why), tasks in grouped.items():
-        names = escape(", ".join(tasks))
-        console.print(f"  {escape(cell)}: {escape(why)}: {len(tasks)} task(s): {names}")
+        rows.append([name, budget_value(ba, attr), budget_value(bb, attr), ratio])
+    title = "budget on the paired tasks and cells (what each harness spent)"
+    return TableData("budget", title, ["", h.a_label, h.b_label, "B / A"], rows)
 
 
 def print_comparison(h: HarnessComparison, console: Console) -> None:
     for w in h.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
-    _unpaired(h, console)
-    console.print(_differences(h))
-    console.print(_budget(h))
+    for line in _unpaired(h):
+        console.print(f"[yellow]{escape(line)}[/]")
+    absolute, resilience = comparison_tables(h)
+    console.print(_rich(absolute, _rows(h.cells, False)[1]))
+    if resilience.rows:
+        console.print(_rich(resilience, _rows(h.cells, True)[1]))
+        for note in resilience.notes:
+            console.print(f"  [dim]{escape(note)}[/]", highlight=False)
+    budget = _budget(h)
+    table = Table(title=budget.title, title_justify="left")
+    for i, col in enumerate(budget.columns):
+        table.add_column(escape(col), justify="left" if i == 0 else "right")
+    for row in budget.rows:
+        table.add_row(*row)
+    console.print(table)
     console.print("[bold]conclusions[/]")
     for c in h.cells:
-        style = "green" if c.winner else "dim"
-        console.print(f"  [{style}]{escape(c.verdict)}[/]", highlight=False)
-    _excluded(h, console)
+        style = "green" if c.better or c.more_resilient else "dim"
+        console.print(f"  [{style}]{escape(c.summary)}[/]", highlight=False)
+    for line in _left_out(h, resilience=False):
+        console.print(f"[yellow]{escape(line)}[/]")
+
+
+def render_comparison_markdown(h: HarnessComparison) -> str:
+    lines = [f"# {h.b_label} (B) vs {h.a_label} (A)", ""]
+    lines += [f"> warning: {w}" for w in h.warnings]
+    lines += [f"- {line}" for line in _unpaired(h)]
+    lines += ["", "## Conclusions", ""] + [f"- {v}" for v in h.conclusions] + [""]
+    absolute, resilience = comparison_tables(h)
+    absolute.notes = _left_out(h, resilience=False)
+    lines.append(table_markdown(absolute))
+    if resilience.rows:
+        lines.append(table_markdown(resilience))
+    lines.append(table_markdown(_budget(h)))
+    return "\n".join(lines)

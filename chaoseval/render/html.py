@@ -7,7 +7,7 @@ from html import escape
 
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import HarnessComparison
-from chaoseval.render.markdown import render_comparison_markdown
+from chaoseval.render.comparison import render_comparison_markdown
 from chaoseval.render.svg import heatmap, pass_hat_curves, root_cause_bars
 from chaoseval.render.tables import TableData, report_tables
 

@@ -125,7 +125,7 @@ def degradation_table(a: Analysis) -> TableData:
             for t, why in c.excluded.items():
                 notes.append(f"{cell} {c.label}: excluded {t} ({why})")
     notes.append(
-        "Δ = perturbed - clean, paired by task; CI: task-level paired percentile bootstrap; "
+        "Δ = perturbed - clean, paired by task; CI: the interval that inverts the paired test; "
         "p adjusted across the perturbation family per metric (Holm: family-wise, BH: FDR)."
     )
     return TableData("degradation", "Degradation against clean", cols, rows, notes)

@@ -99,16 +99,23 @@ def test_compare_names_the_more_resilient_harness(pair: tuple[Journal, Journal])
     assert [c.cell for c in h.cells] == ["clean", "latency", "timeout"]
     timeout = by["timeout"]
     p2 = timeout.get("pass^2")
-    assert p2 is not None and p2.difference is not None
-    assert p2.difference.estimate == 1.0 and p2.difference.low == 1.0
-    # 8 tasks, all differences +1: exact sign-flip p = 2 / 2^8; Holm over 3 cells (two p = 1).
-    assert p2.test is not None and p2.test.p_value == pytest.approx(2 / 256)
-    assert p2.p_holm == pytest.approx(3 * 2 / 256)
-    assert timeout.winner == "resilient"
-    assert timeout.verdict.startswith("resilient is more resilient under timeout")
+    assert p2 is not None and p2.difference is not None and p2.test is not None
+    # 8 tasks, every per-task difference +1 (0/1 values): adjusted Wald, interval inside (0, 1].
+    assert p2.difference.estimate == 1.0 and 0 < p2.difference.low < 1 == p2.difference.high
+    assert p2.test.method.startswith("adjusted Wald") and 0 < p2.test.p_value < 1e-4
+    # Holm over 3 cells: the two others have p = 1.
+    assert p2.p_holm == pytest.approx(3 * p2.test.p_value)
+    # Both agents are perfect on clean, so B's advantage under timeout is also a smaller drop.
+    r2 = timeout.get_resilience("pass^2")
+    assert r2 is not None and r2.difference is not None
+    assert (r2.a, r2.b, r2.difference.estimate) == (0.0, -1.0, 1.0) and r2.significant
+    assert (timeout.better, timeout.more_resilient) == ("B", "B")
+    assert "resilient is better under timeout" in timeout.summary
+    assert "resilient is more resilient under timeout" in timeout.summary
+    assert by["clean"].resilience == [] and by["clean"].more_resilient is None
     for cell in ("clean", "latency"):
-        assert by[cell].winner is None
-        assert "no detectable difference" in by[cell].verdict
+        assert by[cell].better is None and by[cell].more_resilient is None
+        assert "no detectable difference" in by[cell].summary
     # The budget shows B bought its result with three times the model calls.
     ba, bb = h.budgets
     assert (ba.trials, bb.trials) == (96, 96)
@@ -118,13 +125,72 @@ def test_compare_names_the_more_resilient_harness(pair: tuple[Journal, Journal])
     json.dumps(h.to_json())
 
 
+TEN = [f"t{i}" for i in range(10)]
+
+
+def _cells(tmp_path: Path, name: str, clean: int, timeout: int) -> Journal:
+    """Ten tasks, four trials each: ``clean`` and ``timeout`` passes per task."""
+    counts = {"clean": {t: (4, clean) for t in TEN}, "timeout": {t: (4, timeout) for t in TEN}}
+    return _journal(counts, tmp_path / f"{name}.jsonl", agent=name)
+
+
+def test_better_by_the_same_margin_everywhere_is_not_more_resilient(tmp_path: Path) -> None:
+    # B passes two more of four trials than A on every task, clean and under timeout alike.
+    a = _cells(tmp_path, "weak", clean=2, timeout=0)
+    b = _cells(tmp_path, "strong", clean=4, timeout=2)
+    h = compare_journals(a, b, [1], n_resamples=200)
+    for c in h.cells:
+        assert c.better == "B", c.summary
+        mean = c.get("mean")
+        assert mean is not None and mean.difference is not None
+        assert mean.difference.estimate == pytest.approx(0.5)
+    timeout = h.cells[1]
+    drop = timeout.get_resilience("mean")
+    assert drop is not None and drop.difference is not None and drop.test is not None
+    assert drop.difference.estimate == 0.0 and drop.test.p_value == 1.0
+    assert timeout.more_resilient is None
+    assert "not more resilient under timeout" in timeout.summary
+
+
+def test_losing_nothing_where_the_other_drops_is_more_resilient(tmp_path: Path) -> None:
+    # A is better on clean runs (4/4 against 3/4) but loses half; B loses nothing.
+    a = _cells(tmp_path, "brittle", clean=4, timeout=2)
+    b = _cells(tmp_path, "steady", clean=3, timeout=3)
+    h = compare_journals(a, b, [1], n_resamples=200)
+    clean, timeout = h.cells
+    assert (clean.better, clean.more_resilient) == ("A", None)
+    assert (timeout.better, timeout.more_resilient) == ("B", "B")
+    drop = timeout.get_resilience("mean")
+    assert drop is not None and drop.difference is not None
+    assert (drop.b, drop.a, drop.difference.estimate) == (-0.5, 0.0, 0.5)
+    assert "steady is more resilient under timeout" in timeout.summary
+
+    doc = h.to_json()
+    assert doc["schema_version"] == 1
+    assert doc["a"]["label"] == "brittle" and doc["b"]["label"] == "steady"
+    cells = {c["cell"]: c for c in doc["cells"]}
+    # Each harness's own score under its own name (they were swapped before).
+    mean = next(x for x in cells["clean"]["comparisons"] if x["metric"] == "mean")
+    assert (mean["score_a"], mean["score_b"]) == (1.0, 0.75)
+    assert mean["difference"]["estimate"] == pytest.approx(-0.25)
+    assert cells["clean"]["resilience"] is None
+    assert cells["clean"]["verdict"] == {"better": "A", "more_resilient": None}
+    assert cells["timeout"]["verdict"] == {"better": "B", "more_resilient": "B"}
+    res = cells["timeout"]["resilience"]["mean"]
+    assert (res["drop_a"], res["drop_b"], res["estimate"]) == (-0.5, 0.0, 0.5)
+    assert res["low"] <= 0.5 <= res["high"] and res["low"] > 0
+    assert 0 < res["p_value"] < 0.05 and res["p_holm"] is not None and res["p_bh"] is not None
+    assert cells["timeout"]["summary"].startswith("timeout: steady is better under timeout")
+    json.dumps(doc)
+
+
 def test_compare_small_evidence_says_no_detectable_difference(tmp_path: Path) -> None:
     # Two tasks cannot reach p < 0.05 with an exact sign-flip test (minimum p = 1/2).
     a = _journal({"clean": {"x": (4, 0), "y": (4, 0)}}, tmp_path / "a.jsonl")
     b = _journal({"clean": {"x": (4, 4), "y": (4, 4)}}, tmp_path / "b.jsonl")
     h = compare_journals(a, b, n_resamples=200)
-    assert h.cells[0].winner is None
-    assert "no detectable difference" in h.cells[0].verdict
+    assert h.cells[0].better is None
+    assert "no detectable difference" in h.cells[0].summary
 
 
 def test_compare_reports_tasks_and_cells_in_one_journal_only(tmp_path: Path) -> None:
@@ -149,15 +215,26 @@ def test_compare_cli(pair: tuple[Journal, Journal]) -> None:
     a, b = pair
     res = runner.invoke(app, ["compare", str(a.path), str(b.path), "--resamples", "300"])
     assert res.exit_code == 0, res.output
-    assert "resilient is more resilient under timeout" in res.output
+    text = " ".join(res.output.split())  # the terminal wraps long lines
+    assert "resilient is more resilient under timeout" in text
+    assert "drop B - drop A" in res.output
     assert "no detectable difference" in res.output
     assert "model calls" in res.output and "sim time" in res.output
     res = runner.invoke(
         app, ["compare", str(a.path), str(b.path), "-f", "json", "--resamples", "300"]
     )
     doc = json.loads(res.output)
-    assert doc["direction"] == "b - a"
-    assert {c["cell"]: c["winner"] for c in doc["cells"]}["timeout"] == "resilient"
+    assert doc["direction"] == "b - a" and doc["schema_version"] == 1
+    verdicts = {c["cell"]: c["verdict"] for c in doc["cells"]}
+    assert verdicts["timeout"] == {"better": "B", "more_resilient": "B"}
+    p2 = next(x for x in doc["cells"][0]["comparisons"] if x["metric"] == "pass^2")
+    assert (p2["score_a"], p2["score_b"]) == (1.0, 1.0)
+    timeout = next(c for c in doc["cells"] if c["cell"] == "timeout")
+    p2 = next(x for x in timeout["comparisons"] if x["metric"] == "pass^2")
+    assert (p2["score_a"], p2["score_b"]) == (0.0, 1.0)  # A is naive, which fails every timeout
+    res = runner.invoke(app, ["compare", str(a.path), str(b.path), "-f", "markdown"])
+    assert res.exit_code == 0, res.output
+    assert "More resilient" in res.output and "drop B - drop A" in res.output
 
 
 def test_compare_real_runs(tmp_path: Path) -> None:
@@ -184,11 +261,13 @@ def test_compare_real_runs(tmp_path: Path) -> None:
         for x in c.comparisons:
             if x.difference is not None:
                 assert x.difference.low - 1e-12 <= x.difference.estimate <= x.difference.high
-        # A verdict names a winner only when the evidence supports it.
+        # A verdict names a side only when the evidence supports it.
         supported = [x for x in c.comparisons if x.significant]
-        assert (c.winner is not None) == bool(supported)
-        if c.winner is None:
-            assert "no detectable difference" in c.verdict
+        assert (c.better is not None) == bool(supported)
+        resilient = [x for x in c.resilience if x.significant]
+        assert (c.more_resilient is not None) == bool(resilient)
+        if c.better is None:
+            assert "no detectable difference" in c.summary
     assert h.budgets[0].model_calls == sum(r.usage.model_calls for r in a.records)
     assert h.budgets[1].tool_calls == sum(r.steps for r in b.records)
 

@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from chaoseval.analysis.inference import _sign_flip, paired_compare, paired_inference, paired_test
 from chaoseval.analysis.stats import (
+    PairedResult,
     benjamini_hochberg,
     bootstrap_macro,
     holm,
     noise_floor,
-    paired_bootstrap,
-    paired_test,
 )
 
 # Benjamini & Hochberg (1995), section 4: 15 p-values from a multiple-endpoint trial.
@@ -68,10 +68,17 @@ def test_bootstrap_rejects_bad_input() -> None:
         bootstrap_macro(np.ones((2, 2)))
 
 
-def test_paired_identical_arms_zero_width() -> None:
+def paired_bootstrap(a: np.ndarray, b: np.ndarray, **kw: int) -> PairedResult:
+    return paired_compare(a, b, **kw)[0]
+
+
+def test_paired_identical_arms() -> None:
+    # Every difference 0: no evidence of a change, and no false certainty either (a zero-width
+    # interval would claim the difference is known to be exactly 0 from 50 tasks).
     v = np.random.default_rng(2).random(50)
-    r = paired_bootstrap(v, v.copy(), n_resamples=500)
-    assert r.difference.estimate == 0 and r.difference.low == 0 and r.difference.high == 0
+    r, test = paired_compare(v, v.copy(), n_resamples=500)
+    assert r.difference.estimate == 0 and r.difference.low == -r.difference.high < 0
+    assert test.p_value == 1.0
     assert r.ratio is not None and r.ratio.estimate == 1
     assert r.ratio.low == pytest.approx(1) and r.ratio.high == pytest.approx(1)
     assert r.ratio_note is None
@@ -128,19 +135,20 @@ def test_paired_rejects_misaligned() -> None:
 
 
 def test_sign_flip_all_positive_by_hand() -> None:
-    # Only +++++ and ----- reach |sum| = 5: p = 2 / 32.
-    r = paired_test(np.ones(5))
-    assert r.p_value == 0.0625 and r.method == "exact sign-flip permutation" and r.n == 5
+    # Only +++++ and ----- reach |sum| = 5 x 0.5: p = 2 / 32.
+    r = paired_test(np.full(5, 0.5))
+    assert r.p_value == 0.0625 and r.method == "exact sign-flip" and r.n == 5
 
 
 def test_sign_flip_small_case_by_hand() -> None:
-    # d = [3, -1, 2]: |sum| = 4. The 8 sign patterns give |sums| 4,6,0,2,2,0,6,4 -> 4 of 8 >= 4.
-    r = paired_test(np.array([3.0, -1.0, 2.0]))
+    # d = [3, -1, 2] / 2: |sum| = 2. The 8 sign patterns give |sums| 4,6,0,2,2,0,6,4 (halved):
+    # 4 of 8 reach it.
+    r = paired_test(np.array([1.5, -0.5, 1.0]))
     assert r.p_value == 0.5
 
 
 def test_sign_flip_zeros_do_not_change_p() -> None:
-    assert paired_test(np.array([1.0, 1, 1, 1, 1, 0, 0])).p_value == 0.0625
+    assert paired_test(np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0, 0])).p_value == 0.0625
     r = paired_test(np.zeros(4))
     assert r.p_value == 1.0 and r.n == 4
 
@@ -148,10 +156,39 @@ def test_sign_flip_zeros_do_not_change_p() -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(-5, 5), min_size=1, max_size=9))
 def test_sign_flip_matches_brute_force(d: list[int]) -> None:
-    obs = abs(sum(d))
+    x = np.array(d, dtype=float) + 0.5  # never integer: the sign-flip path
+    obs = abs(x.sum())
     pats = list(itertools.product([1, -1], repeat=len(d)))
-    expected = sum(abs(sum(s * x for s, x in zip(p, d, strict=True))) >= obs for p in pats)
-    assert paired_test(np.array(d, dtype=float)).p_value == pytest.approx(expected / len(pats))
+    expected = sum(abs(np.dot(p, x)) >= obs - 1e-9 for p in pats)
+    assert paired_test(x).p_value == pytest.approx(expected / len(pats))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(-4, 4), min_size=6, max_size=10))
+def test_sign_flip_interval_inverts_the_test(d: list[int]) -> None:
+    # The interval is exactly the set of shifts delta the test of d - delta does not reject.
+    x = np.array(d, dtype=float) / 4
+    _, low, high = _sign_flip(x, 0.05, 1.0)
+    sums = {sum(s) / len(s) for r in range(1, len(d) + 1) for s in itertools.combinations(x, r)}
+    for m in sorted(sums):
+        for delta in (m - 1e-6, m, m + 1e-6):
+            p, _, _ = _sign_flip(x - delta, 0.05, 1.0)
+            assert (low <= delta <= high) == (p >= 0.05), (delta, p, low, high)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-5, 5), min_size=1, max_size=40),
+    st.sampled_from([1.0, 5.0, 7.0]),
+)
+def test_interval_excludes_zero_iff_p_below_alpha(d: list[int], scale: float) -> None:
+    # Integer (0/1-derived), sign-flip and t paths alike; and no p-value is ever 0.
+    x = np.clip(np.array(d, dtype=float) / scale, -1, 1)  # scale 1: 0/1-derived differences
+    r = paired_inference(x)
+    assert r.test.p_value > 0
+    assert (not r.interval.contains(0.0)) == (r.test.p_value < 0.05), r
+    assert r.interval.low - 1e-12 <= r.interval.estimate <= r.interval.high + 1e-12
+    assert -1 <= r.interval.low <= r.interval.high <= 1
 
 
 def test_large_n_uses_paired_t() -> None:
@@ -159,7 +196,32 @@ def test_large_n_uses_paired_t() -> None:
     r = paired_test(d)
     assert r.method == "paired t" and r.n == 40
     assert r.p_value == pytest.approx(sps.ttest_1samp(d, 0).pvalue)
-    assert paired_test(np.full(20, 0.5)).p_value == 0.0
+    iv = paired_inference(d).interval
+    half = sps.t.ppf(0.975, 39) * d.std(ddof=1) / np.sqrt(40)
+    assert (iv.low, iv.high) == pytest.approx((d.mean() - half, d.mean() + half))
+
+
+def test_zero_variance_never_gives_p_zero() -> None:
+    # Every task loses the same 0.5: the t statistic is infinite; the exact sign-flip test says
+    # p = 2 / 2^20 (only the two uniform sign patterns are as extreme), and the interval is 0.5.
+    r = paired_inference(np.full(20, 0.5))
+    assert r.test.p_value == 2 / 2**20 and r.test.method == "exact sign-flip"
+    assert (r.interval.low, r.interval.high) == (0.5, 0.5)
+    # Five tasks can never reject at 5% (p = 2/32): the interval then spans every difference.
+    r = paired_inference(np.full(5, 0.5))
+    assert r.test.p_value == 0.0625 and (r.interval.low, r.interval.high) == (-1.0, 1.0)
+    # An enormous t statistic underflows in float: still not 0.
+    d = np.full(200, 1.0) + np.random.default_rng(1).normal(0, 1e-12, 200) - 0.5
+    assert paired_test(d).p_value > 0
+
+
+def test_0_1_differences_use_the_adjusted_wald() -> None:
+    # Ten tasks, every difference 0: the t and sign-flip intervals would collapse on [0, 0]
+    # and claim certainty; the adjusted interval keeps room for a difference it did not see.
+    r = paired_inference(np.zeros(10))
+    assert r.test.method == "adjusted Wald" and r.test.p_value == 1.0
+    # Two pseudo-tasks at +1 and -1 (half weight each) and one at 0: ss = 1, N = 12.
+    assert r.interval.low == pytest.approx(-sps.norm.ppf(0.975) * np.sqrt(1 / (11 * 12)))
 
 
 def test_paired_test_drops_nan() -> None:
