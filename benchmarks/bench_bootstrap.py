@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chaoseval.analysis.metrics import per_task_metric
 from chaoseval.analysis.inference import paired_compare
+from chaoseval.analysis.metrics import per_task_metric
 
 
 @dataclass(frozen=True)
