@@ -87,15 +87,17 @@ class Comparison:
             d is not None and self.p_holm is not None and self.p_holm < 0.05 and not d.contains(0.0)
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, arms: tuple[str, str] = ("perturbed", "clean")) -> dict[str, Any]:
+        """The comparison with each arm's value under its own name (``arms``), never a / b."""
         return {
             "metric": self.label,
             "k": self.k,
-            "a": self.a,
-            "b": self.b,
+            arms[0]: self.a,
+            arms[1]: self.b,
             "tasks": self.tasks,
             "excluded": self.excluded,
             "difference": _interval_json(self.difference),
+            "interval": self.difference.method if self.difference else None,
             "ratio_estimate": self.ratio_estimate,
             "ratio": _interval_json(self.ratio),
             "ratio_note": self.ratio_note,

@@ -81,6 +81,8 @@ def test_small_paired_comparison_exact_values() -> None:
     # Four tasks cannot reject anything at 5% (smallest p = 2/16): the interval that inverts the
     # test is every possible difference, and says so rather than excluding 0 at p = 1/4.
     assert (cmp.difference.low, cmp.difference.high) == (-1.0, 1.0)
+    doc = cmp.to_json()  # each arm under its own name
+    assert (doc["perturbed"], doc["clean"]) == (cmp.a, cmp.b) and "a" not in doc
     assert cmp.tasks == 4 and cmp.excluded == {}
     # Relative degradation: 1/10 over 17/40 = 4/17. Its interval is undefined here: a resample
     # of only task D has a zero clean baseline, and the note says so rather than hiding it.
