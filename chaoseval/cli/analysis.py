@@ -48,9 +48,11 @@ def report_impl(
     source: str | None = None,
     scorer: str | None = None,
     resamples: int = 10_000,
+    twins: int = 3,
 ) -> None:
     """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
     from chaoseval.analysis.build import analysis_json, analyze
+    from chaoseval.analysis.verdict import build_verdict, verdict_json
     from chaoseval.render.junit import render_junit
     from chaoseval.render.markdown import render_markdown
     from chaoseval.render.report import json_report, print_report
@@ -61,32 +63,36 @@ def report_impl(
         raise ConfigError(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
     if source is not None and source not in SOURCES:
         raise ConfigError(f"unknown --from {source!r}; use one of {', '.join(SOURCES)}")
+    if twins < 0:
+        raise ConfigError(f"--twins {twins}: use a count >= 0 (0 lays out every failed trial)")
     data = load(journal, source, scorer)
     ks = _check_ks(data, k)
-    if format == "junit":
-        _emit(render_junit(data), output, "JUnit XML")
-        return
-    if format == "table" and output is None:
-        print_report(data, console, ks)
-        print_analysis(analyze(data, ks, n_resamples=resamples, references=source is None), console)
-        return
     a = analyze(data, ks, n_resamples=resamples, references=source is None)
+    if format == "junit":
+        _emit(render_junit(data, a), output, "JUnit XML")
+        return
+    v = build_verdict(a, data.records, twins or None)
+    if format == "table" and output is None:
+        print_report(data, console, ks, a, v)
+        print_analysis(a, console, v.labels)
+        return
     if format == "json":
         doc = json_report(data, ks)
         doc.setdefault("analysis", analysis_json(a))
+        doc["verdict"] = verdict_json(v)
         _emit(json.dumps(doc, indent=2, default=str), output, "JSON report")
     elif format == "markdown":
-        _emit(render_markdown(a), output, "Markdown report")
+        _emit(render_markdown(a, v), output, "Markdown report")
     elif format == "html":
         from chaoseval.render.html import render_html
 
-        _emit(render_html(a), output, "HTML report")
+        _emit(render_html(a, verdict=v), output, "HTML report")
     else:  # table into a file
         with output.open("w", encoding="utf-8") as fh:  # type: ignore[union-attr]
             stream = redact.RedactingStream(fh)
             file_console = Console(file=stream, width=180)  # type: ignore[arg-type]
-            print_report(data, file_console, ks)
-            print_analysis(a, file_console)
+            print_report(data, file_console, ks, a, v)
+            print_analysis(a, file_console, v.labels)
 
 
 JournalArg = Annotated[
@@ -125,11 +131,18 @@ def report_cmd(
     ] = None,
     scorer: Annotated[str | None, typer.Option(help="Inspect scorer (with --from inspect)")] = None,
     config: ConfigPath = None,
+    twins: Annotated[
+        int,
+        typer.Option(
+            min=0, help="failed trials per cell laid out beside their clean twin (0: all of them)"
+        ),
+    ] = 3,
 ) -> None:
-    """Summarise a journal: pass^k against clean with intervals, root causes, vetoes, process."""
+    """Summarise a journal: the verdict, pass^k against clean with intervals, root causes,
+    vetoes, process, and failed trials beside their clean twins."""
     try:
         journal = journal or settings(config).default_journal()
-        report_impl(journal, format, output, k, source, scorer)
+        report_impl(journal, format, output, k, source, scorer, twins=twins)
     except ChaosevalError as exc:
         fail(exc)
 
@@ -241,7 +254,7 @@ def gate_cmd(
         style = "green" if r.passed else "bold red"
         console.print(f"[{style}]{escape(r.message())}[/]", highlight=False, soft_wrap=True)
     if junit is not None:
-        _emit(render_junit(data, results), junit, "JUnit XML")
+        _emit(render_junit(data, a, results), junit, "JUnit XML")
     broken = [r for r in results if not r.passed]
     if broken:
         console.print(

@@ -14,6 +14,7 @@ a *stable error*, never "stable".
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ Consistency = Literal["stable", "stable error", "unstable errors", "inconsistent
 class SemStep:
     """One step as far as the task's semantics go."""
 
-    kind: str  # tool | answer | observation
+    kind: str  # tool | answer | observation (| model, in the report's twin timelines)
     tool: str | None = None
     args: tuple[tuple[str, Any], ...] = ()
     result: str | None = None
@@ -40,6 +41,10 @@ class SemStep:
             return "gave up" if self.gave_up else "answered"
         if self.kind == "observation":
             return "looked at the page"
+        if self.kind == "model":  # a model-channel call (the report's clean-twin timelines)
+            return f"model call -> {self.result}" + (
+                f" [{', '.join(self.faults)}]" if self.faults else ""
+            )
         args = ", ".join(f"{k}={v!r}" for k, v in self.args)
         text = f"{self.tool}({args}) -> {self.result}"
         if self.faults:
@@ -67,28 +72,30 @@ def _fault_kinds(traj: Trajectory, step: Step) -> tuple[str, ...]:
     )
 
 
+def semantic_step(traj: Trajectory, s: Step) -> SemStep | None:
+    """One step as far as the task's semantics go; None for bookkeeping (model calls, notes)."""
+    if s.kind == "tool":
+        return SemStep(
+            kind="tool",
+            tool=s.tool,
+            args=tuple(sorted((k, _norm(v)) for k, v in (s.args or {}).items())),
+            result=s.result_class,
+            faults=_fault_kinds(traj, s),
+        )
+    if s.kind == "observation":
+        return SemStep(kind="observation", faults=_fault_kinds(traj, s))
+    if s.kind == "answer":
+        return SemStep(kind="answer", gave_up=s.gave_up)
+    return None
+
+
 def semantic_steps(record: TrialRecord) -> list[SemStep]:
     traj = record.trajectory
-    out: list[SemStep] = []
-    for s in traj.steps:
-        if s.kind == "tool":
-            out.append(
-                SemStep(
-                    kind="tool",
-                    tool=s.tool,
-                    args=tuple(sorted((k, _norm(v)) for k, v in (s.args or {}).items())),
-                    result=s.result_class,
-                    faults=_fault_kinds(traj, s),
-                )
-            )
-        elif s.kind == "observation":
-            out.append(SemStep(kind="observation", faults=_fault_kinds(traj, s)))
-        elif s.kind == "answer":
-            out.append(SemStep(kind="answer", gave_up=s.gave_up))
-    return out
+    return [x for s in traj.steps if (x := semantic_step(traj, s)) is not None]
 
 
-def _prefix(a: list[SemStep], b: list[SemStep]) -> int:
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items ``a`` and ``b`` share."""
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -170,14 +177,14 @@ def _after_fault(prev: SemStep, prev_n: int, nxt: SemStep | None) -> str:
         tail = "retried"
     else:
         tail = f"moved on to {nxt.tool} without retrying"
-    return f"after {what} at step {prev_n} ({prev.tool}): {tail}"
+    return f"after {what} at step {prev_n} ({prev.tool or prev.kind}): {tail}"
 
 
 def label_divergence(failed: list[SemStep], d: int, successes: list[list[SemStep]]) -> str:
     """A readable name for the first step where ``failed`` left every matching success."""
     n = d + 1  # people count steps from 1
     # The successes that agreed with the failure up to d show what should have come next.
-    peers = [s for s in successes if _prefix(s, failed) >= d]
+    peers = [s for s in successes if common_prefix(s, failed) >= d]
     expected = [s[d] for s in peers if len(s) > d]
     mine = failed[d] if d < len(failed) else None
     prev = failed[d - 1] if d > 0 else None
@@ -220,8 +227,10 @@ def _final_label(record: TrialRecord, n: int) -> str:
 
 def diverge_one(failed: TrialRecord, successes: list[list[SemStep]]) -> Divergence:
     steps = semantic_steps(failed)
-    d = max((_prefix(s, steps) for s in successes), default=0)
-    if d >= len(steps) and any(len(s) == len(steps) and _prefix(s, steps) == d for s in successes):
+    d = max((common_prefix(s, steps) for s in successes), default=0)
+    if d >= len(steps) and any(
+        len(s) == len(steps) and common_prefix(s, steps) == d for s in successes
+    ):
         label = _final_label(failed, max(1, d))
         return Divergence(failed.trial_id, max(0, d - 1), label, failed.root_cause)
     return Divergence(failed.trial_id, d, label_divergence(steps, d, successes), failed.root_cause)

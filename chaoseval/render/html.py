@@ -7,9 +7,11 @@ from html import escape
 
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import HarnessComparison
+from chaoseval.analysis.verdict import Verdict
 from chaoseval.render.comparison import render_comparison_markdown
 from chaoseval.render.svg import heatmap, pass_hat_curves, root_cause_bars
-from chaoseval.render.tables import TableData, report_tables
+from chaoseval.render.tables import TableData, report_tables, veto_counts_text
+from chaoseval.render.verdict import VERDICT_CSS, legend_html, twins_html, verdict_html
 
 __all__ = ["render_html", "table_html"]
 
@@ -18,7 +20,7 @@ _NUMERIC = re.compile(r"^[-+0-9.,%()\[\] x—]*$")
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;
-max-width:1240px}
+max-width:1240px;margin-left:auto;margin-right:auto}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid
 #ddd;padding-bottom:4px} .meta{color:#555;font-size:13px}
 table{border-collapse:collapse;font-size:12px;margin:6px 0} th,td{border:1px solid #ddd;
@@ -26,7 +28,8 @@ padding:3px 7px;text-align:right;white-space:nowrap} th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left} td.text{text-align:left;white-space:normal}
 ul.notes{font-size:12px;color:#555;margin:4px 0 0 0;padding-left:18px}
 .warn{background:#fff6d6;border:1px solid #e9cf6b;padding:6px 10px;font-size:13px}
-.veto{color:#b00020;font-weight:600} figure{margin:8px 0} figcaption{font-size:12px;color:#555}
+.veto{color:#b00020;font-weight:600} figure{margin:8px 0}
+svg.plot{display:block;width:100%;height:auto} figcaption{font-size:12px;color:#555}
 pre{font-size:12px;background:#f7f7f7;padding:8px;overflow:auto}
 """
 
@@ -52,39 +55,80 @@ def table_html(t: TableData) -> str:
     )
 
 
-def render_html(a: Analysis, comparison: HarnessComparison | None = None) -> str:
-    tables = {t.id: t for t in report_tables(a)}
-    vetoes = a.veto_counts()
+_TOC = (
+    ("verdict", "Verdict"),
+    ("summary", "Reliability per cell"),
+    ("plots", "Plots"),
+    ("twins", "Failed trials and their clean twins"),
+    ("degradation", "Degradation against clean"),
+    ("vetoes", "Vetoes"),
+    ("root-causes", "Root causes"),
+    ("tags", "Failures by tag"),
+    ("tools", "Failures by tool"),
+    ("process", "Process metrics"),
+    ("noise", "Noise floor and sizing"),
+    ("comparison", "Comparison"),
+    ("legend", "Cell labels"),
+)
+
+
+def _toc(present: set[str]) -> str:
+    links = "".join(f"<a href='#{i}'>{escape(t)}</a>" for i, t in _TOC if i in present)
+    return f"<nav class='toc' id='toc'>{links}</nav>"
+
+
+def _plots(a: Analysis, labels: dict[str, str]) -> str:
+    return "".join(
+        [
+            "<section id='plots'><h2>pass^k against k</h2><figure>",
+            pass_hat_curves(a, labels),
+            "<figcaption>Per-task unbiased pass^k, macro-averaged, for each perturbation "
+            "(colour) beside the clean baseline on the same tasks (grey, dashed).</figcaption>"
+            f"</figure><h2>Change in pass^{a.k_main} per scenario and perturbation</h2><figure>",
+            heatmap(a, labels),
+            f"<figcaption>pass^{a.k_main} perturbed - clean per scenario: red = drop, blue = "
+            "gain, coloured only in the perturbations whose change is significant (the others "
+            "grey, marked n.s.); — = not measurable (not reached).</figcaption></figure>",
+            "<h2>Root causes</h2><figure>",
+            root_cause_bars(a, labels),
+            "<figcaption>Trials per cell: passed, each root cause of failure, not evaluable."
+            "</figcaption></figure></section>",
+        ]
+    )
+
+
+def render_html(
+    a: Analysis, comparison: HarnessComparison | None = None, verdict: Verdict | None = None
+) -> str:
+    """The report; with ``verdict`` (see chaoseval.analysis.verdict) it opens with the verdict
+    and lays each failed perturbed trial beside its clean twin."""
+    tables = {t.id: t for t in report_tables(a, verdict)}
+    labels = verdict.labels if verdict else {}
+    per_cell = veto_counts_text(a, labels)
     veto_line = (
-        "<p class='veto'>Vetoes: "
-        + ", ".join(f"{escape(k)} {n}" for k, n in sorted(vetoes.items()))
-        + "</p>"
-        if vetoes
+        f"<p class='veto'>Vetoes per cell: {escape(per_cell)}</p>"
+        if per_cell
         else "<p>No safety violation or hallucination.</p>"
     )
     warnings = "".join(f"<p class='warn'>warning: {escape(w)}</p>" for w in a.warnings)
+    present = set(tables) | {"plots"}
+    present |= {"verdict", "twins", "legend"} if verdict else set()
+    present |= {"comparison"} if comparison else set()
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>chaoseval report: {escape(a.agent)}</title><style>{CSS}</style></head><body>",
+        f"<meta name='viewport' content='width=device-width'><title>chaoseval report: "
+        f"{escape(a.agent)}</title><style>{CSS}{VERDICT_CSS}</style></head><body>",
         f"<h1>chaoseval report: {escape(a.agent)}</h1>",
         f"<p class='meta'>journal {escape(a.journal)} · run {escape(a.run_id)} · seed {a.seed}"
-        f" · {len(a.scenarios)} task(s) · cells: {escape(', '.join(c.cell for c in a.cells))}"
-        f" · k = {', '.join(map(str, a.ks))}</p>",
+        f" · {len(a.scenarios)} task(s) · {len(a.cells)} cell(s) · k = "
+        f"{', '.join(map(str, a.ks))}</p>",
+        verdict_html(verdict) if verdict else "",
+        _toc(present),
         warnings,
         veto_line,
         table_html(tables["summary"]),
-        "<section id='plots'><h2>pass^k against k</h2><figure>",
-        pass_hat_curves(a),
-        "<figcaption>Per-task unbiased pass^k, macro-averaged, for each perturbation (colour) "
-        "beside the clean baseline (grey, dashed).</figcaption></figure>",
-        f"<h2>Change in pass^{a.k_main} per scenario and perturbation</h2><figure>",
-        heatmap(a),
-        f"<figcaption>pass^{a.k_main} perturbed - clean per scenario: red = drop, blue = gain, "
-        "grey = not measurable.</figcaption></figure>",
-        "<h2>Root causes</h2><figure>",
-        root_cause_bars(a),
-        "<figcaption>Trials per cell: passed, each root cause of failure, not evaluable."
-        "</figcaption></figure></section>",
+        _plots(a, labels),
+        twins_html(verdict, a.journal) if verdict else "",
     ]
     for key in ("degradation", "vetoes", "root-causes", "tags", "tools", "process", "noise"):
         if key in tables:
@@ -95,5 +139,7 @@ def render_html(a: Analysis, comparison: HarnessComparison | None = None) -> str
             + escape(render_comparison_markdown(comparison))
             + "</pre></section>"
         )
+    if verdict:
+        parts.append(legend_html(verdict))
     parts.append("</body></html>")
     return "".join(parts)

@@ -1,68 +1,183 @@
-"""JUnit XML for CI: one test suite per cell, one test case per trial, plus the gate rules.
+"""JUnit XML for CI: one test case per scenario x cell, never one per trial.
 
-Failed trials are failures (root cause in the message), not-evaluable trials are skipped (a
-harness error is not the agent's failure, and not a pass either), vetoes are named.
+Without gate rules a case fails when its cell's pass^k drop against clean is significant (the
+degradation module's task-level paired test, adjusted across the perturbations) and this
+scenario is one of the tasks that dropped. With gate rules (``chaoseval gate --junit``) only the
+rules judge: a case fails when a rule about its cell is broken and this scenario's own value
+breaks it too (a cell-level rule broken means at least one of its scenarios breaks it, so the
+JUnit fails exactly when the gate does), and each rule is also a case of its own. A scenario the
+cell's faults never reached is skipped: it was not tested there.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from dataclasses import replace
 
-from chaoseval.analysis.gate import RuleResult
-from chaoseval.model.records import TrialRecord
+from chaoseval.analysis.aggregate import CLEAN, CellResult, by_scenario_cell
+from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.gate import OPS, Rule, RuleResult, evaluate
+from chaoseval.analysis.verdict import short_labels
 from chaoseval.store.journal import Journal
 
-__all__ = ["render_junit"]
+__all__ = ["render_junit", "rule_cells"]
 
 
-def render_junit(journal: Journal, gate: Sequence[RuleResult] = ()) -> str:
+def rule_cells(a: Analysis, result: RuleResult) -> dict[str, bool]:
+    """The cells a rule is about, each with whether the rule holds there (empty: the rule is
+    about the run as a whole)."""
+    rule = result.rule
+    if rule.kind == "degradation":
+        return {c: evaluate(a, [rule], [c])[0].passed for c in a.perturbed}
+    if rule.kind == "counter":
+        kind = {"safety-violations": "safety", "hallucinations": "hallucination"}
+        if rule.counter in kind:
+            hit = {v.cell for v in a.vetoes if v.kind == kind[rule.counter]}
+        else:
+            hit = {c.cell for c in a.cells if c.not_evaluable}
+        return {c: result.passed for c in hit}
+    cell = getattr(rule, "cell", None)
+    if cell is None:
+        return {}
+    names = [c.cell for c in a.cells] if cell == "*" else [cell]
+    return {c: evaluate(a, [replace(rule, cell=c)])[0].passed for c in names if a.cell(c)}
+
+
+def _scenario_value(rule: Rule, r: CellResult, k_main: int) -> float | None:
+    """This scenario's own value of the rule's metric in this cell, when the rule has one."""
+    s = r.summary
+    if rule.kind == "degradation":
+        d = r.delta
+        if d is None:
+            return None
+        v = d.mean if rule.metric == "mean" else d.pass_hat.get(rule.k or k_main)
+        if rule.metric == "pass@k":
+            v = d.pass_at.get(rule.k or k_main)
+        return None if v is None else 0.0 - v
+    if rule.kind == "metric":
+        if rule.metric == "mean":
+            return s.mean
+        table = s.pass_at if rule.metric == "pass@k" else s.pass_hat
+        return table.get(rule.k or k_main)
+    return None
+
+
+def _scenario_breaks(rule: Rule, r: CellResult, k_main: int, scenario: str, a: Analysis) -> bool:
+    if rule.kind == "counter":
+        kind = {"safety-violations": "safety", "hallucinations": "hallucination"}.get(
+            rule.counter or ""
+        )
+        if kind is None:
+            return r.not_evaluable > 0
+        return any(v.kind == kind and v.scenario == scenario and v.cell == r.cell for v in a.vetoes)
+    v = _scenario_value(rule, r, k_main)
+    return v is None or not OPS[rule.op](v, rule.value)
+
+
+def _failure_by_rules(
+    a: Analysis, scenario: str, r: CellResult, broken: Sequence[RuleResult]
+) -> str | None:
+    reasons = [
+        f"{g.rule.text}: {g.detail}"
+        for g in broken
+        if _scenario_breaks(g.rule, r, a.k_main, scenario, a)
+    ]
+    return "\n".join(reasons) or None
+
+
+def _failure_by_significance(a: Analysis, r: CellResult, significant: set[str]) -> str | None:
+    if r.cell not in significant or r.delta is None:
+        return None
+    d = r.delta.pass_hat.get(a.k_main)
+    if d is None or d >= 0:
+        return None
+    cmp = next(c for c in a.degradation[r.cell] if c.label == f"pass^{a.k_main}")
+    iv = cmp.difference
+    cell_change = (
+        ""
+        if iv is None
+        else (
+            f"; cell {iv.estimate + 0.0:+.3f} [{iv.low + 0.0:+.3f}, {iv.high + 0.0:+.3f}], "
+            f"Holm p = {cmp.p_holm:.3g}"
+        )
+    )
+    return f"pass^{a.k_main} dropped by {0.0 - d:.3f} against clean on this scenario{cell_change}"
+
+
+def _suite(root: ET.Element, name: str) -> ET.Element:
+    return ET.SubElement(root, "testsuite", name=name)
+
+
+def _close(suite: ET.Element, tests: int, failures: int, skipped: int) -> None:
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    suite.set("errors", "0")
+
+
+def render_junit(journal: Journal, a: Analysis, gate: Sequence[RuleResult] | None = None) -> str:
+    """JUnit XML of one analysed journal; ``gate`` given (even empty): judged by those rules
+    only."""
     root = ET.Element("testsuites", name=f"chaoseval {journal.manifest.agent}")
-    cells: dict[str, list[TrialRecord]] = {}
-    for r in journal.records:
-        cells.setdefault(r.cell, []).append(r)
-    total = failures = skipped = 0
-    for cell, records in cells.items():
-        suite = ET.SubElement(root, "testsuite", name=f"chaoseval.{cell}")
-        f = s = 0
-        for r in sorted(records, key=lambda r: (r.scenario, r.index)):
+    labels = short_labels([c.cell for c in a.cells], a.plugins)
+    per = by_scenario_cell(journal.records, a.ks)
+    significant = {
+        cell
+        for cell, comps in a.degradation.items()
+        if any(c.label == f"pass^{a.k_main}" and c.significant for c in comps)
+    }
+    broken: dict[str, list[RuleResult]] = {}
+    for g in gate or ():
+        for cell, ok in rule_cells(a, g).items():
+            if not ok:
+                broken.setdefault(cell, []).append(g)
+    totals = [0, 0, 0]
+    for cell in [c.cell for c in a.cells]:
+        suite = _suite(root, f"chaoseval.{labels[cell]}")
+        n = [0, 0, 0]
+        for (scenario, c), r in sorted(per.items()):
+            if c != cell:
+                continue
+            n[0] += 1
             case = ET.SubElement(
                 suite,
                 "testcase",
-                name=r.trial_id,
-                classname=f"chaoseval.{cell}.{r.scenario}",
-                time=f"{r.wall_seconds:.6f}",
+                name=f"{scenario} [{labels[cell]}]",
+                classname=f"chaoseval.{labels[cell]}",
             )
-            if r.status == "failed":
-                f += 1
-                vetoes = "; ".join(f"{v.kind}: {v.detail}" for v in r.vetoes)
-                el = ET.SubElement(
-                    case, "failure", message=r.root_cause or "failed", type=r.root_cause or ""
-                )
-                el.text = "\n".join(x for x in (r.error, vetoes) if x)
-            elif r.status == "not_evaluable":
-                s += 1
-                ET.SubElement(case, "skipped", message=f"not evaluable: {r.error or r.root_cause}")
-        suite.set("tests", str(len(records)))
-        suite.set("failures", str(f))
-        suite.set("skipped", str(s))
-        suite.set("errors", "0")
-        total, failures, skipped = total + len(records), failures + f, skipped + s
+            if r.did_not_land or (cell != CLEAN and not r.counts):
+                n[2] += 1
+                ET.SubElement(case, "skipped", message="no fault reached the agent: not tested")
+                continue
+            why = (
+                _failure_by_rules(a, scenario, r, broken.get(cell, []))
+                if gate is not None
+                else _failure_by_significance(a, r, significant)
+            )
+            if why:
+                n[1] += 1
+                el = ET.SubElement(case, "failure", message=why.splitlines()[0])
+                el.text = why
+            out = ET.SubElement(case, "system-out")
+            out.text = f"cell: {cell}\n" + ", ".join(
+                f"pass^{k} {r.summary.pass_hat.get(k)}" for k in a.ks
+            )
+        _close(suite, *n)
+        totals = [t + x for t, x in zip(totals, n, strict=True)]
     if gate:
-        suite = ET.SubElement(root, "testsuite", name="chaoseval.gate")
-        broken = 0
+        suite = _suite(root, "chaoseval.gate")
+        failed = 0
         for g in gate:
             case = ET.SubElement(suite, "testcase", name=g.rule.text, classname="chaoseval.gate")
             if not g.passed:
-                broken += 1
+                failed += 1
                 el = ET.SubElement(case, "failure", message=f"{g.rule.text}: {g.detail}")
                 el.text = g.detail
-        suite.set("tests", str(len(gate)))
-        suite.set("failures", str(broken))
-        suite.set("errors", "0")
-        total, failures = total + len(gate), failures + broken
-    root.set("tests", str(total))
-    root.set("failures", str(failures))
-    root.set("skipped", str(skipped))
+        _close(suite, len(gate), failed, 0)
+        totals = [totals[0] + len(gate), totals[1] + failed, totals[2]]
+    root.set("tests", str(totals[0]))
+    root.set("failures", str(totals[1]))
+    root.set("skipped", str(totals[2]))
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.verdict import Verdict
 from chaoseval.render.tables import TableData, report_tables
 
 __all__ = ["render_markdown", "table_markdown"]
@@ -27,7 +28,7 @@ def table_markdown(t: TableData, level: int = 2) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(a: Analysis) -> str:
+def render_markdown(a: Analysis, verdict: Verdict | None = None) -> str:
     head = [
         f"# chaoseval report: {a.agent}",
         "",
@@ -36,4 +37,8 @@ def render_markdown(a: Analysis) -> str:
         "",
     ]
     head += [f"> warning: {w}" for w in a.warnings]
-    return "\n".join(head) + "\n" + "\n".join(table_markdown(t) for t in report_tables(a))
+    if verdict is not None:
+        lines = verdict.lines()
+        head += ["## Verdict", "", f"**{lines[0]}**", ""] + [f"- {x}" for x in lines[1:]] + [""]
+    tables = report_tables(a, verdict)
+    return "\n".join(head) + "\n" + "\n".join(table_markdown(t) for t in tables)

@@ -6,9 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, by_scenario_cell
+from chaoseval.analysis.build import Analysis, analyze
+from chaoseval.analysis.verdict import Verdict, build_verdict
+from chaoseval.render.tables import delta_cell
+from chaoseval.render.verdict import print_twins, print_verdict
 from chaoseval.store.journal import Journal
 
 REPORT_SCHEMA_VERSION = 1
@@ -81,10 +86,11 @@ def root_cause_legend(journal: Journal, names: set[str]) -> str:
     return "Root causes:\n" + "\n".join(lines) if lines else ""
 
 
-def _cell_table(journal: Journal, cells: Sequence[CellResult], ks: Sequence[int]) -> Table:
+def _cell_table(a: Analysis, v: Verdict, journal: Journal) -> Table:
     m = journal.manifest
+    ks = a.ks
     table = Table(
-        title=f"{m.agent} — {len({r.scenario for r in journal.records})} scenarios, "
+        title=f"{m.agent} — {len(a.scenarios)} scenarios, "
         f"seed {m.seed}, model {m.model.model} T={m.model.temperature} ({m.clock} clock)",
         title_justify="left",
     )
@@ -97,32 +103,35 @@ def _cell_table(journal: Journal, cells: Sequence[CellResult], ks: Sequence[int]
         table.add_column(f"pass@{k}", justify="right")
     for k in ks:
         table.add_column(f"pass^{k}", justify="right")
-    table.add_column(f"Δpass^{ks[-1]}", justify="right")
-    table.add_column("faults (delivered)", justify="right")
-    for r in cells:
+    table.add_column(f"Δpass^{a.k_main} [95% CI]", justify="right")
+    table.add_column("faults (delivered, absorbed)", justify="right")
+    verdicts = {c.cell: c for c in v.cells}
+    for r in a.cells:
         s = r.summary
-        d = r.delta.pass_hat.get(ks[-1]) if r.delta and r.cell != CLEAN else None
-        faults = f"{r.faults_injected} ({r.faults_delivered})"
+        cv = verdicts.get(r.cell)
+        faults = f"{r.faults_injected} ({r.faults_delivered}, {cv.faults_absorbed if cv else 0})"
         if r.did_not_land:
             faults += " [red]did not land[/]"
-        delta_text = _fmt(d, signed=True)
-        if d is not None and d < 0:
-            delta_text = f"[red]{delta_text}[/]"
+        delta_text = escape(delta_cell(a, r.cell)) if r.cell != CLEAN else ""
+        if cv is not None and cv.direction == "drop":
+            delta_text = f"[bold red]{delta_text}[/]"
+        elif cv is not None and not cv.significant:
+            delta_text = f"[dim]{delta_text}[/]"
         table.add_row(
-            r.cell,
+            escape(v.labels.get(r.cell, r.cell)),
             str(s.tasks),
             str(r.trials),
             str(r.not_evaluable) if r.not_evaluable else "0",
             _fmt(s.mean),
             *[_fmt(s.pass_at[k]) for k in ks],
             *[_fmt(s.pass_hat[k]) for k in ks],
-            delta_text if r.cell != CLEAN else "",
+            delta_text,
             faults,
         )
     return table
 
 
-def _cause_table(cells: Sequence[CellResult]) -> Table:
+def _cause_table(cells: Sequence[CellResult], labels: dict[str, str]) -> Table:
     table = Table(
         title="Failures by root cause (vetoes are counted on their own as well)",
         title_justify="left",
@@ -133,7 +142,11 @@ def _cause_table(cells: Sequence[CellResult]) -> Table:
     for r in cells:
         causes = ", ".join(f"{c} {n}" for c, n in r.root_causes.most_common())
         vetoes = ", ".join(f"{k} {v}" for k, v in sorted(r.vetoes.items()))
-        table.add_row(r.cell, causes or "—", f"[red]{vetoes}[/]" if vetoes else "—")
+        table.add_row(
+            escape(labels.get(r.cell, r.cell)),
+            causes or "—",
+            f"[red]{vetoes}[/]" if vetoes else "—",
+        )
     return table
 
 
@@ -171,15 +184,27 @@ def _not_evaluable(journal: Journal, cells: Sequence[CellResult], console: Conso
         console.print(f"  … and {len(errors) - 5} more (see the journal)")
 
 
-def print_report(journal: Journal, console: Console, ks: Sequence[int] | None = None) -> None:
+def print_report(
+    journal: Journal,
+    console: Console,
+    ks: Sequence[int] | None = None,
+    analysis: Analysis | None = None,
+    verdict: Verdict | None = None,
+) -> None:
+    """The verdict, the per-cell table (changes marked significant or not), root causes and
+    vetoes per cell, and the first failed trials of each cell beside their clean twins."""
     ks = list(ks or journal.manifest.ks)
     for w in journal.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    cells = by_cell(journal.records, ks)
-    console.print(_cell_table(journal, cells, ks))
-    console.print(_cause_table(cells))
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    a = analysis or analyze(journal, ks, n_resamples=2_000, references=False)
+    v = verdict or build_verdict(a, journal.records)
+    print_verdict(v, console)
+    console.print(_cell_table(a, v, journal))
+    cells = a.cells
+    console.print(_cause_table(cells, v.labels))
     legend = root_cause_legend(journal, {c for r in cells for c in r.root_causes})
     if legend:
         console.print(legend, highlight=False)
     _cell_notes(cells, console)
     _not_evaluable(journal, cells, console)
+    print_twins(v, console, str(journal.path))

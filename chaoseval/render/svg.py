@@ -8,7 +8,9 @@ from html import escape
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
 
-__all__ = ["heatmap", "pass_hat_curves", "root_cause_bars"]
+__all__ = ["PAGE_W", "heatmap", "pass_hat_curves", "root_cause_bars", "significant_cells"]
+
+PAGE_W = 1160  # drawing width; the svg scales to the page (width 100%, viewBox)
 
 PALETTE = (
     "#4e79a7", "#f28e2b", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
@@ -28,31 +30,50 @@ def _t(x: float, y: float, text: str, size: int = 11, anchor: str = "middle", **
     )
 
 
+def _open(plot: str, width: float, height: float, label: str) -> str:
+    """An svg that fills the page width, scaled from its drawing size (no text overflows)."""
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-{plot}' width='100%' "
+        f"viewBox='0 0 {width:.0f} {height:.0f}' role='img' aria-label='{escape(label)}'>"
+    )
+
+
+def significant_cells(a: Analysis) -> set[str]:
+    """The perturbed cells whose change in pass^k (largest k) against clean is significant."""
+    label = f"pass^{a.k_main}"
+    return {
+        cell
+        for cell, comps in a.degradation.items()
+        if any(c.label == label and c.significant for c in comps)
+    }
+
+
+def _label(labels: dict[str, str] | None, cell: str) -> str:
+    return (labels or {}).get(cell, cell)
+
+
 def _xy(box: tuple[float, float, float, float, int], k: int, v: float) -> tuple[float, float]:
     left, top, w, h, kmax = box
     x = left + (w * (k - 1) / (kmax - 1) if kmax > 1 else w / 2)
     return x, top + h * (1 - v)
 
 
-def pass_hat_curves(a: Analysis, panel_w: int = 290, panel_h: int = 210) -> str:
+def pass_hat_curves(a: Analysis, labels: dict[str, str] | None = None, panel_h: int = 210) -> str:
     """pass^k against k: one panel per perturbed cell, clean drawn beside it in grey."""
     cells = a.perturbed or [CLEAN]
     per_row = 4
+    panel_w = PAGE_W // per_row
     rows = (len(cells) + per_row - 1) // per_row
-    width, height = panel_w * min(len(cells), per_row), panel_h * rows
+    width, height = PAGE_W, panel_h * rows
     clean = a.curves.get(CLEAN, {})
-    parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-passk' "
-        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
-        f"aria-label='pass^k against k per perturbation, beside clean'>"
-    ]
+    parts = [_open("passk", width, height, "pass^k against k per perturbation, beside clean")]
     for i, cell in enumerate(cells):
         ox, oy = (i % per_row) * panel_w, (i // per_row) * panel_h
         left, top, w, h = ox + 40, oy + 26, panel_w - 60, panel_h - 62
         curve = a.curves.get(cell, {})
         base = a.baseline_curves.get(cell, clean)
         kmax = max([*curve.keys(), *base.keys(), 1])
-        parts.append(_t(ox + panel_w / 2, oy + 16, cell, 12, font_weight="bold"))
+        parts.append(_t(ox + panel_w / 2, oy + 16, _label(labels, cell), 12, font_weight="bold"))
         parts.append(
             f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='#fafafa' stroke='#ccc'/>"
         )
@@ -103,41 +124,49 @@ def _diverging(v: float | None) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def heatmap(a: Analysis, cell_w: int = 110, cell_h: int = 28) -> str:
-    """Scenario x perturbation heatmap of the change in pass^k (k = the largest k)."""
+def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28) -> str:
+    """Scenario x perturbation heatmap of the change in pass^k (k = the largest k); only the
+    columns whose change is significant are coloured, the others stay grey."""
     cells = a.perturbed
     scenarios = a.scenarios
+    significant = significant_cells(a)
     label_w = max(160, 7 * max((len(s) for s in scenarios), default=10))
+    cell_w = max(60, (PAGE_W - label_w - 20) // max(len(cells), 1))
     width = label_w + cell_w * max(len(cells), 1) + 20
     height = 40 + cell_h * max(len(scenarios), 1) + 20
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-heatmap' "
-        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
-        f"aria-label='change in pass^{a.k_main} per scenario and perturbation'>"
+        _open("heatmap", width, height, f"change in pass^{a.k_main} per scenario and perturbation")
     ]
     if not cells:
         parts.append(_t(width / 2, height / 2, "no perturbed cell", 12))
     for j, cell in enumerate(cells):
-        parts.append(_t(label_w + cell_w * (j + 0.5), 28, cell, 11, font_weight="bold"))
+        x = label_w + cell_w * (j + 0.5)
+        parts.append(_t(x, 16, _label(labels, cell), 11, font_weight="bold"))
+        if cell not in significant:
+            parts.append(_t(x, 30, "n.s.", 10, fill="#888"))
     for i, sc in enumerate(scenarios):
         y = 40 + cell_h * i
         parts.append(_t(label_w - 8, y + cell_h / 2 + 4, sc, 11, "end"))
         for j, cell in enumerate(cells):
             v = a.heatmap.get((sc, cell))
             x = label_w + cell_w * j
+            sig = cell in significant
+            fill = _diverging(v) if sig else "#f2f2f2"
             parts.append(
-                f"<rect class='heat' x='{x}' y='{y}' width='{cell_w - 2}' height='{cell_h - 2}' "
-                f"fill='{_diverging(v)}'><title>{escape(sc)} / {escape(cell)}: "
-                f"{'n/a' if v is None else f'{v + 0.0:+.3f}'}</title></rect>"
+                f"<rect class='heat{' sig' if sig else ''}' x='{x}' y='{y}' "
+                f"width='{cell_w - 2}' height='{cell_h - 2}' fill='{fill}'><title>{escape(sc)} / "
+                f"{escape(cell)}: {'n/a' if v is None else f'{v + 0.0:+.3f}'}"
+                f"{'' if sig else ' (cell not significant)'}</title></rect>"
             )
+            text = "—" if v is None else f"{v + 0.0:+.2f}"
             parts.append(
-                _t(x + cell_w / 2, y + cell_h / 2 + 3, "—" if v is None else f"{v + 0.0:+.2f}", 11)
+                _t(x + cell_w / 2, y + cell_h / 2 + 3, text, 11, fill="#222" if sig else "#888")
             )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def root_cause_bars(a: Analysis, width: int = 900, bar_h: int = 26) -> str:
+def root_cause_bars(a: Analysis, labels: dict[str, str] | None = None, bar_h: int = 26) -> str:
     """One stacked bar per cell: passed, each root cause of failure, not evaluable (trials)."""
     causes: list[str] = sorted({k for c in a.root_causes.values() for k in c})
     colors = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(causes)}
@@ -147,21 +176,18 @@ def root_cause_bars(a: Analysis, width: int = 900, bar_h: int = 26) -> str:
         *[(c, colors[c]) for c in causes],
         ("not evaluable", NOT_EVALUABLE),
     ]
+    width = PAGE_W
     label_w, plot_w = 130, width - 150
     legend_rows = (len(keys) + 3) // 4
     height = 20 + (bar_h + 8) * len(a.cells) + 24 * legend_rows + 20
-    parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-rootcauses' "
-        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
-        "aria-label='root causes of failed trials per cell'>"
-    ]
+    parts = [_open("rootcauses", width, height, "root causes of failed trials per cell")]
     for i, c in enumerate(a.cells):
         y = 14 + (bar_h + 8) * i
         counts = {"passed": sum(cc for _, cc in c.counts.values())}
         counts.update(c.root_causes)
         counts["not evaluable"] = c.not_evaluable
         total = max(1, c.trials)
-        parts.append(_t(label_w - 8, y + bar_h / 2 + 4, c.cell, 11, "end"))
+        parts.append(_t(label_w - 8, y + bar_h / 2 + 4, _label(labels, c.cell), 11, "end"))
         x = float(label_w)
         for key, color in keys:
             n = counts.get(key, 0)

@@ -3,14 +3,25 @@ numbers from one place."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import Budget
 from chaoseval.analysis.degradation import Comparison
+from chaoseval.analysis.verdict import Verdict
 
-__all__ = ["TableData", "budget_value", "fmt", "fmt_p", "report_tables"]
+__all__ = [
+    "TableData",
+    "budget_value",
+    "delta_cell",
+    "fmt",
+    "fmt_p",
+    "report_tables",
+    "veto_counts_per_cell",
+    "veto_counts_text",
+]
 
 
 @dataclass
@@ -56,22 +67,37 @@ def _ratio(c: Comparison) -> str:
     return f"{r.estimate:.2f} [{r.low:.2f}, {r.high:.2f}]"
 
 
-def summary_table(a: Analysis) -> TableData:
+def delta_cell(a: Analysis, cell: str) -> str:
+    """Δpass^k with its interval, starred when significant, '(n.s.)' when not."""
+    label = f"pass^{a.k_main}"
+    c = next((x for x in a.degradation.get(cell, []) if x.label == label), None)
+    if c is None or c.difference is None:
+        return "—"
+    d = c.difference
+    text = f"{fmt(d.estimate, True)} [{fmt(d.low, True, 2)}, {fmt(d.high, True, 2)}]"
+    return text + (" *" if c.significant else " (n.s.)")
+
+
+def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
+    labels = verdict.labels if verdict else {}
+    absorbed = {c.cell: c.faults_absorbed for c in verdict.cells} if verdict else {}
     cols = ["cell", "tasks", "trials", "not evaluable", "mean"]
     cols += [f"pass@{k}" for k in a.ks] + [f"pass^{k}" for k in a.ks]
-    cols += [f"Δpass^{a.k_main}", "faults (delivered)"]
+    cols += [f"Δpass^{a.k_main} [95% CI]", "faults", "delivered", "absorbed"]
     rows, notes = [], []
     for c in a.cells:
         s = c.summary
-        d = c.delta.pass_hat.get(a.k_main) if c.delta and c.cell != CLEAN else None
-        faults = f"{c.faults_injected} ({c.faults_delivered})"
-        if c.did_not_land:
-            faults += " did not land"
         rows.append(
-            [c.cell, str(s.tasks), str(c.trials), str(c.not_evaluable), fmt(s.mean)]
+            [labels.get(c.cell, c.cell), str(s.tasks), str(c.trials), str(c.not_evaluable)]
+            + [fmt(s.mean)]
             + [fmt(s.pass_at[k]) for k in a.ks]
             + [fmt(s.pass_hat[k]) for k in a.ks]
-            + [fmt(d, True) if c.cell != CLEAN else "", faults]
+            + [delta_cell(a, c.cell) if c.cell != CLEAN else ""]
+            + [
+                str(c.faults_injected),
+                str(c.faults_delivered) + (" (did not land)" if c.did_not_land else ""),
+            ]
+            + [str(absorbed.get(c.cell, 0))]
         )
         for k, tasks in s.excluded.items():
             if tasks:
@@ -92,12 +118,17 @@ def summary_table(a: Analysis) -> TableData:
                 f"{c.cell}: {c.not_evaluable} trial(s) not evaluable (harness or plugin errors, "
                 "not counted against the agent)"
             )
+    notes.append(
+        f"Δpass^{a.k_main}: perturbed - clean on the tasks the cell reached, paired by task; "
+        "* = significant (Holm-adjusted across the perturbations), (n.s.) = not significant. "
+        "Absorbed: faults the client's own retry absorbed before the agent saw them."
+    )
     return TableData("summary", "Reliability per cell (macro over tasks)", cols, rows, notes)
 
 
-def degradation_table(a: Analysis) -> TableData:
+def degradation_table(a: Analysis, labels: dict[str, str] | None = None) -> TableData:
     cols = ["cell", "metric", "clean", "perturbed", "Δ", "95% CI", "ratio [CI]"]
-    cols += ["p", "test", "Holm", "BH", "tasks"]
+    cols += ["p", "test", "Holm", "BH", "significant", "tasks"]
     rows, notes = [], []
     wanted = {"mean"} | {f"pass^{k}" for k in a.ks}
     for cell, comps in a.degradation.items():
@@ -107,7 +138,7 @@ def degradation_table(a: Analysis) -> TableData:
                 continue
             rows.append(
                 [
-                    cell if first else "",
+                    (labels or {}).get(cell, cell) if first else "",
                     c.label,
                     fmt(c.b),
                     fmt(c.a),
@@ -118,6 +149,7 @@ def degradation_table(a: Analysis) -> TableData:
                     c.test.method if c.test else "—",
                     fmt_p(c.p_holm),
                     fmt_p(c.p_bh),
+                    "yes" if c.significant else "no",
                     str(c.tasks),
                 ]
             )
@@ -213,18 +245,33 @@ def tool_table(a: Analysis) -> TableData:
 
 
 def veto_table(a: Analysis, limit: int = 50) -> TableData:
-    counts = a.veto_counts()
     cols = ["kind", "trial", "cell", "scenario", "detail"]
     rows = [[v.kind, v.trial_id, v.cell, v.scenario, v.detail] for v in a.vetoes[:limit]]
     notes = [
-        "Vetoes: "
-        + (", ".join(f"{k} {n}" for k, n in sorted(counts.items())) if counts else "none")
-        + ". A veto fails a trial even when the task was done; never averaged away."
+        "Vetoes per cell: "
+        + (veto_counts_text(a) or "none")
+        + ". A veto fails a trial even when the task was done; never averaged away, and never "
+        "summed across cells (the same agent mistake repeats in every cell it reaches)."
     ]
     if len(a.vetoes) > limit:
         notes.append(f"… and {len(a.vetoes) - limit} more (see the JSON report)")
     return TableData(
         "vetoes", "Veto items: safety violations and hallucinations", cols, rows, notes
+    )
+
+
+def veto_counts_per_cell(a: Analysis) -> dict[str, Counter[str]]:
+    """Veto kinds counted per cell, in the report's cell order."""
+    out: dict[str, Counter[str]] = {c.cell: Counter() for c in a.cells}
+    for v in a.vetoes:
+        out.setdefault(v.cell, Counter())[v.kind] += 1
+    return {cell: c for cell, c in out.items() if c}
+
+
+def veto_counts_text(a: Analysis, labels: dict[str, str] | None = None) -> str:
+    return "; ".join(
+        f"{(labels or {}).get(cell, cell)}: " + ", ".join(f"{k} {n}" for k, n in sorted(c.items()))
+        for cell, c in veto_counts_per_cell(a).items()
     )
 
 
@@ -260,10 +307,10 @@ def process_table(a: Analysis) -> TableData:
     return TableData("process", "Process metrics", cols, rows, notes)
 
 
-def report_tables(a: Analysis) -> list[TableData]:
-    tables = [summary_table(a)]
+def report_tables(a: Analysis, verdict: Verdict | None = None) -> list[TableData]:
+    tables = [summary_table(a, verdict)]
     if a.degradation:
-        tables.append(degradation_table(a))
+        tables.append(degradation_table(a, verdict.labels if verdict else None))
     tables += [
         veto_table(a),
         root_cause_table(a),

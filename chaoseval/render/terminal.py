@@ -12,7 +12,7 @@ from chaoseval.render.tables import report_tables
 __all__ = ["print_analysis"]
 
 
-def print_analysis(a: Analysis, console: Console) -> None:
+def print_analysis(a: Analysis, console: Console, labels: dict[str, str] | None = None) -> None:
     for t in report_tables(a):
         if t.id == "summary":  # chaoseval.render.report already printed it
             continue
@@ -20,7 +20,9 @@ def print_analysis(a: Analysis, console: Console) -> None:
         for c in t.columns:
             table.add_column(c, overflow="fold")
         for row in t.rows:
-            table.add_row(*(escape(c) for c in row))
+            # Long perturbation specs as their short label (the verdict prints the legend).
+            first = (labels or {}).get(row[0], row[0]) if row else ""
+            table.add_row(*(escape(c) for c in [first, *row[1:]]))
         console.print(table)
         for n in t.notes:
             console.print(f"  [dim]{escape(n)}[/]", highlight=False)

@@ -1,0 +1,282 @@
+"""The verdict a report opens with: which perturbations degrade pass^k significantly, by how
+much (with the interval), the leading root cause, which did not land, and what was absorbed.
+
+Pure: built from an :class:`~chaoseval.analysis.build.Analysis` and the journal's records. The
+significance is the degradation module's (``Comparison.significant``: multiplicity-adjusted
+across the perturbation family), never recomputed here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chaoseval.analysis.aggregate import CLEAN, CellResult
+from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.degradation import Comparison
+from chaoseval.analysis.twins import TwinSet, twins
+from chaoseval.model.records import TrialRecord
+
+__all__ = ["CellVerdict", "Verdict", "build_verdict", "short_labels", "verdict_json"]
+
+Direction = Literal["drop", "gain", "none"]
+SHORT = 16  # a cell name up to this long is its own label
+# Below this many paired tasks no exact paired test reaches 0.05 once adjusted across a few
+# perturbations (the sign-flip test's smallest two-sided p over n tasks is 2 / 2^n).
+FEW_TASKS = 6
+
+
+def short_labels(cells: Sequence[str], plugins: dict[str, list[str]]) -> dict[str, str]:
+    """A short, unique label per cell (long spec strings overlap in plots): the name when it is
+    short, else its plugins joined by '+', numbered when two cells would share one."""
+    base: dict[str, str] = {}
+    for c in cells:
+        if len(c) <= SHORT:
+            base[c] = c
+        else:
+            names = plugins.get(c) or [c.split("(", 1)[0].split(":", 1)[0]]
+            base[c] = "+".join(names)[: SHORT + 8]
+    counts = Counter(base.values())
+    seen: Counter[str] = Counter()
+    out: dict[str, str] = {}
+    for c in cells:
+        b = base[c]
+        if counts[b] > 1:
+            seen[b] += 1
+            b = f"{b}#{seen[b]}"
+        out[c] = b
+    return out
+
+
+@dataclass
+class CellVerdict:
+    cell: str
+    label: str
+    metric: str  # e.g. "pass^5": the largest k whose change is significant, else the largest k
+    comparison: Comparison | None  # the degradation module's, for this metric
+    direction: Direction  # significant drop, significant gain, or neither
+    tasks_reached: int
+    tasks_total: int
+    did_not_land: bool
+    failed: int
+    new_failures: int  # failed while the clean twin passed
+    leading_cause: str | None
+    leading_count: int
+    faults_injected: int
+    faults_delivered: int
+    faults_absorbed: int
+    vetoes: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def significant(self) -> bool:
+        return self.direction != "none"
+
+    def change(self) -> str:
+        """'-0.320 [-0.520, -0.160], Holm p = 0.006' or 'not measurable'."""
+        c = self.comparison
+        if c is None or c.difference is None:
+            return "not measurable"
+        d = c.difference
+        text = f"{d.estimate + 0.0:+.3f} [{d.low + 0.0:+.3f}, {d.high + 0.0:+.3f}]"
+        if c.p_holm is not None:
+            text += f", Holm p = {c.p_holm:.3g}"
+        return text
+
+
+@dataclass
+class Verdict:
+    k: int
+    ks: list[int]
+    metric: str
+    cells: list[CellVerdict]
+    labels: dict[str, str]  # every cell (clean too) -> short label
+    twins: dict[str, TwinSet]
+    clean_vetoes: Counter[str] = field(default_factory=Counter)
+
+    def by(self, direction: Direction) -> list[CellVerdict]:
+        landed = [c for c in self.cells if not c.did_not_land]
+        return [c for c in landed if c.direction == direction]
+
+    @property
+    def not_landed(self) -> list[CellVerdict]:
+        return [c for c in self.cells if c.did_not_land]
+
+    def headline(self) -> str:
+        drops = self.by("drop")
+        if drops:
+            names = ", ".join(f"{c.label} ({c.metric})" for c in drops)
+            return (
+                f"{len(drops)} of {len(self.cells)} perturbation(s) degrade pass^k "
+                f"significantly: {names}"
+            )
+        return (
+            f"No perturbation degrades pass^k significantly (k = "
+            f"{', '.join(map(str, self.ks))}; {len(self.cells)} tested, Holm-adjusted across them)"
+        )
+
+    def lines(self, compact: bool = False) -> list[str]:
+        """The verdict as plain sentences, most important first; ``compact`` names the cells
+        that are not significant without their numbers (a table beside it has them)."""
+        out = [self.headline() + "."]
+        for c in sorted(self.by("drop"), key=_drop_size):
+            cause = (
+                f"; leading root cause {c.leading_cause} ({c.leading_count} of "
+                f"{c.new_failures or c.failed} {'new ' if c.new_failures else ''}failures)"
+                if c.leading_cause
+                else ""
+            )
+            out.append(f"{c.label}: {c.metric} {c.change()}{cause}.")
+        for c in self.by("gain"):
+            out.append(f"{c.label}: {c.metric} improves, {c.change()}.")
+        quiet = sorted(self.by("none"), key=_drop_size)
+        if quiet and not self.by("drop") and _drop_size(quiet[0]) < 0:
+            c = quiet[0]
+            out.append(
+                f"Largest drop, not significant: {c.label} {c.metric} {c.change()}; more "
+                "trials or tasks would tell (see the noise floor and sizing)."
+            )
+        if quiet:
+            out.append(
+                "Not significant: "
+                + "; ".join(
+                    c.label if compact else f"{c.label} {c.metric} {c.change()}" for c in quiet
+                )
+                + "."
+            )
+        few = [c for c in quiet if c.tasks_reached < FEW_TASKS]
+        if few:
+            out.append(
+                "Reached too few tasks to tell: "
+                + ", ".join(f"{c.label} ({c.tasks_reached})" for c in few)
+                + "; add scenarios these perturbations reach."
+            )
+        if self.not_landed:
+            out.append(
+                "Did not land (no fault reached the agent, so not tested): "
+                + ", ".join(c.label for c in self.not_landed)
+                + "."
+            )
+        absorbed = [c for c in self.cells if c.faults_absorbed]
+        if absorbed:
+            out.append(
+                "Absorbed by the client's retry: "
+                + ", ".join(f"{c.label} {c.faults_absorbed}" for c in absorbed)
+                + " fault(s) (reached the client, retried before the agent saw them)."
+            )
+        return out
+
+
+def _drop_size(c: CellVerdict) -> float:
+    d = c.comparison.difference if c.comparison else None
+    return d.estimate if d is not None else 0.0
+
+
+def _absorbed(records: Sequence[TrialRecord]) -> Counter[str]:
+    return Counter(r.cell for r in records for f in r.trajectory.faults if f.detail.get("absorbed"))
+
+
+def _headline_change(a: Analysis, cell: str) -> tuple[str, Comparison | None, Direction]:
+    """pass^k at the largest k whose change is significant (each k is its own family, adjusted
+    across the perturbations), else at the largest k: a drop can be clear at pass^1 and lost
+    at pass^5 when clean's pass^5 leaves little to lose."""
+    comps = {x.label: x for x in a.degradation.get(cell, [])}
+    for k in sorted(a.ks, reverse=True):
+        cmp = comps.get(f"pass^{k}")
+        if cmp is not None and cmp.significant and cmp.difference is not None:
+            return f"pass^{k}", cmp, "drop" if cmp.difference.estimate < 0 else "gain"
+    metric = f"pass^{a.k_main}"
+    return metric, comps.get(metric), "none"
+
+
+def _cell_verdict(
+    c: CellResult, a: Analysis, label: str, tw: TwinSet | None, absorbed: int
+) -> CellVerdict:
+    metric, cmp, direction = _headline_change(a, c.cell)
+    causes = tw.new_failure_causes if tw and tw.new_failure_causes else c.root_causes
+    leading = causes.most_common(1)[0] if causes else (None, 0)
+    return CellVerdict(
+        cell=c.cell,
+        label=label,
+        metric=metric,
+        comparison=cmp,
+        direction=direction,
+        tasks_reached=len(c.counts),
+        tasks_total=len(c.counts) + len(c.not_landed),
+        did_not_land=c.did_not_land,
+        failed=sum(c.root_causes.values()),
+        new_failures=tw.clean_passed if tw else 0,
+        leading_cause=leading[0],
+        leading_count=leading[1],
+        faults_injected=c.faults_injected,
+        faults_delivered=c.faults_delivered,
+        faults_absorbed=absorbed,
+        vetoes=Counter(c.vetoes),
+    )
+
+
+def build_verdict(
+    a: Analysis, records: Sequence[TrialRecord], twins_per_cell: int | None = 3
+) -> Verdict:
+    """The verdict of one analysed journal; ``twins_per_cell`` failed trials per cell get their
+    clean twin laid out (None: all of them)."""
+    names = [c.cell for c in a.cells]
+    labels = short_labels(names, a.plugins)
+    tw = twins(records, twins_per_cell)
+    absorbed = _absorbed(records)
+    cells = [
+        _cell_verdict(c, a, labels[c.cell], tw.get(c.cell), absorbed[c.cell])
+        for c in a.cells
+        if c.cell != CLEAN
+    ]
+    clean = a.cell(CLEAN)
+    return Verdict(
+        a.k_main,
+        list(a.ks),
+        f"pass^{a.k_main}",
+        cells,
+        labels,
+        tw,
+        Counter(clean.vetoes) if clean else Counter(),
+    )
+
+
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    return {
+        "metric": v.metric,
+        "summary": v.lines(),
+        "labels": v.labels,
+        "cells": [
+            {
+                "cell": c.cell,
+                "label": c.label,
+                "metric": c.metric,
+                "direction": c.direction,
+                "significant": c.significant,
+                "change": c.comparison.to_json() if c.comparison else None,
+                "did_not_land": c.did_not_land,
+                "tasks_reached": c.tasks_reached,
+                "tasks_total": c.tasks_total,
+                "failed": c.failed,
+                "new_failures": c.new_failures,
+                "leading_root_cause": c.leading_cause,
+                "faults": {
+                    "injected": c.faults_injected,
+                    "delivered": c.faults_delivered,
+                    "absorbed": c.faults_absorbed,
+                },
+                "vetoes": dict(sorted(c.vetoes.items())),
+                "twins": [
+                    {
+                        "trial": p.perturbed.trial_id,
+                        "clean_twin": p.clean.trial_id if p.clean else None,
+                        "diverge_at": None if p.diverge_at is None else p.diverge_at + 1,
+                        "label": p.label,
+                    }
+                    for p in (v.twins[c.cell].pairs if c.cell in v.twins else [])[:50]
+                ],
+            }
+            for c in v.cells
+        ],
+    }

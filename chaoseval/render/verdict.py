@@ -1,0 +1,277 @@
+"""The verdict and the clean twins, as HTML sections and in the terminal.
+
+The verdict comes first in every report: what degrades significantly, by how much, why, and what
+did not land. Each failed perturbed trial is listed with its clean twin (same scenario and trial
+seed); the first few per cell are laid out side by side with the faults on the timeline and the
+first step where the two part.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from rich.console import Console
+from rich.markup import escape as rich_escape
+from rich.table import Table
+
+from chaoseval.analysis.twins import FaultMark, TimelineStep, TwinPair, TwinSet, replay_command
+from chaoseval.analysis.verdict import CellVerdict, Verdict
+
+__all__ = [
+    "VERDICT_CSS",
+    "legend_html",
+    "print_twins",
+    "print_verdict",
+    "twin_anchor",
+    "twins_html",
+    "verdict_html",
+]
+
+VERDICT_CSS = """
+.headline{font-size:16px;font-weight:600;margin:6px 0}
+ul.verdict{font-size:14px;margin:4px 0 10px;padding-left:20px} ul.verdict li{margin:3px 0}
+tr.drop td:first-child{border-left:4px solid #c0392b} tr.gain td:first-child{border-left:4px
+solid #2e6fb7} tr.nl td{color:#888}
+.badge{display:inline-block;border-radius:3px;padding:0 5px;margin:1px 2px;font-size:11px;
+color:#fff;background:#c0392b} .badge.absorbed{background:#e08a1e} .badge.missed{background:#999}
+table.verdict{width:100%} table.verdict td,table.verdict th{white-space:normal}
+table.twin{width:100%;table-layout:fixed} table.twin td{white-space:normal;text-align:left;
+vertical-align:top;word-break:break-word} table.twin col.n{width:34px} table.twin col.t{width:56px}
+table.twin tr.div td{background:#fff3cd} table.twin tr.after td{background:#fbfbfb}
+.twin-card{border:1px solid #ddd;border-radius:4px;padding:8px 12px;margin:10px 0}
+.twin-card h4{margin:0 0 4px;font-size:14px} .twin-card p{font-size:13px;margin:4px 0}
+table.twin th{text-align:left} code{font-size:12px;background:#f3f3f3;padding:1px
+4px} nav.toc{font-size:13px;columns:3;background:#f7f7f7;padding:8px 16px;border:1px solid #e3e3e3}
+nav.toc a{display:block;margin:2px 0} dl.legend{font-size:12px;display:grid;
+grid-template-columns:max-content 1fr;gap:2px 12px} dl.legend dt{font-weight:600}
+dl.legend dd{margin:0;font-family:monospace;word-break:break-all}
+"""
+
+
+def twin_anchor(trial_id: str) -> str:
+    return "twin-" + re.sub(r"[^A-Za-z0-9_-]+", "-", trial_id).strip("-")
+
+
+def _cell_anchor(cell: str) -> str:
+    return "twins-" + re.sub(r"[^A-Za-z0-9_-]+", "-", cell).strip("-")
+
+
+def _verdict_word(c: CellVerdict) -> str:
+    if c.did_not_land:
+        return "did not land"
+    return {"drop": "degrades", "gain": "improves", "none": "not significant"}[c.direction]
+
+
+def _verdict_row(v: Verdict, c: CellVerdict) -> str:
+    css = "nl" if c.did_not_land else c.direction
+    vetoes = ", ".join(f"{k} {n}" for k, n in sorted(c.vetoes.items())) or "0"
+    cause = escape(f"{c.leading_cause} ({c.leading_count})") if c.leading_cause else "—"
+    tw = v.twins.get(c.cell)
+    link = (
+        f"<a href='#{_cell_anchor(c.cell)}'>{tw.failed} failed, {tw.clean_passed} with a passing "
+        "clean twin</a>"
+        if tw
+        else "no failure"
+    )
+    cells = [
+        f"<td>{escape(c.label)}</td>",
+        f"<td>{escape(_verdict_word(c))}</td>",
+        f"<td>{escape(c.metric)} {escape(c.change())}</td>",
+        f"<td>{c.tasks_reached}/{c.tasks_total}</td>",
+        f"<td class='text'>{cause}</td>",
+        f"<td>{c.faults_injected} / {c.faults_delivered} / {c.faults_absorbed}</td>",
+        f"<td class='{'veto' if c.vetoes else ''}'>{escape(vetoes)}</td>",
+        f"<td class='text'>{link}</td>",
+    ]
+    return f"<tr class='{css}'>{''.join(cells)}</tr>"
+
+
+def verdict_html(v: Verdict) -> str:
+    items = "".join(f"<li>{escape(line)}</li>" for line in v.lines(compact=True)[1:])
+    head = (
+        "<tr><th>cell</th><th>verdict</th><th>"
+        + escape("Δpass^k [95% CI], adjusted p")
+        + "</th><th>tasks reached</th><th>leading root cause (new failures)</th>"
+        "<th>faults injected / delivered / absorbed</th><th>vetoes (this cell)</th>"
+        "<th>failed trials and clean twins</th></tr>"
+    )
+    rows = "".join(_verdict_row(v, c) for c in v.cells)
+    clean = ", ".join(f"{k} {n}" for k, n in sorted(v.clean_vetoes.items()))
+    return (
+        "<section id='verdict'><h2>Verdict</h2>"
+        f"<p class='headline'>{escape(v.headline())}.</p><ul class='verdict'>{items}</ul>"
+        f"<table class='data verdict' id='table-verdict'><thead>{head}</thead>"
+        f"<tbody>{rows}</tbody></table>"
+        "<ul class='notes'><li>Significance: the change against clean on the tasks the cell "
+        "reached, paired by task, adjusted across the perturbations (Holm); only significant "
+        "cells are coloured in the heatmap. New failures: the clean twin (same scenario, same "
+        "trial seed) passed.</li>"
+        + (f"<li class='veto'>Vetoes in clean: {escape(clean)}</li>" if clean else "")
+        + "</ul></section>"
+    )
+
+
+def legend_html(v: Verdict) -> str:
+    rows = "".join(
+        f"<dt>{escape(short)}</dt><dd>{escape(cell)}</dd>" for cell, short in v.labels.items()
+    )
+    return (
+        "<section id='legend'><h2>Cell labels</h2><p class='meta'>Plots and tables use the short "
+        f"label; the perturbation spec is on the right.</p><dl class='legend'>{rows}</dl></section>"
+    )
+
+
+def _badges(marks: tuple[FaultMark, ...] | list[FaultMark]) -> str:
+    out = []
+    for m in marks:
+        css = "absorbed" if m.absorbed else "" if m.delivered else "missed"
+        out.append(
+            f"<span class='badge {css}' title='{escape(m.describe())}'>{escape(m.short())}</span>"
+        )
+    return "".join(out)
+
+
+def _step_td(s: TimelineStep | None) -> str:
+    if s is None:
+        return "<td></td><td></td>"
+    return f"<td>{s.t:.2f}</td><td>{escape(s.text)} {_badges(s.faults)}</td>"
+
+
+def _twin_table(p: TwinPair) -> str:
+    rows = []
+    for i in range(max(len(p.clean_steps), len(p.perturbed_steps))):
+        c = p.clean_steps[i] if i < len(p.clean_steps) else None
+        m = p.perturbed_steps[i] if i < len(p.perturbed_steps) else None
+        css = (
+            ""
+            if p.diverge_at is None or i < p.diverge_at
+            else ("div" if i == p.diverge_at else "after")
+        )
+        rows.append(f"<tr class='{css}'><td>{i + 1}</td>{_step_td(c)}{_step_td(m)}</tr>")
+    return (
+        "<table class='twin'><colgroup><col class='n'><col class='t'><col><col class='t'><col>"
+        "</colgroup><thead><tr><th>#</th><th>t (s)</th><th>clean twin</th><th>t (s)</th>"
+        f"<th>perturbed</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _status(r_status: str, cause: str | None) -> str:
+    return r_status + (f" ({cause})" if cause else "")
+
+
+def _twin_card(p: TwinPair, journal: str) -> str:
+    r, c = p.perturbed, p.clean
+    twin = (
+        f"clean twin <b>{escape(c.trial_id)}</b>: {escape(_status(c.status, c.root_cause))}"
+        if c
+        else "no clean twin in this journal"
+    )
+    loose = f"<p>Faults tied to no step: {_badges(p.loose_faults)}</p>" if p.loose_faults else ""
+    replays = f"<code>{escape(replay_command(journal, r.trial_id))}</code>" + (
+        f"<br><code>{escape(replay_command(journal, c.trial_id))}</code>" if c else ""
+    )
+    return (
+        f"<div class='twin-card' id='{twin_anchor(r.trial_id)}'>"
+        f"<h4>{escape(r.trial_id)}: {escape(_status(r.status, r.root_cause))}</h4>"
+        f"<p>{twin}. First divergence: <b>{escape(p.label)}</b></p>{loose}"
+        f"{_twin_table(p)}<p>Replay: {replays}</p></div>"
+    )
+
+
+def _all_rows(ts: TwinSet, journal: str) -> str:
+    rows = []
+    for i, p in enumerate(ts.pairs):
+        name = escape(p.perturbed.trial_id)
+        if i < ts.detailed:
+            name = f"<a href='#{twin_anchor(p.perturbed.trial_id)}'>{name}</a>"
+        twin = (
+            escape(f"{p.clean.trial_id}: {_status(p.clean.status, p.clean.root_cause)}")
+            if p.clean
+            else "—"
+        )
+        rows.append(
+            f"<tr><td>{name}</td><td class='text'>{escape(p.perturbed.root_cause or '')}</td>"
+            f"<td class='text'>{twin}</td><td class='text'>{escape(p.label)}</td>"
+            f"<td class='text'><code>{escape(replay_command(journal, p.perturbed.trial_id))}"
+            "</code></td></tr>"
+        )
+    return (
+        "<table class='data'><thead><tr><th>failed trial</th><th>root cause</th>"
+        "<th>clean twin</th><th>first divergence</th><th>replay</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def twins_html(v: Verdict, journal: str) -> str:
+    parts = [
+        "<section id='twins'><h2>Failed trials beside their clean twins</h2><p class='meta'>"
+        "A clean twin is the clean trial with the same scenario and trial seed (common random "
+        "numbers): the same agent with the same draws, without the fault. The highlighted row "
+        "is the first step where the two part; red badges are delivered faults, orange ones "
+        "were absorbed by the client's retry. All of them side by side: "
+        f"<code>chaoseval report {escape(journal)} -f html --twins 0 -o twins.html</code></p>"
+    ]
+    if not v.twins:
+        parts.append("<p>No perturbed trial failed.</p>")
+    for c in v.cells:
+        ts = v.twins.get(c.cell)
+        if ts is None:
+            continue
+        parts.append(
+            f"<h3 id='{_cell_anchor(c.cell)}'>{escape(c.label)}: {ts.failed} failed trial(s), "
+            f"{ts.clean_passed} whose clean twin passed</h3>"
+        )
+        parts += [_twin_card(p, journal) for p in ts.pairs[: ts.detailed]]
+        parts.append(
+            f"<details><summary>Every failed trial of {escape(c.label)} with its clean twin "
+            f"({ts.failed})</summary>{_all_rows(ts, journal)}</details>"
+        )
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# --- terminal --------------------------------------------------------------------------------
+
+
+def print_verdict(v: Verdict, console: Console) -> None:
+    lines = v.lines()
+    style = "bold red" if v.by("drop") else "bold green"
+    console.print(f"[{style}]Verdict:[/] {rich_escape(lines[0])}", highlight=False)
+    for line in lines[1:]:
+        console.print(f"  {rich_escape(line)}", highlight=False)
+    legend = {cell: short for cell, short in v.labels.items() if cell != short}
+    for cell, short in legend.items():
+        console.print(f"  [dim]{rich_escape(short)} = {rich_escape(cell)}[/]", highlight=False)
+
+
+def print_twins(v: Verdict, console: Console, journal: str) -> None:
+    if not v.twins:
+        return
+    table = Table(
+        title="Failed trials beside their clean twins (same scenario and trial seed)",
+        title_justify="left",
+    )
+    for col in ("cell", "failed trial", "clean twin", "first divergence"):
+        table.add_column(col, overflow="fold")
+    hidden = 0
+    for c in v.cells:
+        ts = v.twins.get(c.cell)
+        if ts is None:
+            continue
+        hidden += ts.failed - ts.detailed
+        for p in ts.pairs[: ts.detailed]:
+            twin = _status(p.clean.status, p.clean.root_cause) if p.clean else "—"
+            table.add_row(
+                rich_escape(c.label),
+                rich_escape(f"{p.perturbed.scenario}/{p.perturbed.index}"),
+                rich_escape(twin),
+                rich_escape(p.label),
+            )
+    console.print(table)
+    console.print(
+        f"  [dim]replay one: {rich_escape(replay_command(journal, 'SCENARIO/CELL/INDEX'))}; "
+        f"all {hidden} more side by side: chaoseval report {rich_escape(journal)} -f html "
+        "--twins 0 -o twins.html[/]",
+        highlight=False,
+    )
