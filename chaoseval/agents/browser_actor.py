@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 Style = Literal["scripted", "naive", "resilient"]
 
-NAIVE_CLICK_MS = 500  # a hard-coded selector either is there or the script fails
+NAIVE_CLICK_MS = 1500  # a hard-coded selector either is there or the script fails
 RESPONSE_MS = 3000  # how long a click may take to reach the world and answer
+NAIVE_RESPONSE_MS = 2000  # the naive script's patience for the same
 FIND_S = 6.0  # how long the resilient styles wait for a control to render
 QUIET_MS = 300  # the layout counts as stable after this long without a change
 SETTLE_S = 3.0  # at most this long waiting for it
@@ -121,10 +122,13 @@ class BrowserActor(Actor):
             raise ToolError(f"no {role} labelled {label!r} on the page it was written for")
         try:
             return await self._send(
-                lambda: self.pw.click(f"[id='{spot['id']}']", timeout=NAIVE_CLICK_MS)
+                lambda: self.pw.click(f"[id='{spot['id']}']", timeout=NAIVE_CLICK_MS),
+                timeout=NAIVE_RESPONSE_MS,
             )
         except NoClick:
-            return await self._send(lambda: self.pw.mouse.click(spot["x"], spot["y"]))
+            return await self._send(
+                lambda: self.pw.mouse.click(spot["x"], spot["y"]), timeout=NAIVE_RESPONSE_MS
+            )
 
     # --- resilient / scripted: stable layout, dialogs closed, role and label, retries -------
 
@@ -191,14 +195,14 @@ class BrowserActor(Actor):
 
     # --- one click, answered by the trial's click tool --------------------------------------
 
-    async def _send(self, action: Callable[[], Awaitable[Any]]) -> Any:
+    async def _send(self, action: Callable[[], Awaitable[Any]], timeout: int = RESPONSE_MS) -> Any:
         """Do ``action`` and read the click tool's answer from the page's request."""
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         try:
             async with self.pw.expect_response(
-                lambda r: r.url.endswith("/click"), timeout=RESPONSE_MS
+                lambda r: r.url.endswith("/click"), timeout=timeout
             ) as info:
                 try:
                     await action()

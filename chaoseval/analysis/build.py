@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
+from chaoseval.analysis.browser import BrowserView, browser_view
 from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
 from chaoseval.analysis.noise import RunNoise, run_noise
@@ -50,6 +51,7 @@ class Analysis:
     warnings: list[str]
     reference_note: str | None = None
     plugins: dict[str, list[str]] = field(default_factory=dict)  # cell -> plugin names
+    browser: BrowserView | None = None  # CLS, landed faults, screenshots of browser trials
 
     @property
     def k_main(self) -> int:
@@ -120,6 +122,7 @@ def analyze(
         plugins={
             c: sorted({p.name for r in rs for p in r.perturbations}) for c, rs in groups.items()
         },
+        browser=browser_view(records),
     )
 
 

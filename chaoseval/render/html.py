@@ -8,6 +8,7 @@ from html import escape
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import HarnessComparison
 from chaoseval.analysis.verdict import Verdict
+from chaoseval.render.browser import browser_failures_html
 from chaoseval.render.comparison import render_comparison_markdown
 from chaoseval.render.svg import heatmap, pass_hat_curves, root_cause_bars
 from chaoseval.render.tables import TableData, report_tables, veto_counts_text
@@ -67,6 +68,7 @@ _TOC = (
     ("tools", "Failures by tool"),
     ("process", "Process metrics"),
     ("noise", "Noise floor and sizing"),
+    ("browser", "Browser: CLS, faults landed, screenshots"),
     ("comparison", "Comparison"),
     ("legend", "Cell labels"),
 )
@@ -133,6 +135,8 @@ def render_html(
     for key in ("degradation", "vetoes", "root-causes", "tags", "tools", "process", "noise"):
         if key in tables:
             parts.append(table_html(tables[key]))
+    if "browser" in tables:
+        parts += [table_html(tables["browser"]), browser_failures_html(a)]
     if comparison is not None:
         parts.append(
             "<section id='comparison'><h2>Comparison</h2><pre>"

@@ -307,6 +307,37 @@ def process_table(a: Analysis) -> TableData:
     return TableData("process", "Process metrics", cols, rows, notes)
 
 
+def browser_table(a: Analysis) -> TableData | None:
+    if a.browser is None:
+        return None
+    rows = [
+        [
+            c.cell,
+            str(c.trials),
+            fmt(c.cls_mean, digits=4),
+            fmt(c.cls_max, digits=4),
+            ", ".join(f"{k} {d}/{n}" for k, (d, n) in c.landed.items()) or "—",
+        ]
+        for c in a.browser.cells
+    ]
+    return TableData(
+        id="browser",
+        title="Browser: layout stability and faults landed",
+        columns=[
+            "perturbation",
+            "trials",
+            "CLS mean",
+            "CLS max",
+            "faults landed (delivered/fired)",
+        ],
+        rows=rows,
+        notes=[
+            "CLS: the page's Cumulative Layout Shift (layout-shift entries without recent input).",
+            "A layout fault lands when the page's script reports its DOM change rendered.",
+        ],
+    )
+
+
 def report_tables(a: Analysis, verdict: Verdict | None = None) -> list[TableData]:
     tables = [summary_table(a, verdict)]
     if a.degradation:
@@ -319,4 +350,5 @@ def report_tables(a: Analysis, verdict: Verdict | None = None) -> list[TableData
         process_table(a),
         noise_table(a),
     ]
-    return tables
+    browser = browser_table(a)
+    return tables + ([browser] if browser is not None else [])

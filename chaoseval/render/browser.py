@@ -1,0 +1,32 @@
+"""The HTML report's failed browser trials, each screenshot beside its failure
+(chaoseval.analysis.browser; the CLS table is render.tables.browser_table)."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+
+from chaoseval.analysis.build import Analysis
+
+SHOWN = 6  # screenshots embedded in the HTML report; the rest are listed by path
+
+
+def browser_failures_html(a: Analysis) -> str:
+    """Each failed browser trial's screenshot (the failing step's, else the last) beside it."""
+    if a.browser is None or not a.browser.failures:
+        return ""
+    root = Path(a.journal).parent
+    parts = ["<section id='browser-failures'><h2>Failed browser trials</h2>"]
+    for i, f in enumerate(a.browser.failures):
+        caption = f"{escape(f.trial_id)}: {escape(f.cause)} ({escape(f.screenshot)})"
+        path = root / f.screenshot
+        if i < SHOWN and path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            parts.append(
+                f"<figure class='shot'><img alt='screenshot of {escape(f.trial_id)}' width='480' "
+                f"src='data:image/png;base64,{data}'><figcaption>{caption}</figcaption></figure>"
+            )
+        else:
+            parts.append(f"<p class='meta'>{caption}</p>")
+    return "".join(parts) + "</section>"
