@@ -226,7 +226,8 @@ def _main(cmps: Sequence[Comparison], k: int) -> Comparison | None:
 
 def _figure(c: Comparison, what: str) -> str:
     d = c.difference
-    assert d is not None
+    if d is None:
+        return f"{c.label}: no paired tasks"
     return (
         f"{c.label} {what} = {d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}], "
         f"Holm-adjusted p = {c.p_holm:.3g}, {c.tasks} paired tasks"
@@ -236,17 +237,17 @@ def _figure(c: Comparison, what: str) -> str:
 def _judge(
     cmps: Sequence[Comparison], k: int, labels: tuple[str, str], claim: str, what: str
 ) -> tuple[str | None, str]:
-    """Who the evidence favours ("A", "B" or None) and the sentence that says it."""
+    """Who the evidence favours ("A", "B" or None) and the sentence that says it: the side
+    only from a significant difference, else "no detectable difference" with the main metric."""
     hit = _first_significant(cmps)
-    if hit is not None:
-        assert hit.difference is not None
+    if hit is not None and hit.difference is not None:
         side = "B" if hit.difference.estimate > 0 else "A"
         name = labels[1] if side == "B" else labels[0]
         return side, f"{name} is {claim} ({_figure(hit, what)})"
     main = _main(cmps, k)
-    if main is None or main.difference is None:
-        return None, f"nothing to judge {claim.split(' ', 1)[-1]}: no paired tasks"
-    return None, f"no detectable difference: not {claim} ({_figure(main, what)})"
+    figure = _figure(main, what) if main is not None else "no paired tasks"
+    topic = "in resilience" if claim.startswith("more resilient") else "in score"
+    return None, f"no detectable difference {topic} ({figure})"
 
 
 def _verdict(c: CellComparison, labels: tuple[str, str], k: int) -> None:

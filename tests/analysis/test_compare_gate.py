@@ -18,7 +18,9 @@ from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ConfigError
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
-from chaoseval.model.records import ModelSettings, TrialRecord, Usage, Veto
+from chaoseval.model.records import ModelSettings, PerturbationSpec, TrialRecord, Usage, Veto
+from chaoseval.model.trajectory import Fault, Trajectory
+from chaoseval.render.comparison import render_comparison_markdown
 from chaoseval.seams.agent import load_agent
 from chaoseval.store.journal import Journal, read_journal
 
@@ -31,9 +33,12 @@ def _journal(
     agent: str = "a",
     calls: int = 1,
     vetoes: dict[str, str] | None = None,
+    landed: dict[str, set[str]] | None = None,
 ) -> Journal:
-    """Write a journal file: ``counts[cell][task] = (n, c)``; ``vetoes[trial_id] = kind``."""
+    """Write a journal file: ``counts[cell][task] = (n, c)``; ``vetoes[trial_id] = kind``;
+    ``landed[cell]``: that cell is perturbed and its fault reached the agent on these tasks."""
     vetoes = vetoes or {}
+    landed = landed or {}
     manifest = manifest_for(counts, agent=agent, run_id=agent)
     lines = [manifest.model_dump_json()]
     for cell, tasks in counts.items():
@@ -60,6 +65,11 @@ def _journal(
                     sim_seconds=2.0,
                     started_at=datetime(2026, 1, 1, tzinfo=UTC),
                 )
+                if cell in landed:
+                    rec.perturbations = [PerturbationSpec(name=cell)]
+                    hit = task in landed[cell]
+                    fault = Fault(perturbation=cell, channel="tool", kind=cell, delivered=hit)
+                    rec.trajectory = Trajectory(faults=[fault])
                 lines.append(rec.model_dump_json())
     path.write_text("\n".join(lines) + "\n")
     return read_journal(path)
@@ -149,7 +159,7 @@ def test_better_by_the_same_margin_everywhere_is_not_more_resilient(tmp_path: Pa
     assert drop is not None and drop.difference is not None and drop.test is not None
     assert drop.difference.estimate == 0.0 and drop.test.p_value == 1.0
     assert timeout.more_resilient is None
-    assert "not more resilient under timeout" in timeout.summary
+    assert "no detectable difference in resilience" in timeout.summary
 
 
 def test_losing_nothing_where_the_other_drops_is_more_resilient(tmp_path: Path) -> None:
@@ -182,6 +192,28 @@ def test_losing_nothing_where_the_other_drops_is_more_resilient(tmp_path: Path) 
     assert 0 < res["p_value"] < 0.05 and res["p_holm"] is not None and res["p_bh"] is not None
     assert cells["timeout"]["summary"].startswith("timeout: steady is better under timeout")
     json.dumps(doc)
+
+
+def test_a_fault_that_landed_in_one_harness_only_is_left_out_of_resilience(
+    tmp_path: Path,
+) -> None:
+    # The timeout reached A on every task but B only on t0..t7: on t8 and t9 B was never
+    # tested, so a drop there would compare a fault with no fault. The absolute comparison
+    # keeps them (B really did pass there under the timeout cell); resilience leaves them out.
+    counts_a = {"clean": {t: (4, 4) for t in TEN}, "timeout": {t: (4, 0) for t in TEN}}
+    counts_b = {"clean": {t: (4, 4) for t in TEN}, "timeout": {t: (4, 4) for t in TEN}}
+    a = _journal(counts_a, tmp_path / "a.jsonl", agent="a", landed={"timeout": set(TEN)})
+    b = _journal(counts_b, tmp_path / "b.jsonl", agent="b", landed={"timeout": set(TEN[:8])})
+    h = compare_journals(a, b, [1], n_resamples=200)
+    timeout = h.cells[1]
+    drop = timeout.get_resilience("pass^1")
+    absolute = timeout.get("pass^1")
+    assert drop is not None and absolute is not None
+    assert drop.tasks == 8 and absolute.tasks == 10
+    for t in ("t8", "t9"):
+        assert drop.excluded[t] == "the fault landed only in a's run"
+    text = render_comparison_markdown(h)
+    assert "timeout: left out, the fault landed only in a's run: t8, t9" in text
 
 
 def test_compare_small_evidence_says_no_detectable_difference(tmp_path: Path) -> None:

@@ -24,5 +24,5 @@ def test_interval_covers_at_ten_tasks(k: int) -> None:
 
 
 def test_null_rejects_at_most_alpha() -> None:
-    c = simulate(POPULATIONS[1], tasks=30, k=1, reps=400, seed=12)
+    c = simulate(POPULATIONS[-1], tasks=30, k=1, reps=400, seed=12)
     assert c.truth == 0.0 and c.rejected <= 0.05 + 0.02, c
