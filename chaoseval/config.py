@@ -184,6 +184,14 @@ class RunSettings:
     app_dir: Path
     gate: list[str]
 
+    def ks(self) -> list[int]:
+        """The k values asked for; by default 1, 2, 5 where the trial count allows, and n."""
+        ks = sorted(set(self.k or [x for x in (1, 2, 5) if x <= self.trials] + [self.trials]))
+        bad = [x for x in ks if x < 1 or x > self.trials]
+        if bad:
+            raise ConfigError(f"--k {bad} must be between 1 and --trials ({self.trials})")
+        return ks
+
     @classmethod
     def resolve(cls, cfg: ProjectConfig, **overrides: Any) -> RunSettings:
         unknown = set(overrides) - {f.name for f in fields(cls)}

@@ -220,10 +220,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
     from chaoseval.model.records import ModelSettings
 
     _check_journal(s.journal, flags["resume"])
-    ks = _ks(s.k, s.trials)
-    bad_k = [x for x in ks if x < 1 or x > s.trials]
-    if bad_k:
-        raise ConfigError(f"--k {bad_k} must be between 1 and --trials ({s.trials})")
+    ks = s.ks()
     agent = _agent(s.agent, s.app_dir, flags["model_endpoint"], flags["model_key_env"])
     clock_notice(agent, s.agent)
     return RunConfig(
@@ -272,11 +269,6 @@ def _budget_note(budget: Budget | None, journal: Path) -> None:
             f"started, every recorded trial is in {journal}. Raise the budget and run the same "
             "command with --resume to carry on."
         )
-
-
-def _ks(k: list[int] | None, trials: int) -> list[int]:
-    """The k values asked for; by default 1, 2, 5 where the trial count allows, and n itself."""
-    return sorted(set(k or [x for x in (1, 2, 5) if x <= trials] + [max(trials, 1)]))
 
 
 def _agent(name: str, app_dir: Path, endpoint: str | None, key_env: str) -> Any:

@@ -38,15 +38,26 @@ def test_command_modules_import_only_common_and_app_imports_them() -> None:
     assert not any(m.startswith("chaoseval.cli") for m in modules["_common"])
 
 
-def test_help_does_not_import_the_engine_or_the_statistics() -> None:
+def _imported_after(statement: str, prefixes: tuple[str, ...]) -> str:
+    """The modules starting with ``prefixes`` that a fresh interpreter holds after one import."""
     code = (
-        "import sys\n"
-        "from chaoseval.cli.app import app\n"
-        "heavy = ('scipy', 'hypothesis', 'numpy', 'faker', 'chaoseval.engine', "
-        "'chaoseval.analysis', 'chaoseval.loading.files')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+        f"import sys\n{statement}\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))\n"
     )
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    ).stdout.strip()
+
+
+def test_help_does_not_import_the_engine_or_the_statistics() -> None:
+    heavy = ("scipy", "hypothesis", "numpy", "faker", "chaoseval.engine", "chaoseval.analysis")
+    assert (
+        _imported_after("from chaoseval.cli.app import app", (*heavy, "chaoseval.loading.files"))
+        == "[]"
+    )
+
+
+def test_the_pytest_plugin_imports_nothing_of_chaoseval_until_its_fixture_runs() -> None:
+    # pytest loads every installed pytest11 plugin in every session, chaoseval's or not.
+    out = _imported_after("import chaoseval.testing", ("chaoseval",))
+    assert out == "['chaoseval', 'chaoseval.testing']"
