@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= out
 
-.PHONY: install test demo lint bench clean
+.PHONY: install test demo lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,14 @@ CATALOGUE := -p latency -p timeout -p malformed -p layout_shift -p modal -p samp
 WIRE := -p "model_error:modes=[429,500,reset,stream_cut],retry_after=0.05" \
         -p "model_malformed" -p "model_latency:seconds=0.05"
 
-demo: $(STAMP)
+# The browser agents drive Debian's Chromium: installed through apt when missing (as root).
+chromium: $(STAMP)
+	$(BIN)/python -c "import sys; from chaoseval.channels.browser.chromium import ensure_chromium; sys.exit(ensure_chromium())"
+
+# The layout faults in real headless Chromium: hard-coded selectors against role/label locators.
+BROWSER := -s 'tag:ui' -p layout_shift -p modal -p slow_render --trials 2 --seed 7
+
+demo: $(STAMP) chromium
 	mkdir -p $(OUT)
 	$(BIN)/chaoseval run --agent naive --trials 5 --seed 7 $(CATALOGUE) \
 	  --journal $(OUT)/naive.jsonl --overwrite
@@ -49,7 +56,14 @@ demo: $(STAMP)
 	$(BIN)/chaoseval run --agent openai-resilient --trials 3 --seed 7 -s 'vending-*' $(WIRE) \
 	  --journal $(OUT)/openai-resilient.jsonl --overwrite
 	$(BIN)/chaoseval compare $(OUT)/openai-naive.jsonl $(OUT)/openai-resilient.jsonl
-	@echo "reports: $(OUT)/report.html $(OUT)/report-naive.html"
+	$(BIN)/chaoseval run --agent browser-naive $(BROWSER) \
+	  --journal $(OUT)/browser-naive.jsonl --overwrite
+	$(BIN)/chaoseval run --agent browser-resilient $(BROWSER) \
+	  --journal $(OUT)/browser-resilient.jsonl --overwrite
+	$(BIN)/chaoseval compare $(OUT)/browser-naive.jsonl $(OUT)/browser-resilient.jsonl
+	$(BIN)/chaoseval report $(OUT)/browser-naive.jsonl --format html \
+	  -o $(OUT)/report-browser-naive.html
+	@echo "reports: $(OUT)/report.html $(OUT)/report-naive.html $(OUT)/report-browser-naive.html"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

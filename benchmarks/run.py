@@ -18,6 +18,7 @@ from bench_bootstrap import (
     run_vectorised,
     vectorised_one,
 )
+from bench_browser import main as browser_trials
 from bench_model_channel import main as model_channel
 from coverage_sim import main as interval_coverage
 
@@ -61,6 +62,7 @@ def main() -> None:
     print(_row("vectorised (chaoseval.analysis.inference.paired_compare)", vec_full))
     print(_row("naive loop per resample, numpy inside", loop_full, vec_full))
     model_channel()
+    browser_trials()
     interval_coverage()
 
 
