@@ -12,6 +12,7 @@ delivered faults, answer); model calls are kept on the timeline only when they c
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -114,8 +115,7 @@ def _tool_text(s: Step) -> str:
 
 def replay_command(journal: str, trial_id: str) -> str:
     """The command that re-runs one recorded trial from its seeds."""
-    quoted = trial_id if all(c.isalnum() or c in "-_/." for c in trial_id) else repr(trial_id)
-    return f"chaoseval replay {journal} {quoted}"
+    return f"chaoseval replay {shlex.quote(journal)} {shlex.quote(trial_id)}"
 
 
 @dataclass

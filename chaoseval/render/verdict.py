@@ -9,6 +9,7 @@ first step where the two part.
 from __future__ import annotations
 
 import re
+import shlex
 from html import escape
 
 from rich.console import Console
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 VERDICT_CSS = """
-.headline{font-size:16px;font-weight:600;margin:6px 0}
+.headline{font-size:16px;font-weight:600;margin:6px 0} p.veto{font-size:13px}
 ul.verdict{font-size:14px;margin:4px 0 10px;padding-left:20px} ul.verdict li{margin:3px 0}
 tr.drop td:first-child{border-left:4px solid #c0392b} tr.gain td:first-child{border-left:4px
 solid #2e6fb7} tr.nl td{color:#888}
@@ -210,7 +211,8 @@ def twins_html(v: Verdict, journal: str) -> str:
         "numbers): the same agent with the same draws, without the fault. The highlighted row "
         "is the first step where the two part; red badges are delivered faults, orange ones "
         "were absorbed by the client's retry. All of them side by side: "
-        f"<code>chaoseval report {escape(journal)} -f html --twins 0 -o twins.html</code></p>"
+        f"<code>chaoseval report {escape(shlex.quote(journal))} -f html --twins 0 -o twins.html"
+        "</code></p>"
     ]
     if not v.twins:
         parts.append("<p>No perturbed trial failed.</p>")
@@ -271,7 +273,7 @@ def print_twins(v: Verdict, console: Console, journal: str) -> None:
     console.print(table)
     console.print(
         f"  [dim]replay one: {rich_escape(replay_command(journal, 'SCENARIO/CELL/INDEX'))}; "
-        f"all {hidden} more side by side: chaoseval report {rich_escape(journal)} -f html "
-        "--twins 0 -o twins.html[/]",
+        f"all {hidden} more side by side: chaoseval report "
+        f"{rich_escape(shlex.quote(journal))} -f html --twins 0 -o twins.html[/]",
         highlight=False,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from chaoseval.analysis.build import analyze
+from chaoseval.analysis.verdict import build_verdict
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
@@ -119,7 +120,9 @@ def test_report_renders_in_headless_chromium(chromium: Path, tmp_path: Path) -> 
         )
     )
     report = tmp_path / "report.html"
-    report.write_text(render_html(analyze(read_journal(path), n_resamples=500)))
+    journal = read_journal(path)
+    a = analyze(journal, n_resamples=500)
+    report.write_text(render_html(a, verdict=build_verdict(a, journal.records)))
     url = report.as_uri()
 
     dom = subprocess.run(
@@ -137,6 +140,12 @@ def test_report_renders_in_headless_chromium(chromium: Path, tmp_path: Path) -> 
     for table in ("table-summary", "table-degradation", "table-vetoes", "table-process"):
         assert f'id="{table}"' in html, table
     assert "<tr>" in html
+    # The page opens with the verdict; each failed perturbed trial links to its twin card.
+    assert html.index('id="verdict"') < html.index('id="toc"') < html.index('id="table-summary"')
+    failed = [r for r in journal.records if r.cell != "clean" and r.status == "failed"]
+    assert failed and 'class="twin-card"' in html
+    for r in failed:
+        assert r.trial_id in html and f"{r.scenario}/clean/{r.index}" in html
 
     png = tmp_path / "shot.png"
     shot = subprocess.run(
