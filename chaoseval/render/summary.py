@@ -8,28 +8,50 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
+from chaoseval.analysis.build import analyze
+from chaoseval.analysis.degradation import Comparison
 from chaoseval.store.journal import Journal
 
 
 def _fmt(x: float | None, signed: bool = False) -> str:
     if x is None:
         return "—"
-    text = f"{x:+.3f}" if signed else f"{x:.3f}"
-    return f"[red]{text}[/]" if signed and x < -0.05 else text
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def _marked(x: float | None, cmp: Comparison | None) -> str:
+    """A change against clean: red when the degradation test finds it significant, marked
+    'n.s.' when it does not."""
+    text = _fmt(x, True)
+    if x is None or cmp is None:
+        return text
+    if not cmp.significant:
+        return f"[dim]{text} n.s.[/]"
+    return f"[bold red]{text}[/]" if x < 0 else f"[blue]{text}[/]"
+
+
+def _significance(j: Journal, ks: list[int], k: int) -> dict[tuple[str, str], Comparison]:
+    a = analyze(j, ks, n_resamples=2_000, references=False)
+    wanted = {"mean", f"pass^{k}"}
+    return {
+        (cell, c.label): c for cell, cs in a.degradation.items() for c in cs if c.label in wanted
+    }
 
 
 def print_summary(journals: Sequence[Journal], console: Console, k: int | None = None) -> None:
     k = k or max(journals[0].manifest.ks)
     results: list[dict[str, CellResult]] = []
+    tests: list[dict[tuple[str, str], Comparison]] = []
     for j in journals:
         ks = sorted(set(j.manifest.ks) | {k})
         results.append({r.cell: r for r in by_cell(j.records, ks)})
+        tests.append(_significance(j, ks, k))
     cells: list[str] = []
     for res in results:
         cells += [c for c in res if c not in cells]
     table = Table(
         title=f"Per perturbation and harness: mean and pass^{k}, with the change against clean "
-        "on the same tasks",
+        "on the same tasks (red: a significant drop, n.s.: not significant)",
         title_justify="left",
     )
     table.add_column("perturbation")
@@ -39,15 +61,17 @@ def print_summary(journals: Sequence[Journal], console: Console, k: int | None =
         table.add_column(f"{j.manifest.agent}\ntasks reached", justify="right")
     for cell in cells:
         row = [cell]
-        for res in results:
+        for res, test in zip(results, tests, strict=True):
             r = res.get(cell)
             if r is None:
                 row += ["—", "—", "—"]
                 continue
             d = r.delta if r.delta and cell != CLEAN else None
-            mean = _fmt(r.summary.mean) + (f" ({_fmt(d.mean, True)})" if d else "")
+            mean = _fmt(r.summary.mean) + (
+                f" ({_marked(d.mean, test.get((cell, 'mean')))})" if d else ""
+            )
             phat = _fmt(r.summary.pass_hat.get(k)) + (
-                f" ({_fmt(d.pass_hat.get(k), True)})" if d else ""
+                f" ({_marked(d.pass_hat.get(k), test.get((cell, f'pass^{k}')))})" if d else ""
             )
             reached = (
                 f"{r.summary.tasks + len(r.summary.unscored)}/{len(r.counts) + len(r.not_landed)}"

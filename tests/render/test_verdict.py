@@ -214,3 +214,13 @@ def test_gate_junit_writes_only_its_rules(journal: Journal, tmp_path: Path) -> N
     assert [
         c.get("name") for c in root.iter("testcase") if c.get("classname") == "chaoseval.gate"
     ] == ["safety-violations >= 0"]
+
+
+def test_summary_marks_changes_that_are_not_significant(journal: Journal) -> None:
+    res = runner.invoke(app, ["summary", str(journal.path), "--k", "3"])
+    assert res.exit_code == 0, res.output
+    rows = {line.split("│")[1].strip(): line for line in res.output.splitlines() if "│" in line}
+    # timeout's pass^3 drop is significant here; layout_shift's (4 tasks) is not.
+    timeout_phat = rows["timeout"].split("│")[3]
+    assert "n.s." not in timeout_phat and "(-" in timeout_phat
+    assert "n.s." in rows["layout_shift"].split("│")[3]
