@@ -7,6 +7,10 @@ talks to chaoseval only over the wire and its environment:
 =======================  ===================================================================
 variable                 value
 =======================  ===================================================================
+OPENAI_BASE_URL          the trial's model channel, OpenAI style (``.../v1``)
+OPENAI_API_KEY           the trial's own key on it (names the trial; never the real key)
+ANTHROPIC_BASE_URL       the same channel for the ``anthropic`` SDK (it adds ``/v1/messages``)
+ANTHROPIC_API_KEY        the same per-trial key
 CHAOSEVAL_MCP_URL        the trial's tools over MCP (streamable HTTP)
 CHAOSEVAL_TOOLS_URL      the trial's tools over plain HTTP (``POST /tools/NAME``)
 CHAOSEVAL_UI_URL         the trial's UI page (scenarios with a page; chaoseval.channels.browser)
@@ -20,7 +24,10 @@ TZ                       the trial clock's UTC offset, as POSIX TZ
 =======================  ===================================================================
 
 The model keys of chaoseval's own environment (:data:`MODEL_VARIABLES`) are never passed on:
-the agent's model is reached through the trial's model channel, never with the real key.
+the agent's model is reached through the trial's model channel (``chaoseval-sim``, or the
+``--model-endpoint`` the channel forwards to with the real key), never with the real key. A
+scenario without a reference solution has no ``chaoseval-sim`` to answer: without a
+``--model-endpoint`` its agents get no model variables.
 
 The answer is the last stdout line when it is a JSON object with ``answer`` (optional
 ``gave_up``, ``data``), else the whole of stdout. stdout and stderr are kept as the trial's
@@ -51,6 +58,12 @@ from anyio.abc import ByteReceiveStream, Process
 from chaoseval.channels.asgi import single
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
+from chaoseval.channels.model.session import (
+    ModelEndpoint,
+    UpstreamConfig,
+    run_channels,
+    trial_endpoint,
+)
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import ChaosevalError, ConfigError, HarnessError
 from chaoseval.model.records import AgentOutput
@@ -129,6 +142,7 @@ class ProcessAgent:
         command: str | list[str],
         *,
         grace: float = GRACE,
+        upstream: UpstreamConfig | None = None,
     ):
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
@@ -137,6 +151,7 @@ class ProcessAgent:
             raise ConfigError(f"exec: {argv[0]!r} is not an executable file or on PATH")
         self.argv = argv
         self.grace = grace
+        self.upstream = upstream or UpstreamConfig()  # --model-endpoint sets it
         self._hub: ToolHub | None = None
 
     @classmethod
@@ -145,8 +160,8 @@ class ProcessAgent:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[None]:
-        """One MCP hub for every trial of the run."""
-        async with ToolHub.serving() as hub:
+        """One tool hub and one model-channel server for every trial of the run."""
+        async with ToolHub.serving() as hub, run_channels(self.upstream):
             self._hub = hub
             try:
                 yield
@@ -163,13 +178,16 @@ class ProcessAgent:
 
     async def _run(self, episode: Episode) -> AgentOutput:
         async with AsyncExitStack() as stack:
-            toolbox = episode.tools
-            if not isinstance(toolbox, ToolBox):  # the wire channels serve the trial's own
-                raise HarnessError("exec: agents need the trial's ToolBox in episode.tools")
+            toolbox, link = episode.tools, episode.link
+            if not isinstance(toolbox, ToolBox) or link is None:  # the wire serves the trial's
+                raise HarnessError("exec: agents need an episode built by a trial")
             hub = self._hub  # outside a run's session (run by hand): a hub of its own
             if hub is None:
                 hub = await stack.enter_async_context(ToolHub.serving())
             urls = await stack.enter_async_context(hub.trial(toolbox))
+            model: ModelEndpoint | None = None
+            if self.upstream.endpoint or episode.reference is not None:
+                model = await stack.enter_async_context(trial_endpoint(episode, self.upstream))
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
             memory = workdir.parent / f"{workdir.name}-memory.json"
             memory.write_text(json.dumps([m.model_dump(mode="json") for m in episode.memory]))
@@ -177,12 +195,13 @@ class ProcessAgent:
             ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
             env = {
                 **{k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES},
+                **_model_env(model),
                 "CHAOSEVAL_MCP_URL": urls.mcp,
                 "CHAOSEVAL_TOOLS_URL": urls.tools,
                 **({"CHAOSEVAL_UI_URL": ui} if ui else {}),
                 "CHAOSEVAL_INSTRUCTION": episode.instruction,
                 "CHAOSEVAL_MEMORY_FILE": str(memory),
-                "CHAOSEVAL_TRIAL_ID": artifacts.current_trial_id() or "",
+                "CHAOSEVAL_TRIAL_ID": link.trial_id,
                 "CHAOSEVAL_MODEL": episode.model.model,
                 "CHAOSEVAL_SEED": str(episode.trial_seed),
                 "CHAOSEVAL_DEADLINE": _deadline(),
@@ -265,6 +284,18 @@ def _keep(stdout: Capture, stderr: Capture) -> None:
         return
     for name, capture in (("stdout.txt", stdout), ("stderr.txt", stderr)):
         store.write(name, capture.text(), size=capture.size)
+
+
+def _model_env(model: ModelEndpoint | None) -> dict[str, str]:
+    """The trial's model channel for the OpenAI and Anthropic SDKs (their own variables)."""
+    if model is None:
+        return {}
+    return {
+        "OPENAI_BASE_URL": model.base_url,
+        "OPENAI_API_KEY": model.api_key,
+        "ANTHROPIC_BASE_URL": model.anthropic_base_url,
+        "ANTHROPIC_API_KEY": model.api_key,
+    }
 
 
 def _deadline() -> str:

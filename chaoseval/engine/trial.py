@@ -26,7 +26,7 @@ from chaoseval.model.scenario import Givens, Scenario, Tables
 from chaoseval.model.seeding import derive_seed
 from chaoseval.model.trajectory import AnswerData, Channel, ModelCallData
 from chaoseval.model.world import World, fresh_world
-from chaoseval.seams.agent import AgentAdapter, Episode
+from chaoseval.seams.agent import AgentAdapter, Episode, TrialLink
 from chaoseval.seams.perturbation import (
     ObservationCall,
     Perturbation,
@@ -204,6 +204,11 @@ async def _setup(
         state.deliver(pending.pop(channel, []))
 
     world.on_read = on_read
+    usage = Usage()
+    # What the wire channels (model channel, MCP, exec: agents) of this trial work with.
+    link = TrialLink(
+        plan.trial_id, scenario.id, plan.index, trial.run_seed, state, world, plugins, usage
+    )
     return Episode(
         instruction=instruction,
         task=dict(givens),
@@ -220,6 +225,8 @@ async def _setup(
         ),
         reference=scenario.solution,
         difficulty=scenario.difficulty,
+        usage=usage,
+        link=link,
     )
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "AgentOutput",  # lives in the data model; agents are used to importing it from here
     "Episode",
     "ToolChannel",
+    "TrialLink",
     "agent",
     "load_agent",
     "registry",
@@ -54,6 +55,23 @@ class ToolChannel(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TrialLink:
+    """A running trial as its wire channels see it: the model channel, the MCP and HTTP tool
+    servers and ``exec:`` agents record into its state and draw their faults from its plugins
+    with its seeds. Built by the engine for every trial (``Episode.link``); typed loosely so
+    the seam does not depend on the engine."""
+
+    trial_id: str  # scenario/cell/index
+    scenario: str
+    trial: int  # the trial's index in its cell: the plugins' random streams key on it
+    run_seed: int
+    state: Any  # chaoseval.engine.toolbox.TrialState: trajectory, faults, turn counter
+    world: Any  # chaoseval.model.world.World: its clock times the steps
+    plugins: list[Any]  # the cell's perturbations, one instance per trial
+    usage: Usage  # the episode's usage: model calls over the wire add to it
+
+
 @dataclass
 class Episode:
     """Everything the agent gets for one trial, already wrapped by the active perturbations."""
@@ -71,6 +89,9 @@ class Episode:
     reference: Callable[..., Any] | None = None
     difficulty: float = 0.0  # the scenario's hint for the simulated policy
     usage: Usage = field(default_factory=Usage)
+    # The trial behind the episode, for agents that reach it over the wire (None when an
+    # episode is built by hand without a trial).
+    link: TrialLink | None = None
 
     @property
     def model(self) -> ModelSettings:

@@ -97,6 +97,9 @@ ENV = (
     "seen = {n: os.environ[n] for n in names + ['TZ']}\n"
     "seen['stdin'] = sys.stdin.readline().strip()\n"
     "seen['cwd'] = os.getcwd()\n"
+    "key = os.environ.get('OPENAI_API_KEY', '')\n"
+    "seen['trial_key'] = key.startswith('sk-chaoseval-') and key != os.environ['REAL']\n"
+    "seen['same_key'] = key == os.environ.get('ANTHROPIC_API_KEY')\n"
     "seen['memory'] = json.load(open(os.environ['CHAOSEVAL_MEMORY_FILE']))\n"
     "open('env.json', 'w').write(json.dumps(seen))\n"
     "print(json.dumps(seen))\n"
@@ -106,6 +109,7 @@ ENV = (
 
 def test_the_process_gets_its_trial_in_its_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-upstream-key-0123456789")
+    monkeypatch.setenv("REAL", "sk-real-upstream-key-0123456789")
     [record] = run_exec(tmp_path, script(tmp_path, "agent", ENV), timeout=20)
     assert record.answer == "done" and record.root_cause == "gave_up"
     stdout = next(tmp_path / a.path for a in record.artifacts if a.name == "stdout.txt")
@@ -116,7 +120,11 @@ def test_the_process_gets_its_trial_in_its_environment(tmp_path, monkeypatch):
     assert seen["stdin"] == seen["CHAOSEVAL_INSTRUCTION"] != ""
     assert seen["CHAOSEVAL_MCP_URL"].startswith("http://127.0.0.1:")
     assert seen["CHAOSEVAL_TOOLS_URL"].startswith("http://127.0.0.1:")
-    assert "OPENAI_API_KEY" not in seen  # the real key never reaches the agent
+    # The trial's own model channel and key, never the real key.
+    assert seen["trial_key"] and seen["same_key"]  # (written out, a key is redacted)
+    assert seen["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")
+    assert seen["OPENAI_BASE_URL"].endswith("/v1")
+    assert seen["ANTHROPIC_BASE_URL"] + "/v1" == seen["OPENAI_BASE_URL"]
     assert float(seen["CHAOSEVAL_DEADLINE"]) > time.time() - 60
     assert seen["TZ"] == "UTC0"
     assert isinstance(seen["memory"], list)

@@ -20,9 +20,9 @@ import anyio
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import DEFAULT_PRICES, Prices, cost
 from chaoseval.channels.model.wire import request_hash, tool_calls_of
-from chaoseval.model.records import Usage
+from chaoseval.errors import HarnessError
 from chaoseval.model.trajectory import ModelCallData, Step
-from chaoseval.seams.agent import Episode
+from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
 
 RETRY_HEADER = "x-stainless-retry-count"
@@ -34,32 +34,11 @@ class Upstream(Protocol):
     async def complete(self, call: ModelCall) -> dict[str, Any]: ...
 
 
-@dataclass
-class TrialLink:
-    """The parts of a running trial the model channel records into and draws from."""
-
-    state: Any  # chaoseval.engine.toolbox.TrialState
-    world: Any
-    plugins: list[Any]
-    run_seed: int
-    scenario: str
-    trial: int
-    usage: Usage
-
-    @classmethod
-    def from_episode(cls, episode: Episode) -> TrialLink:
-        # The in-process ToolBox already holds the trial's state and plugins; until the trial
-        # hands channels a link of their own, read them from there (one place to change).
-        tools: Any = episode.tools
-        return cls(
-            state=tools._state,
-            world=tools._world,
-            plugins=tools._plugins,
-            run_seed=tools._run_seed,
-            scenario=tools._scenario.id,
-            trial=tools._trial,
-            usage=episode.usage,
-        )
+def trial_link(episode: Episode) -> TrialLink:
+    """The trial behind an episode, which every wire channel records into."""
+    if episode.link is None:
+        raise HarnessError("a wire channel needs an episode built by a trial (episode.link)")
+    return episode.link
 
 
 @dataclass

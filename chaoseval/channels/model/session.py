@@ -9,7 +9,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from chaoseval.channels.model.channel import TrialLink, TrialModelChannel, Upstream
+from chaoseval.channels.model.channel import TrialModelChannel, Upstream, trial_link
 from chaoseval.channels.model.forward import forward_upstream
 from chaoseval.channels.model.prices import Prices
 from chaoseval.channels.model.server import ModelServer, serve_model_channel
@@ -85,7 +85,7 @@ async def trial_endpoint(
         if upstream is None:
             upstream = await stack.enter_async_context(sim_upstream(episode))
         token = "sk-chaoseval-" + secrets.token_hex(16)
-        link = TrialLink.from_episode(episode)
+        link = trial_link(episode)
         channel = TrialModelChannel(token, link, upstream, prices=channels.config.prices)
         channels.server.register(channel)
         try:
@@ -99,6 +99,6 @@ def use_upstream(agent: object, config: UpstreamConfig) -> None:
     if not hasattr(agent, "upstream"):
         raise ConfigError(
             f"--model-endpoint needs an agent that calls its model over the wire "
-            f"(openai-naive, openai-resilient); {type(agent).__name__} does not"
+            f"(openai-naive, openai-resilient, exec:COMMAND); {type(agent).__name__} does not"
         )
     setattr(agent, "upstream", config)  # noqa: B010 - any wire agent, not one class
