@@ -147,6 +147,10 @@ class ProcessAgent:
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
             raise ConfigError("exec: needs a command, e.g. --agent 'exec:python my_agent.py'")
+        # The process runs in a fresh directory: a path the user wrote relative to where
+        # chaoseval was started ('exec:python examples/agent.py') must still name that file.
+        # absolute(), not resolve(): a venv's python is a symlink that must stay one.
+        argv = [str(Path(a).absolute()) if _relative_file(a) else a for a in argv]
         if shutil.which(argv[0]) is None:  # said before any trial runs, not as 100 crashes
             raise ConfigError(f"exec: {argv[0]!r} is not an executable file or on PATH")
         self.argv = argv
@@ -249,6 +253,10 @@ class ProcessAgent:
             await process.wait()
         _signal_group(process, signal.SIGKILL)
         await process.wait()
+
+
+def _relative_file(arg: str) -> bool:
+    return not arg.startswith("-") and not Path(arg).is_absolute() and Path(arg).is_file()
 
 
 async def _feed(process: Process, instruction: str) -> None:

@@ -136,6 +136,14 @@ def test_a_plain_stdout_is_the_answer(tmp_path):
     assert record.answer == "refund issued"
 
 
+def test_a_relative_script_path_names_the_file_where_chaoseval_runs(tmp_path, monkeypatch):
+    (tmp_path / "agent.py").write_text("print('from the relative script')\n")
+    monkeypatch.chdir(tmp_path)  # the process itself runs in a fresh directory of its own
+    command = f"{shlex.quote(sys.executable)} agent.py"
+    [record] = run_exec(tmp_path, command, timeout=20)
+    assert record.answer == "from the relative script"
+
+
 def test_exec_agents_use_their_tools_over_http(tmp_path):
     body = (
         "import json, os, urllib.request\n"
