@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chaoseval.channels.model.wire import STREAM_PIECE, Cut, chat_tool, first_choice
+from chaoseval.channels.model.wire import Cut, chat_tool, first_choice, pieces
 
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 ERROR_TYPES = {
@@ -156,13 +156,13 @@ def stream_events(done: dict[str, Any], cut: bool) -> list[tuple[str, dict[str, 
     for index, block in enumerate(blocks):
         if block["type"] == "text":
             head: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+            deltas = [{"type": "text_delta", "text": p} for p in pieces(block["text"])]
         else:
             head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             raw = block["arguments"]
             if cut and first_tool:
                 raw = raw[: len(raw) // 2]
-            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(raw)]
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces(raw)]
         out.append(
             (
                 "content_block_start",
@@ -204,7 +204,3 @@ def error_body(status: int, message: str) -> dict[str, Any]:
         "type": "error",
         "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message},
     }
-
-
-def _pieces(text: str) -> list[str]:
-    return [text[i : i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)] or [""]

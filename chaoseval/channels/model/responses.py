@@ -1,17 +1,20 @@
 """The Responses API (``POST /v1/responses``, the OpenAI Agents SDK's default) over the same
 channel: a request becomes a chat-completions body, the completion becomes a Response.
 
-Non-streaming. Model-channel faults keep their meaning in the Responses shapes: a broken tool
-call stays a ``function_call`` item with broken ``arguments`` (or an unknown name), empty
-choices give an empty ``output``, and a missing finish reason an ``incomplete`` response.
+Streaming or not. Model-channel faults keep their meaning in the Responses shapes: a broken
+tool call stays a ``function_call`` item with broken ``arguments`` (or an unknown name), empty
+choices give an empty ``output`` and a missing finish reason an ``incomplete`` response (a
+stream then ends with ``response.incomplete``, not ``response.completed``), and a stream cut
+in the middle of a tool call stops after half of its ``function_call_arguments.delta`` events.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from chaoseval.channels.model.wire import chat_tool, first_choice
+from chaoseval.channels.model.wire import Cut, chat_tool, first_choice, pieces
 
 
 def to_chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +38,8 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
             chat[key] = body[key]
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
+    if body.get("stream"):
+        chat["stream"] = True
     return chat
 
 
@@ -132,3 +137,89 @@ def from_chat(done: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
+
+
+def stream_events(
+    done: dict[str, Any], request: dict[str, Any], cut: bool
+) -> list[dict[str, Any] | Cut]:
+    """The Response as the SSE events the SDK's stream reader expects, in order: created,
+    in_progress, each output item (added, its deltas, done), then completed (or incomplete).
+    With ``cut``, the events stop half way through the first tool call's arguments."""
+    final = from_chat(done, request)
+    events: list[dict[str, Any] | Cut] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        events.append({"type": kind, "sequence_number": len(events), **fields})
+
+    opening = {**final, "status": "in_progress", "incomplete_details": None, "output": []}
+    emit("response.created", response=opening)
+    emit("response.in_progress", response=opening)
+    for index, item in enumerate(final["output"]):
+        if item["type"] == "function_call":
+            if _function_call_events(emit, index, item, cut):
+                events.append(Cut())
+                return events
+        else:
+            _message_events(emit, index, item)
+    if cut:  # no tool call to cut inside: the stream drops before its end
+        events.append(Cut())
+        return events
+    ended = "response.completed" if final["status"] == "completed" else "response.incomplete"
+    emit(ended, response=final)
+    return events
+
+
+def _function_call_events(emit: Any, index: int, item: dict[str, Any], cut: bool) -> bool:
+    """A function call's events; True when the stream is cut inside its arguments."""
+    arguments = str(item.get("arguments") or "")
+    emit(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "arguments": "", "status": "in_progress"},
+    )
+    if cut:
+        arguments = arguments[: len(arguments) // 2]
+    for piece in pieces(arguments):
+        emit(
+            "response.function_call_arguments.delta",
+            item_id=item["id"],
+            output_index=index,
+            delta=piece,
+        )
+    if cut:
+        return True
+    emit(
+        "response.function_call_arguments.done",
+        item_id=item["id"],
+        output_index=index,
+        name=item.get("name"),
+        arguments=arguments,
+    )
+    emit("response.output_item.done", output_index=index, item=item)
+    return False
+
+
+def _message_events(emit: Any, index: int, item: dict[str, Any]) -> None:
+    text = "".join(str(p.get("text", "")) for p in item.get("content") or [])
+    where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+    emit(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "content": [], "status": "in_progress"},
+    )
+    emit(
+        "response.content_part.added",
+        **where,
+        part={"type": "output_text", "text": "", "annotations": []},
+    )
+    for piece in pieces(text):
+        emit("response.output_text.delta", **where, delta=piece, logprobs=[])
+    emit("response.output_text.done", **where, text=text, logprobs=[])
+    part = {"type": "output_text", "text": text, "annotations": []}
+    emit("response.content_part.done", **where, part=part)
+    emit("response.output_item.done", output_index=index, item=item)
+
+
+def sse_event(event: dict[str, Any]) -> bytes:
+    """One Responses event on the wire: named, as the API writes them."""
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()

@@ -97,9 +97,6 @@ class ModelServer:
         channel, body = await _open(self, request)
         if channel is None or body is None:
             return _refusal(channel)
-        if body.get("stream"):
-            message = "streaming is not served on /v1/responses yet; use stream=false"
-            return JSONResponse(error_body(message, "invalid_request_error"), 400)
         chat = responses.to_chat(body)
         return await exchange_response(channel, "responses", chat, request, responses_shape(body))
 
@@ -163,10 +160,13 @@ def chat_shape(include_usage: bool) -> Shape:
 
 
 def responses_shape(request: dict[str, Any]) -> Shape:
-    def no_stream(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
-        raise AssertionError("streaming is refused before the exchange")
+    def stream(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
+        return [
+            e if isinstance(e, Cut) else responses.sse_event(e)
+            for e in responses.stream_events(done, request, cut)
+        ]
 
-    return Shape(lambda done: responses.from_chat(done, request), no_stream, ModelHTTPFault.body)
+    return Shape(lambda done: responses.from_chat(done, request), stream, ModelHTTPFault.body)
 
 
 ANTHROPIC = Shape(

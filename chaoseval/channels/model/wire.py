@@ -116,7 +116,7 @@ def stream_chunks(
     if choice is not None:
         message = choice.get("message") or {}
         out.append(chunk({"role": "assistant", "content": ""}))
-        for piece in _pieces(message.get("content") or ""):
+        for piece in pieces(message.get("content") or ""):
             out.append(chunk({"content": piece}))
         for i, call in enumerate(message.get("tool_calls") or []):
             fn = call.get("function") or {}
@@ -133,7 +133,7 @@ def stream_chunks(
             arguments = fn.get("arguments") or ""
             if cut and i == 0:  # half the arguments, then the connection drops
                 arguments = arguments[: len(arguments) // 2]
-            for piece in _pieces(arguments) or [""]:
+            for piece in pieces(arguments) or [""]:
                 out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
             if cut and i == 0:
                 out.append(Cut())
@@ -154,5 +154,6 @@ def sse(event: dict[str, Any]) -> bytes:
 SSE_DONE = b"data: [DONE]\n\n"
 
 
-def _pieces(text: str) -> list[str]:
+def pieces(text: str) -> list[str]:
+    """A text in the chunks a stream sends it in."""
     return [text[i : i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)]
