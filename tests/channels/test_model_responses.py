@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import openai
+import pytest
 from model_support import Probe, info, model_steps, run_agent
 
 from chaoseval.channels.model.session import trial_endpoint
@@ -22,9 +23,21 @@ def _tools(episode: Episode) -> list[Any]:
     ]
 
 
-def test_a_streamed_responses_tool_loop_solves_a_bundled_scenario() -> None:
-    """The SDK's stream helper rebuilds each Response from our events (it refuses any event
-    out of order or a missing ``response.completed``)."""
+async def _respond(client: openai.AsyncOpenAI, stream: bool, deltas: list[str], **request: Any):
+    if not stream:
+        return await client.responses.create(**request)
+    async with client.responses.stream(**request) as events:
+        async for event in events:
+            if event.type == "response.function_call_arguments.delta":
+                deltas.append(event.delta)
+        return await events.get_final_response()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_responses_tool_loop_solves_a_bundled_scenario(stream: bool) -> None:
+    """A tool loop on the Responses API (the Agents SDK's default). Streamed, the SDK's stream
+    helper rebuilds each Response from our events (it refuses an event out of order or a
+    missing ``response.completed``)."""
     deltas: list[str] = []
 
     async def body(episode: Episode) -> str:
@@ -33,13 +46,10 @@ def test_a_streamed_responses_tool_loop_solves_a_bundled_scenario() -> None:
             items: list[Any] = [{"role": "user", "content": episode.instruction}]
             async with client:
                 for _ in range(20):
-                    async with client.responses.stream(
-                        model="gpt-4o-mini", input=items, tools=_tools(episode), temperature=0.7
-                    ) as stream:
-                        async for event in stream:
-                            if event.type == "response.function_call_arguments.delta":
-                                deltas.append(event.delta)
-                        response = await stream.get_final_response()
+                    response = await _respond(
+                        client, stream, deltas, model="gpt-4o-mini", input=items,
+                        tools=_tools(episode), temperature=0.7,
+                    )  # fmt: skip
                     calls = [o for o in response.output if o.type == "function_call"]
                     if not calls:
                         return str(json.loads(response.output_text)["answer"])
@@ -65,9 +75,11 @@ def test_a_streamed_responses_tool_loop_solves_a_bundled_scenario() -> None:
     (record,) = run_agent(Probe(body), trials=1)
     assert record.status == "passed", (record.root_cause, record.error)
     steps = model_steps(record)
-    assert len(steps) > 2 and all(info(s)["stream"] for s in steps)
+    assert len(steps) > 2 and all(info(s)["stream"] is stream for s in steps)
     assert {info(s)["endpoint"] for s in steps} == {"responses"}
-    assert len(deltas) >= len(steps) - 1  # arguments arrived in pieces, not in one event
+    assert info(steps[-1])["finish_reason"] == "stop"
+    if stream:  # arguments arrived in pieces, not in one event
+        assert len(deltas) >= len(steps) - 1
 
 
 def _one_streamed_request(cell: str) -> tuple[TrialRecord, dict[str, Any]]:

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import openai
 import pytest
-from model_support import SCENARIO, Probe, info, model_steps, run_agent
+from model_support import SCENARIO, info, model_steps
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -20,13 +19,12 @@ from typer.testing import CliRunner
 
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.channels.asgi import serve_asgi
-from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
+from chaoseval.channels.model.session import UpstreamConfig
 from chaoseval.cli.app import app
 from chaoseval.engine.runner import RunConfig, run_matrix
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings, TrialRecord
-from chaoseval.seams.agent import Episode
 from chaoseval.store.journal import read_journal
 
 UPSTREAM_KEY = "sk-upstream-planted-0123456789"
@@ -118,51 +116,6 @@ def test_model_faults_apply_in_front_of_a_forwarded_upstream(
     assert [info(s)["status"] for s in model_steps(faulted)] == [429, 429, 200]
     assert len(recorder.seen) == 2  # the 429s never reached the upstream
     assert "authorization" not in recorder.seen[1][0]  # no key in the environment: none sent
-
-
-def test_responses_api_tool_loop_solves_a_bundled_scenario() -> None:
-    """A tool loop on ``client.responses.create`` (the Agents SDK's default API)."""
-
-    async def body(episode: Episode) -> str:
-        async with trial_endpoint(episode) as endpoint:
-            client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
-            tools = [
-                {"type": "function", "name": d["name"], "parameters": d["parameters"]}
-                for d in episode.tools.describe()
-            ]
-            items: list[Any] = [{"role": "user", "content": episode.instruction}]
-            for _ in range(20):
-                response = await client.responses.create(
-                    model="gpt-4o-mini", input=items, tools=tools, temperature=0.7
-                )
-                calls = [o for o in response.output if o.type == "function_call"]
-                if not calls:
-                    await client.close()
-                    return json.loads(response.output_text)["answer"]
-                for call in calls:
-                    result = await episode.tools.call(call.name, **json.loads(call.arguments))
-                    items.append(
-                        {
-                            "type": "function_call",
-                            "call_id": call.call_id,
-                            "name": call.name,
-                            "arguments": call.arguments,
-                        }
-                    )
-                    items.append(
-                        {
-                            "type": "function_call_output",
-                            "call_id": call.call_id,
-                            "output": json.dumps(result),
-                        }
-                    )
-        raise AssertionError("no answer")
-
-    (record,) = run_agent(Probe(body), trials=1)
-    assert record.status == "passed", (record.root_cause, record.error)
-    steps = model_steps(record)
-    assert {info(s)["endpoint"] for s in steps} == {"responses"}
-    assert info(steps[-1])["finish_reason"] == "stop"
 
 
 def test_cli_model_endpoint_sends_the_run_to_that_api(
