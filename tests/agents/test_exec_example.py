@@ -180,3 +180,28 @@ def test_eight_concurrent_exec_trials_never_mix_their_traffic(at_j8):
     for record in at_j8:  # faulted trials call only their own scenario's tools
         own = {t.name for t in select(installed(), [record.scenario])[0].tools}
         assert {s.tool for s in record.trajectory.tool_steps()} <= own, record.trial_id
+
+
+SDK_EXAMPLE = EXAMPLE.with_name("openai_agents_sdk_agent.py")
+
+
+def test_an_openai_agents_sdk_example_runs_on_the_responses_api(tmp_path):
+    """The Agents SDK's own loop (the Responses API, MCP tools) solves a scenario."""
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(SDK_EXAMPLE))}"
+    journal = tmp_path / "sdk.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), ["vending-refund-not-dispensed"]),
+            agent=ProcessAgent(command, grace=0.5),
+            agent_name="exec:agents-sdk",
+            trials=1,
+            seed=3,
+            journal=journal,
+            wall_timeout=90,
+        )
+    )
+    [clean] = read_journal(journal).records
+    assert clean.passed, (clean.error, clean.answer)
+    model = [s for s in clean.trajectory.steps if s.kind == "model"]
+    assert model and {s.args["endpoint"] for s in model} == {"responses"}
+    assert clean.trajectory.tool_steps()  # its tools came over MCP
