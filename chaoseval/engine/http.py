@@ -20,8 +20,8 @@ HarnessError                 500 + ``X-Chaoseval-Error: harness_error``
 
 :class:`HttpTools` is the client side: it maps those responses and httpx exceptions back to the
 agent-visible errors, so an agent's harness code (retries, validation) is the same either way.
-Faults are marked delivered when the ToolBox hands the outcome to the HTTP layer, a hop before
-the agent reads the response.
+Over the server, faults are marked delivered once the answer's bytes are written (or the
+connection reset); over respx (no socket), when the ToolBox hands the outcome over.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import drop_connection, serve_asgi
-from chaoseval.engine.toolbox import StepBudgetExceeded
+from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -123,23 +123,30 @@ class ToolsApp:
         request = Request(scope, receive)
         path = scope["path"]
         match = re.match(TOOL_PATH, path)
+        held: list[int] = []
         if request.method == "GET" and path.rstrip("/") == "/tools":
             reply = encode_result(self.toolbox.describe())
         elif request.method == "POST" and match is not None:
-            reply = await self._call(match["name"], await request.body())
+            reply, held = await self._call(match["name"], await request.body())
         else:
             reply = _error(404, "tool_error", f"no route {request.method} {path}")
         if reply.drop:
             await drop_connection(send)  # a reset: the client gets no response at all
-            return
-        await Response(reply.body, reply.status, reply.headers)(scope, receive, send)
+        else:
+            await Response(reply.body, reply.status, reply.headers)(scope, receive, send)
+        if isinstance(self.toolbox, ToolBox):
+            self.toolbox.deliver(held)  # the outcome's bytes are written (or the reset is)
 
-    async def _call(self, name: str, raw: bytes) -> Reply:
+    async def _call(self, name: str, raw: bytes) -> tuple[Reply, list[int]]:
+        """The call's answer, and its faults: delivered once the answer is written."""
         try:
             args = json.loads(raw or b"{}")
         except ValueError:
-            return _error(400, "tool_error", "the request body is not JSON")
-        return await answer(self.toolbox, name, args)
+            return _error(400, "tool_error", "the request body is not JSON"), []
+        if not isinstance(self.toolbox, ToolBox):
+            return await answer(self.toolbox, name, args), []
+        with held_faults() as held:
+            return await answer(self.toolbox, name, args), held
 
 
 @asynccontextmanager

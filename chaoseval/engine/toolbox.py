@@ -7,7 +7,9 @@ Faults are marked delivered only when the call's outcome actually returns to the
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,22 @@ from chaoseval.model.world import World
 from chaoseval.seams.perturbation import PerturbationContext, ToolCall, build_chain, ctx_stream
 
 EXCERPT = 2000
+
+
+# Set by a wire channel around its calls: their faults are collected here, not delivered, and the
+# channel delivers them once the outcome's bytes are written (or the client gave up a hang).
+_HELD: ContextVar[list[int] | None] = ContextVar("chaoseval_held_faults", default=None)
+
+
+@contextmanager
+def held_faults() -> Iterator[list[int]]:
+    """Hold the delivery of the faults of the ToolBox calls made in the block (their ids)."""
+    held: list[int] = []
+    token = _HELD.set(held)
+    try:
+        yield held
+    finally:
+        _HELD.reset(token)
 
 
 class StepBudgetExceeded(AgentVisibleError):
@@ -209,7 +227,10 @@ class ToolBox:
         step.error = error
         step.latency = self._world.clock.monotonic() - started
         step.result = _excerpt(result)
-        if deliver:
+        held = _HELD.get()
+        if deliver and held is not None:
+            held.extend(fired)  # a wire channel delivers them when it writes the outcome
+        elif deliver:
             self._state.deliver(fired)
 
     @staticmethod

@@ -36,7 +36,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from chaoseval.engine.toolbox import ToolBox
+from chaoseval.engine.toolbox import ToolBox, held_faults
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -147,6 +147,17 @@ class TrialTools:
         self, name: str, arguments: dict[str, Any], exchange: Exchange | None = None
     ) -> types.CallToolResult:
         """Run one ``tools/call`` through the ToolBox and encode the outcome."""
+        if exchange is None:  # in process: handing the outcome over is delivery
+            return await self._call(name, arguments, exchange)
+        with held_faults() as held:  # over HTTP: delivered when the response is written
+            try:
+                return await self._call(name, arguments, exchange)
+            finally:
+                exchange.on_written.extend(held)
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], exchange: Exchange | None
+    ) -> types.CallToolResult:
         try:
             result = await self.toolbox.call(name, **arguments)
         except AgentVisibleError as exc:

@@ -17,8 +17,10 @@ ToolTimeout, hang      no answer until the client gives up (disconnects) or the 
 ToolConnectionError    the TCP connection is reset (SO_LINGER 0, RST), no response at all
 =====================  ======================================================================
 
-Faults of a ``tools/list`` (``tool_schema_drift``) are delivered when its response's last byte
-is written; ``tools/call`` faults are delivered by the ToolBox as it hands the outcome over.
+Faults are delivered when the response's last byte is written (a ``tools/list``'s
+``tool_schema_drift``, a ``tools/call``'s tool faults, a tool-layer hang's late answer), a
+transport fault when its status or reset is written, and a transport hang when the client gives
+up or the trial ends. The ToolBox only collects them (``held_faults``) as it hands over.
 """
 
 from __future__ import annotations
@@ -81,13 +83,17 @@ class TrialEndpoint:
             if message["type"] == "http.response.start" and exchange.transport_fault is not None:
                 faulted = True
                 await self._fail(exchange.transport_fault, receive, send)
+                self._deliver(exchange.on_written)  # written, or the hang is over
                 return
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
-                self.tools.toolbox.deliver(exchange.on_written)
-                exchange.on_written.clear()
+                self._deliver(exchange.on_written)
 
         await self.manager.handle_request(scope, replay, sender)
+
+    def _deliver(self, ids: list[int]) -> None:
+        self.tools.toolbox.deliver(list(ids))
+        ids.clear()
 
     async def _fail(self, fault: AgentVisibleError, receive: Receive, send: Send) -> None:
         if isinstance(fault, ToolHTTPError):
