@@ -226,6 +226,7 @@ async def run_matrix(
                     run_id=manifest.run_id,
                     run_seed=config.seed,
                     wall_timeout=wall,
+                    trial_timeout=config.wall_timeout,  # --trial-timeout: longer or shorter
                 )
             record.artifacts = list(kept.refs) if kept is not None else []
             budget.add(record)

@@ -92,10 +92,16 @@ class _Trial:
     output: AgentOutput | None = None
     raw: Any = None  # what agent.run returned, before coercion to AgentOutput
     sim_seconds: float = 0.0
+    time_budget: float | None = None  # the trial's timeout when --trial-timeout overrides it
 
     @property
     def scenario(self) -> Scenario:
         return self.plan.scenario
+
+    @property
+    def trial_timeout(self) -> float:
+        budget = self.time_budget
+        return self.scenario.budgets.trial_timeout if budget is None else budget
 
 
 async def run_trial(
@@ -108,7 +114,10 @@ async def run_trial(
     run_id: str,
     run_seed: int,
     wall_timeout: float,
+    trial_timeout: float | None = None,
 ) -> TrialRecord:
+    """One trial. ``trial_timeout`` (``--trial-timeout``) replaces the scenario's trial timeout
+    for real-clock agents, longer or shorter; a virtual clock keeps the scenario's."""
     scenario = plan.scenario
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -121,6 +130,8 @@ async def run_trial(
         state=TrialState(),
         settings=model,
     )
+    if trial_timeout is not None and clock_mode == "real":
+        trial.time_budget = trial_timeout
     state = trial.state
     try:
         plugins = instantiate(plan.cell)
@@ -234,10 +245,10 @@ async def _run_agent(
     trial: _Trial, agent: AgentAdapter, episode: Episode, wall_timeout: float
 ) -> BaseException | None:
     """Run the agent under the wall and trial budgets; what it returned or raised."""
-    scenario, clock = trial.scenario, trial.clock
+    clock = trial.clock
     agent_error: BaseException | None = None
     try:
-        with anyio.fail_after(wall_timeout), clock.deadline(scenario.budgets.trial_timeout):
+        with anyio.fail_after(wall_timeout), clock.deadline(trial.trial_timeout):
             trial.raw = await agent.run(episode)
         trial.output = _coerce(trial.raw)
     except HarnessError as exc:
@@ -245,7 +256,7 @@ async def _run_agent(
     except TimeoutError as exc:
         agent_error = (
             TimeoutError(
-                f"trial exceeded its time budget ({scenario.budgets.trial_timeout:g}s "
+                f"trial exceeded its time budget ({trial.trial_timeout:g}s "
                 f"{clock.mode} / {wall_timeout:g}s wall)"
             )
             if not str(exc)

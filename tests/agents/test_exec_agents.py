@@ -228,3 +228,32 @@ def test_a_command_that_does_not_exist_is_refused_before_the_run():
         ProcessAgent("no-such-agent-binary --flag")
     with pytest.raises(ConfigError, match="needs a command"):
         ProcessAgent.from_spec("exec:")
+
+
+def test_trial_timeout_lengthens_the_scenarios_as_well_as_shortening_it(tmp_path):
+    """An agent that needs 2 s, on a scenario that allows 1 s: a timeout, unless
+    --trial-timeout gives the trial longer."""
+    [scenario] = select(installed(), [SCENARIO])
+    short = scenario.model_copy(
+        update={"budgets": scenario.budgets.model_copy(update={"trial_timeout": 1.0})}
+    )
+    command = script(tmp_path, "agent", "import time\ntime.sleep(2)\nprint('took my time')\n")
+
+    def outcome(wall_timeout: float | None) -> tuple[str | None, str | None]:
+        journal = tmp_path / f"j{wall_timeout}.jsonl"
+        config = RunConfig(
+            scenarios=[short],
+            agent=ProcessAgent(command, grace=GRACE),
+            agent_name="exec:slow",
+            trials=1,
+            seed=1,
+            journal=journal,
+            wall_timeout=wall_timeout,
+        )
+        run(config)
+        [record] = read_journal(journal).records
+        return record.root_cause, record.answer
+
+    assert outcome(None)[0] == "timeout"  # the scenario's 1 s
+    cause, answer = outcome(15.0)
+    assert cause != "timeout" and answer == "took my time"
