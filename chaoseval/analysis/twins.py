@@ -115,7 +115,14 @@ def _tool_text(s: Step) -> str:
 
 def replay_command(journal: str, trial_id: str) -> str:
     """The command that re-runs one recorded trial from its seeds."""
-    return f"chaoseval replay {shlex.quote(journal)} {shlex.quote(trial_id)}"
+    return f"chaoseval replay {_quote(journal)} {_quote(trial_id)}"
+
+
+def _quote(word: str) -> str:
+    """Shell quoting that stays readable for perturbation specs with single quotes inside."""
+    if "'" in word and not any(c in word for c in '"$`\\!'):
+        return f'"{word}"'
+    return shlex.quote(word)
 
 
 @dataclass

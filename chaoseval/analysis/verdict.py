@@ -131,17 +131,18 @@ class Verdict:
         for c in self.by("gain"):
             out.append(f"{c.label}: {c.metric} improves, {c.change()}.")
         quiet = sorted(self.by("none"), key=_drop_size)
+        listed = quiet
         if quiet and not self.by("drop") and _drop_size(quiet[0]) < 0:
-            c = quiet[0]
+            c, listed = quiet[0], quiet[1:]
             out.append(
                 f"Largest drop, not significant: {c.label} {c.metric} {c.change()}; more "
                 "trials or tasks would tell (see the noise floor and sizing)."
             )
-        if quiet:
+        if listed:
             out.append(
                 "Not significant: "
                 + "; ".join(
-                    c.label if compact else f"{c.label} {c.metric} {c.change()}" for c in quiet
+                    c.label if compact else f"{c.label} {c.metric} {c.change()}" for c in listed
                 )
                 + "."
             )

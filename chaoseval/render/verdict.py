@@ -271,9 +271,11 @@ def print_twins(v: Verdict, console: Console, journal: str) -> None:
                 rich_escape(p.label),
             )
     console.print(table)
-    console.print(
-        f"  [dim]replay one: {rich_escape(replay_command(journal, 'SCENARIO/CELL/INDEX'))}; "
-        f"all {hidden} more side by side: chaoseval report "
-        f"{rich_escape(shlex.quote(journal))} -f html --twins 0 -o twins.html[/]",
-        highlight=False,
-    )
+    first = next(iter(v.twins.values())).pairs[0].perturbed.trial_id
+    console.print(f"  [dim]replay one: {rich_escape(replay_command(journal, first))}[/]")
+    if hidden:
+        console.print(
+            f"  [dim]{hidden} more failed trial(s), each beside its clean twin: chaoseval report "
+            f"{rich_escape(shlex.quote(journal))} -f html --twins 0 -o twins.html[/]",
+            highlight=False,
+        )
