@@ -56,6 +56,14 @@ ModelEndpoint = Annotated[
 ModelKeyEnv = Annotated[
     str, typer.Option(help="environment variable holding the --model-endpoint key")
 ]
+PricesFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="TOML or JSON price table for model-channel costs: per model name, 'input' and "
+        "'output' in USD per million tokens (replaces the built-in entries it names)",
+    ),
+]
 
 
 Perturbations = Annotated[
@@ -175,6 +183,7 @@ def run_cmd(
     redact_patterns: RedactPatterns = None,
     model_endpoint: ModelEndpoint = None,
     model_key_env: ModelKeyEnv = "OPENAI_API_KEY",
+    prices: PricesFile = None,
     config: ConfigPath = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
@@ -190,6 +199,7 @@ def run_cmd(
     path = journal or Path("chaoseval.jsonl")
     try:
         redact.configure(redact_patterns or [])
+        _prices(prices)
         keys = {f for f in RunSettings.__dataclass_fields__ if f != "gate"}
         s = RunSettings.resolve(settings(config), **{n: v for n, v in flags.items() if n in keys})
         path = s.journal
@@ -269,6 +279,13 @@ def _budget_note(budget: Budget | None, journal: Path) -> None:
             f"started, every recorded trial is in {journal}. Raise the budget and run the same "
             "command with --resume to carry on."
         )
+
+
+def _prices(path: Path | None) -> None:
+    """The run's price table (--prices), or the built-in one."""
+    from chaoseval.channels.model import prices
+
+    prices.configure(None if path is None else prices.load_prices(path))
 
 
 def _agent(name: str, app_dir: Path, endpoint: str | None, key_env: str) -> Any:

@@ -137,7 +137,9 @@ def test_cli_model_endpoint_sends_the_run_to_that_api(
     journal = tmp_path / "wire.jsonl"
     args = ["run", "--agent", "openai-naive", "-s", SCENARIO, "-n", "1", "--no-report"]
     args += ["--model-endpoint", f"{url}/v1", "--model-key-env", "LLM_CRED"]
-    result = CliRunner().invoke(app, [*args, "--journal", str(journal)])
+    prices = tmp_path / "prices.toml"  # the recorder answers 7 input and 3 output tokens
+    prices.write_text('["sim-1"]\ninput = 1000\noutput = 2000\n')
+    result = CliRunner().invoke(app, [*args, "--journal", str(journal), "--prices", str(prices)])
     stop.set()
     thread.join(10)
     assert result.exit_code == 0, result.output
@@ -146,5 +148,29 @@ def test_cli_model_endpoint_sends_the_run_to_that_api(
     (record,) = read_journal(journal).records
     assert record.answer is not None and record.answer.startswith("scripted, key ")
     assert UPSTREAM_KEY not in journal.read_text() and UPSTREAM_KEY not in result.output
+    [step] = [s for s in record.trajectory.steps if s.kind == "model"]
+    assert step.data.cost == pytest.approx((7 * 1000 + 3 * 2000) / 1e6)  # from --prices
+    assert record.usage.cost == pytest.approx(step.data.cost)
     refused = CliRunner().invoke(app, [*args[:-4], "--agent", "naive", "--model-endpoint", url])
     assert refused.exit_code != 0 and "over the wire" in refused.output
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("p.toml", '["gpt-4o"]\ninput = "cheap"\n', "needs numbers 'input' and 'output'"),
+        ("p.json", "{not json", "not valid JSON"),
+        ("p.toml", "", "expected a table of models"),
+    ],
+)
+def test_a_bad_price_table_is_refused_with_its_place_and_fix(
+    tmp_path: Path, name: str, text: str, says: str
+) -> None:
+    (tmp_path / name).write_text(text)
+    args = ["run", "--agent", "openai-naive", "-s", SCENARIO, "-n", "1", "--no-report"]
+    result = CliRunner().invoke(
+        app, [*args, "--journal", str(tmp_path / "j.jsonl"), "--prices", str(tmp_path / name)]
+    )
+    output = " ".join(result.output.split())  # the console wraps long lines
+    assert result.exit_code != 0 and says in output and "--prices" in output
+    assert not (tmp_path / "j.jsonl").exists()

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
-from chaoseval.channels.model.prices import DEFAULT_PRICES, Prices, cost
+from chaoseval.channels.model.prices import Prices, cost, current
 from chaoseval.channels.model.wire import request_hash, tool_calls_of
 from chaoseval.errors import HarnessError
 from chaoseval.model.trajectory import ModelCallData, Step
@@ -72,7 +72,7 @@ class TrialModelChannel:
         self.token = token
         self.link = link
         self.upstream = upstream
-        self.prices = prices if prices is not None else DEFAULT_PRICES
+        self.prices = prices if prices is not None else current()  # the run's (--prices)
         self.closed = anyio.Event()
         self._count = 0
         self._last_by_hash: dict[str, Exchange] = {}
