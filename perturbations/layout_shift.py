@@ -3,9 +3,9 @@
 Two plugins on the observation channel (scenarios with a ``ui`` page only):
 
 - ``layout_shift`` moves the page's buttons (element order shuffled within their container)
-  and/or renames them (new ids; labels reworded: "Approve refund" -> "Approve", a synonym,
-  upper case). The old ids stop working; the new ones map to the same actions. Models a
-  redesign or an A/B variant shipped under an agent that keys on selectors.
+  and/or renames them (new ids and class names; labels reworded: "Approve refund" ->
+  "Approve", a synonym, upper case). The old ids stop working; the new ones map to the
+  same actions. Models a redesign or an A/B variant shipped under an agent that keys on selectors.
   A late banner (a promotion, a notice) then pushes the page's content down ``banner``
   seconds after the first page load (trial time: virtual for the simulated agents).
 - ``modal`` lays a dialog over the page (cookie banner, survey, session warning, newsletter)
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from chaoseval.engine.domops import due, insert_banner, layout_ops
+from chaoseval.engine.domops import class_ops, due, insert_banner, layout_ops, rename_classes
 from chaoseval.engine.ui import LayoutPlan, ModalPlan, apply_layout, apply_modal, elements, ui_state
 from chaoseval.model.records import RootCause
 from chaoseval.model.trajectory import Fault
@@ -96,7 +96,9 @@ POPUP_NOT_HANDLED = RootCause(
 )
 
 
-def _late_banner(page: str, state: Any, ctx: PerturbationContext) -> str:
+def _redesigned(page: str, state: Any, ctx: PerturbationContext) -> str:
+    """The redesign's class names, and the late banner once its time has come."""
+    page = rename_classes(page, state.ops)
     for op in state.ops:
         if op["op"] == "banner" and due(op, ctx.clock.monotonic()):
             page = insert_banner(page, op)
@@ -123,7 +125,7 @@ class LayoutShift(Perturbation[LayoutShiftParams]):
         if state.layout is not None:  # the page stays redesigned for the rest of the trial
             page = await call_next(call)
             return (
-                _late_banner(apply_layout(page, state.layout, state), state, ctx) if page else page
+                _redesigned(apply_layout(page, state.layout, state), state, ctx) if page else page
             )
         return await super().__call__(call, call_next, ctx)
 
@@ -153,12 +155,14 @@ class LayoutShift(Perturbation[LayoutShiftParams]):
         ctx.fault("observation", "layout_shift", mode=mode, elements=changed)
         fault = ctx.fired[-1]
         state.ops += layout_ops(page, shifted, state, fault)
+        if plan.rename:
+            state.ops += class_ops(page, plan.seed, fault)
         if self.params.banner is not None:
             # Drawn from the plan's seed, not ctx.rng: the banner moves no other draw.
             text = random.Random(plan.seed).choice(NOTICES)
             at = ctx.clock.monotonic() + self.params.banner
             state.ops.append({"op": "banner", "at": at, "text": text, "fault": fault})
-        return _late_banner(shifted, state, ctx)
+        return _redesigned(shifted, state, ctx)
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         return UI_ELEMENT_NOT_FOUND if later_call_failed(fault, failure) else None

@@ -71,6 +71,10 @@ CONTROLS = """
 """
 
 
+async def accessibility_tree(page: Page) -> str:
+    return await page.locator("body").aria_snapshot()
+
+
 class NoClick(ToolError):
     """The browser could not click (nothing there, covered, not rendered): no request left."""
 
@@ -98,6 +102,11 @@ class BrowserActor(Actor):
 
     async def page(self) -> str | None:
         return await self.pw.content()
+
+    async def accessibility(self) -> str:
+        """The page as its accessibility tree (roles and names, YAML): what browser-use-style
+        agents read instead of the HTML."""
+        return await accessibility_tree(self.pw)
 
     async def click(self, label: str, role: str = "button") -> Any:
         try:

@@ -24,6 +24,7 @@ slow       ``ids``, ``at``: elements absent from the page until ``at``
 from __future__ import annotations
 
 import html
+import random
 import re
 from typing import Any
 
@@ -79,6 +80,32 @@ def layout_ops(before: str, after: str, state: UiState, fault: int | None) -> li
 
 def _label(node: Node) -> str:
     return node.attrs.get("aria-label") or node.text()
+
+
+def class_ops(page: str, seed: int, fault: int | None) -> list[Op]:
+    """New names for the page's classes (a redesign's new stylesheet), drawn from ``seed``."""
+    names = sorted(
+        {c for n in parse_html(page).walk() for c in (n.attrs.get("class") or "").split()}
+    )
+    rng = random.Random(f"{seed}:classes")
+    return [
+        {"op": "class", "name": c, "to": f"{c}-{rng.getrandbits(16):04x}", "fault": fault}
+        for c in names
+    ]
+
+
+def rename_classes(page: str, ops: list[Op]) -> str:
+    """The text DOM with the ``class`` operations applied."""
+    new = {op["name"]: op["to"] for op in ops if op["op"] == "class"}
+    if not new:
+        return page
+    root = parse_html(page)
+    for node in root.walk():
+        if node.attrs.get("class"):
+            node.attrs["class"] = " ".join(
+                new.get(c, c) for c in (node.attrs["class"] or "").split()
+            )
+    return serialize(root)
 
 
 def due(op: Op, now: float) -> bool:

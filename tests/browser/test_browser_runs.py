@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from chaoseval.agents.browser import BrowserAgent, timezone_id
-from chaoseval.agents.browser_actor import CONTROLS
+from chaoseval.agents.browser_actor import CONTROLS, accessibility_tree
 from chaoseval.analysis.build import analyze
 from chaoseval.channels.browser.chromium import chromium as launch
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.engine.runner import RunConfig, RunResult, run
-from chaoseval.engine.ui import elements
+from chaoseval.engine.ui import Node, elements, parse_html
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import TrialRecord
@@ -112,6 +112,13 @@ def test_a_failed_trial_keeps_its_screenshot(chromium: Path, runs: dict[str, Run
     assert {row[0] for row in table.rows} == {"clean", *CELLS}
 
 
+CLASSES = "[...document.querySelectorAll('[class]')].flatMap((e) => [...e.classList])"
+
+
+def _classes(node: Node) -> list[str]:
+    return (node.attrs.get("class") or "").split()
+
+
 class Probe:
     """Opens the page like any browser agent and compares it with the text DOM."""
 
@@ -130,7 +137,8 @@ class Probe:
             await page.wait_for_timeout(1200)  # past the late banner and the settling
             applied = await page.evaluate("window.__chaoseval.applied")
             live = [c for c in await page.evaluate(CONTROLS) if c["visible"] and not c["dialog"]]
-            text = [e for e in elements(await episode.observe() or "") if not e.dialog]
+            text_page = await episode.observe() or ""
+            text = [e for e in elements(text_page) if not e.dialog]
             self.seen.append(
                 {
                     "live": [(c["id"], c["role"], c["label"]) for c in live],
@@ -142,6 +150,11 @@ class Probe:
                     "ops": [op["op"] for op in config["ops"]],
                     "applied": applied,
                     "cls": await page.evaluate("window.__chaoseval.cls"),
+                    "live_classes": sorted(set(await page.evaluate(CLASSES))),
+                    "text_classes": sorted(
+                        {c for n in parse_html(text_page).walk() for c in _classes(n)}
+                    ),
+                    "aria": await accessibility_tree(page),
                 }
             )
             await context.close()
@@ -156,6 +169,8 @@ def test_one_ui_two_renderings_and_the_trial_clock(chromium: Path) -> None:
     assert shifted and shifted[0]["cls"] > 0  # layout-shift entries: the late banner moved it
     for seen in probe.seen:
         assert sorted(seen["applied"]) == sorted(seen["ops"])
+        assert seen["live_classes"] == seen["text_classes"]
+        assert all(f'"{label}"' in seen["aria"] for _, _, label in seen["live"])
         assert seen["live"] == seen["text"]  # same ids, roles, labels, in the same order
         assert abs(seen["page_time"] - seen["trial_time"]) < 5000
         assert seen["zone"] == seen["want_zone"]
