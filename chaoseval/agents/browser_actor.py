@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 Style = Literal["scripted", "naive", "resilient"]
 
-NAIVE_CLICK_MS = 1500  # a hard-coded selector either is there or the script fails
+NAIVE_CLICK_MS = 1500  # how long a present but covered element may take to be clickable
 RESPONSE_MS = 3000  # how long a click may take to reach the world and answer
 NAIVE_RESPONSE_MS = 2000  # the naive script's patience for the same
 FIND_S = 6.0  # how long the resilient styles wait for a control to render
@@ -129,9 +129,12 @@ class BrowserActor(Actor):
         spot = next((c for c in self.learned if c["label"] == label and c["role"] == role), None)
         if spot is None:
             raise ToolError(f"no {role} labelled {label!r} on the page it was written for")
+        selector = self.pw.locator(f"[id='{spot['id']}']")
         try:
+            if not await selector.count():  # not there now: no waiting for it to appear
+                raise NoClick(f"no element #{spot['id']} on the page")
             return await self._send(
-                lambda: self.pw.click(f"[id='{spot['id']}']", timeout=NAIVE_CLICK_MS),
+                lambda: selector.click(timeout=NAIVE_CLICK_MS),
                 timeout=NAIVE_RESPONSE_MS,
             )
         except NoClick:
