@@ -219,7 +219,7 @@ def test_0_1_differences_use_the_adjusted_wald() -> None:
     # Ten tasks, every difference 0: the t and sign-flip intervals would collapse on [0, 0]
     # and claim certainty; the adjusted interval keeps room for a difference it did not see.
     r = paired_inference(np.zeros(10))
-    assert r.test.method == "adjusted Wald" and r.test.p_value == 1.0
+    assert r.test.method == "adjusted Wald + exact sign-flip" and r.test.p_value == 1.0
     # Two pseudo-tasks at +1 and -1 (half weight each) and one at 0: ss = 1, N = 12.
     assert r.interval.low == pytest.approx(-sps.norm.ppf(0.975) * np.sqrt(1 / (11 * 12)))
 
