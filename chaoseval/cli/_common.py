@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from chaoseval.errors import ConfigError
 from chaoseval.loading.userpath import append_path, check_not_shadowed
 
 if TYPE_CHECKING:
@@ -101,13 +102,21 @@ def load_scenarios(paths: Sequence[Path] | None) -> list[Scenario]:
     """The scenarios under ``paths``, or every installed pack's when none are given."""
     from chaoseval.loading.files import installed, load_paths
 
+    _check_exist(paths)
     return load_paths(paths) if paths else installed()
+
+
+def _check_exist(paths: Sequence[Path] | None) -> None:
+    missing = [str(p) for p in paths or [] if not p.exists()]
+    if missing:
+        raise ConfigError(f"--scenarios {', '.join(missing)}: no such file or directory")
 
 
 def select_scenarios(paths: Sequence[Path] | None, patterns: list[str] | None) -> list[Scenario]:
     """The scenarios a command runs: from ``paths``, or from the installed packs that load."""
     from chaoseval.loading.files import installed_packs, load_paths, select
 
+    _check_exist(paths)
     if paths:
         return select(load_paths(paths), patterns or [])
     packs = installed_packs()
@@ -128,6 +137,8 @@ def user_agent(name: str, app_dir: Path) -> AgentAdapter:
     from chaoseval.seams.agent import load_agent
 
     if ":" in name and not name.startswith("exec:"):  # exec: names a command, not a module
+        if not app_dir.is_dir():
+            raise ConfigError(f"--app-dir {app_dir}: no such directory (--agent {name})")
         append_path(app_dir)
         check_not_shadowed(name.partition(":")[0], app_dir)
     return load_agent(name)

@@ -3,13 +3,17 @@ commands on the app it is given, in the order ``--help`` lists them."""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from chaoseval import redact
 from chaoseval.cli import analysis, authoring, catalogue, investigate, relay, run, summary
+from chaoseval.cli._common import fail
 
 
 def _session() -> None:
@@ -30,7 +34,33 @@ def build() -> typer.Typer:
     app.callback()(_session)
     for module in (run, analysis, investigate, summary, catalogue, authoring, relay):
         module.register(app)
+    _guard(app)
     return app
+
+
+def _os_errors_as_messages(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A file the user named cannot be read or written (a directory, no such parent, no
+    permission): one line naming it, exit 2, never a traceback. Commands catch chaoseval's
+    own errors themselves; this is for the operating system's."""
+
+    @functools.wraps(command)  # typer reads the options from the wrapped signature
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            fail(OSError(f"{where}{exc.strerror or exc}"))
+
+    return guarded
+
+
+def _guard(app: typer.Typer) -> None:
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.callback = _os_errors_as_messages(info.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _guard(group.typer_instance)
 
 
 app = build()

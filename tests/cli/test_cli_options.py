@@ -51,6 +51,9 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     ([*RUN, "--budget-tokens", "0"], "--budget-tokens"),
     ([*RUN, "--resume", "--journal", "M"], "nothing to continue"),
     ([*RUN, "--journal", "D"], "is a directory"),
+    ([*RUN, "--journal", "J/run.jsonl"], "error: j.jsonl: File exists"),  # an OSError
+    ([*RUN, "--scenarios", "M"], "--scenarios missing.jsonl: no such file or directory"),
+    (["run", "-a", "mod:factory", "--app-dir", "M"], "--app-dir missing.jsonl: no such directory"),
     ([*RUN, "-p", "latencyy"], "did you mean 'latency'"),
     ([*RUN, "--config", "M"], "no such file"),
     (["run", "-s", "vending-*"], "no agent"),
@@ -87,7 +90,8 @@ def test_bad_input_is_a_clear_error(
     (tmp_path / "a-dir").mkdir()
     (tmp_path / "j.jsonl").write_text("{}\n")
     names = {"J": "j.jsonl", "D": "a-dir", "M": "missing.jsonl"}
-    res = CliRunner().invoke(app, [names.get(a, a) for a in args])
+    args = [names.get(a, a) for a in args]
+    res = CliRunner().invoke(app, [a.replace("J/", "j.jsonl/") for a in args])
     # Rich wraps and boxes messages: compare with the frame and line breaks taken out.
     text = " ".join(res.output.replace("│", " ").split())
     assert res.exit_code == 2, text
