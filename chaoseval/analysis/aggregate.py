@@ -32,6 +32,9 @@ class CellResult:
     delta: Delta | None = None
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (n, c)
     not_landed: list[str] = field(default_factory=list)  # tasks no fault of the cell reached
+    # What the agent never called in the trials of those tasks ("its model", "its tools"): a
+    # fault on a channel the agent never uses cannot land, and the note says so.
+    untouched: list[str] = field(default_factory=list)
 
     def landing_note(self) -> str | None:
         """One line on the tasks this cell's faults did not reach, naming the shorter side."""
@@ -42,9 +45,11 @@ class CellResult:
             where = f"reached only: {', '.join(sorted(self.counts)) or 'none'}"
         else:
             where = f"not reached: {', '.join(self.not_landed)}"
+        never = f"; there the agent never called {' or '.join(self.untouched)}"
         return (
             f"{self.cell}: no fault reached the agent on {len(self.not_landed)} of {total} "
             f"task(s); those are left out of its metrics ({where})"
+            + (never if self.untouched else "")
         )
 
     @property
@@ -77,6 +82,18 @@ def not_landed(records: Iterable[TrialRecord]) -> list[str]:
     return sorted(t for t, hit in landed.items() if not hit)
 
 
+def untouched_channels(records: Iterable[TrialRecord]) -> list[str]:
+    """The channels no trial among ``records`` called: its model (a model request or call)
+    and its tools (a tool call). Empty when there are no records."""
+    trials = list(records)
+    if not trials:
+        return []
+    kinds = {s.kind for r in trials for s in r.trajectory.steps}
+    return [
+        name for kind, name in (("model", "its model"), ("tool", "its tools")) if kind not in kinds
+    ]
+
+
 def landed_counts(records: Sequence[TrialRecord]) -> dict[str, tuple[int, int]]:
     """Per-task (n, c) over the tasks the cell's perturbations reached."""
     skip = set(not_landed(records))
@@ -104,6 +121,7 @@ def cell_result(name: str, records: Sequence[TrialRecord], ks: Sequence[int]) ->
         perturbed=any(r.perturbations for r in records),
         counts=counts,
         not_landed=missed,
+        untouched=untouched_channels(r for r in records if r.scenario in missed),
     )
 
 
