@@ -14,6 +14,7 @@ from chaoseval import redact
 from chaoseval.cli._common import (
     AppDir,
     ScenarioPaths,
+    clock_notice,
     console,
     err,
     fail,
@@ -129,9 +130,11 @@ def search_cmd(
                 f"--scenario {scenario!r} matches {len(found)} scenarios; name exactly one: "
                 + ", ".join(s.id for s in found)
             )
+        the_agent = user_agent(agent, app_dir)
+        clock_notice(the_agent, agent)  # a search runs hundreds of trials: say it early
         result = search(
             found[0],
-            user_agent(agent, app_dir),
+            the_agent,
             agent_name=agent,
             model=ModelSettings(model=model, temperature=temperature),
             seed=seed,

@@ -45,6 +45,10 @@ def test_run_then_report_json(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "pass^5" in out.stdout and "timeout" in out.stdout
+    # stderr is a pipe here, as in CI: status lines, not a progress bar's escape codes.
+    assert "chaoseval run naive: 45 trial(s) to run" in out.stderr
+    assert "45/45 trials" in out.stderr and "(finished)" in out.stderr
+    assert "\x1b[" not in out.stderr
 
     rep = cli("report", "j.jsonl", "--format", "json", cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr
