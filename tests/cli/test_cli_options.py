@@ -59,6 +59,8 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     (["run", "-s", "vending-*"], "no agent"),
     (["report", "D"], "is a directory"),
     (["report", "M"], "no such journal"),
+    (["report"], "chaoseval.jsonl: no such journal"),  # the default journal, absent here
+    (["gate", "-r", "pass^1 >= 0.5"], "chaoseval.jsonl: no such journal"),
     (["report", "J", "--k", "0"], "--k"),
     (["report", "J", "-f", "pdf"], "unknown --format"),
     (["compare", "D", "J"], "is a directory"),
