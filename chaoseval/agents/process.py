@@ -198,7 +198,7 @@ class ProcessAgent:
             stack.callback(memory.unlink, missing_ok=True)
             ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
             env = {
-                **{k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES},
+                **{k: v for k, v in os.environ.items() if k not in self._withheld},
                 **_model_env(model),
                 "CHAOSEVAL_MCP_URL": urls.mcp,
                 "CHAOSEVAL_TOOLS_URL": urls.tools,
@@ -213,6 +213,11 @@ class ProcessAgent:
             }
             return await self._run_process(env, workdir, episode.instruction)
         raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
+
+    @property
+    def _withheld(self) -> set[str]:
+        """chaoseval's model keys, and --model-key-env's variable whatever its name."""
+        return {*MODEL_VARIABLES, self.upstream.key_env}
 
     async def _run_process(self, env: dict[str, str], cwd: Path, instruction: str) -> AgentOutput:
         stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT)

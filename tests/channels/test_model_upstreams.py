@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import queue
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from starlette.routing import Route
 from typer.testing import CliRunner
 
 from chaoseval.agents.openai_agents import OpenAIAgent
+from chaoseval.agents.process import ProcessAgent
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.model.session import UpstreamConfig
 from chaoseval.cli.app import app
@@ -101,6 +103,41 @@ def test_model_endpoint_forwards_to_a_real_api_with_the_upstream_key(
     assert (sampled_body["temperature"], sampled_body["seed"]) == (1.3, 9)
     step = model_steps(sampled)[0]
     assert (info(step)["temperature"], info(step)["seed"], info(step)["cost"]) == (1.3, 9, 2.85e-06)
+
+
+# An agent process on the openai SDK alone: one request, its answer, and whether it could see
+# the upstream key (it must not: the channel holds it).
+EXEC_AGENT = """
+import json, os, openai
+client = openai.OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY: the trial's channel
+done = client.chat.completions.create(
+    model=os.environ["CHAOSEVAL_MODEL"], messages=[{"role": "user", "content": "hi"}]
+)
+seen = "key-visible" if os.environ.get("CHAOSEVAL_TEST_UPSTREAM_KEY") else "key-hidden"
+answer = json.loads(done.choices[0].message.content)["answer"]
+print(json.dumps({"answer": answer + " " + seen}))
+"""
+
+
+def test_an_exec_agent_reaches_the_model_endpoint_through_its_channel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAOSEVAL_TEST_UPSTREAM_KEY", UPSTREAM_KEY)
+    script = tmp_path / "agent.py"
+    script.write_text(EXEC_AGENT)
+    recorder, records = run_forwarded(
+        lambda config: ProcessAgent(f"{sys.executable} {script}", upstream=config),
+        ["sampling:temperature=1.3,seed=9"],
+    )
+    clean, sampled = records
+    assert clean.answer == sampled.answer == "scripted key-hidden", clean.error
+    # Only upstream of chaoseval is the real key sent; the trials ran at once, in any order.
+    assert {h["authorization"] for h, _ in recorder.seen} == {f"Bearer {UPSTREAM_KEY}"}
+    bodies = sorted((b for _, b in recorder.seen), key=lambda b: "seed" in b)
+    assert [b["model"] for b in bodies] == ["gpt-4o-mini"] * 2  # --model, as it was told
+    assert "temperature" not in bodies[0]  # the process set none
+    assert (bodies[1]["temperature"], bodies[1]["seed"]) == (1.3, 9)  # sampling rewrote it
+    assert [info(s)["status"] for s in model_steps(clean)] == [200]
 
 
 def test_model_faults_apply_in_front_of_a_forwarded_upstream(
