@@ -128,6 +128,11 @@ def test_a_planted_key_is_in_no_file_and_no_output(tmp_path, monkeypatch):
     outputs.append(runner.invoke(app, ["sample", str(journal), "-o", str(tmp_path / "s.md")]))
     outputs.append(runner.invoke(app, ["sample", str(journal)]))
     outputs.append(runner.invoke(app, ["diverge", str(journal), "-f", "json"]))
+    trial_id = read_journal(journal).records[0].trial_id
+    # Runs the trial again; its ports differ, so it says 'did not reproduce' (exit 1).
+    replay = runner.invoke(app, ["replay", str(journal), trial_id])
+    assert "did not reproduce" in replay.output and PLANTED not in replay.output
+    assert "[REDACTED]" in replay.output
     assert outputs[0].exit_code == 0, outputs[0].output
     [record] = read_journal(journal).records
     assert record.trajectory.tool_steps() and record.artifacts
