@@ -40,5 +40,9 @@ def render_markdown(a: Analysis, verdict: Verdict | None = None) -> str:
     if verdict is not None:
         lines = verdict.lines()
         head += ["## Verdict", "", f"**{lines[0]}**", ""] + [f"- {x}" for x in lines[1:]] + [""]
+        legend = [
+            f"`{short}` = `{cell}`" for cell, short in verdict.labels.items() if short != cell
+        ]
+        head += (["Cell labels: " + "; ".join(legend) + ".", ""]) if legend else []
     tables = report_tables(a, verdict)
     return "\n".join(head) + "\n" + "\n".join(table_markdown(t) for t in tables)

@@ -351,4 +351,9 @@ def report_tables(a: Analysis, verdict: Verdict | None = None) -> list[TableData
         noise_table(a),
     ]
     browser = browser_table(a)
-    return tables + ([browser] if browser is not None else [])
+    tables += [browser] if browser is not None else []
+    if verdict is not None:  # long perturbation specs as their short label (legend in the report)
+        for t in tables:
+            if t.columns and t.columns[0] == "cell":
+                t.rows = [[verdict.labels.get(r[0], r[0]), *r[1:]] if r else r for r in t.rows]
+    return tables
