@@ -103,7 +103,14 @@ class Verdict:
     def not_landed(self) -> list[CellVerdict]:
         return [c for c in self.cells if c.did_not_land]
 
+    @property
+    def measurable(self) -> bool:
+        """Some cell has a change against clean (not so without a clean cell)."""
+        return any(c.comparison is not None and c.comparison.difference for c in self.cells)
+
     def headline(self) -> str:
+        if self.cells and not self.measurable:
+            return "No change against clean can be measured (no clean trials on the tasks reached)"
         drops = self.by("drop")
         if drops:
             names = ", ".join(f"{c.label} ({c.metric})" for c in drops)
@@ -138,7 +145,7 @@ class Verdict:
                 f"Largest drop, not significant: {c.label} {c.metric} {c.change()}; more "
                 "trials or tasks would tell (see the noise floor and sizing)."
             )
-        if listed:
+        if listed and self.measurable:
             out.append(
                 "Not significant: "
                 + "; ".join(
@@ -146,7 +153,7 @@ class Verdict:
                 )
                 + "."
             )
-        few = [c for c in quiet if c.tasks_reached < FEW_TASKS]
+        few = [c for c in quiet if c.tasks_reached < FEW_TASKS] if self.measurable else []
         if few:
             out.append(
                 "Reached too few tasks to tell: "

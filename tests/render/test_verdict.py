@@ -224,3 +224,12 @@ def test_summary_marks_changes_that_are_not_significant(journal: Journal) -> Non
     timeout_phat = rows["timeout"].split("│")[3]
     assert "n.s." not in timeout_phat and "(-" in timeout_phat
     assert "n.s." in rows["layout_shift"].split("│")[3]
+
+
+def test_without_clean_trials_the_verdict_says_nothing_is_measurable(journal: Journal) -> None:
+    records = [r for r in journal.records if r.cell != CLEAN]
+    j = Journal(path=journal.path, manifest=journal.manifest, records=records)
+    a = analyze(j, n_resamples=100, references=False)
+    lines = build_verdict(a, records).lines()
+    assert lines[0].startswith("No change against clean can be measured")
+    assert not any(x.startswith(("Not significant", "Reached too few")) for x in lines)
