@@ -20,14 +20,27 @@ if TYPE_CHECKING:
 FORMATS = ("table", "json", "markdown", "html", "junit")
 
 
-def load(path: Path, source: str | None = None, scorer: str | None = None) -> Journal:
+def load(
+    path: Path, source: str | None = None, scorer: str | None = None, errors_as: str = "source"
+) -> Journal:
     """A chaoseval journal, or (with ``source``) a tau-bench / Inspect AI results file."""
     from chaoseval.store.importers import load_source
     from chaoseval.store.journal import read_journal
 
     if source is None:
         return read_journal(path)
-    return load_source(source, path, scorer=scorer)
+    return load_source(source, path, scorer=scorer, errors_as=errors_as)
+
+
+# With --from: how a trial that crashed before it was scored counts (store/importing.py).
+ErrorsAs = Annotated[
+    str,
+    typer.Option(
+        "--errors-as",
+        help="with --from, crashed trials count as the source benchmark counts them (source), "
+        "apart from the score (not-evaluable), or as failures (failure)",
+    ),
+]
 
 
 def _emit(text: str, output: Path | None, what: str) -> None:
@@ -49,6 +62,7 @@ def report_impl(
     scorer: str | None = None,
     resamples: int = 10_000,
     twins: int = 3,
+    errors_as: str = "source",
 ) -> None:
     """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
     from chaoseval.analysis.build import analysis_json, analyze
@@ -65,7 +79,7 @@ def report_impl(
         raise ConfigError(f"unknown --from {source!r}; use one of {', '.join(SOURCES)}")
     if twins < 0:
         raise ConfigError(f"--twins {twins}: use a count >= 0 (0 lays out every failed trial)")
-    data = load(journal, source, scorer)
+    data = load(journal, source, scorer, errors_as)
     ks = _check_ks(data, k)
     a = analyze(data, ks, n_resamples=resamples, references=source is None)
     if format == "junit":
@@ -137,12 +151,15 @@ def report_cmd(
             min=0, help="failed trials per cell laid out beside their clean twin (0: all of them)"
         ),
     ] = 3,
+    errors_as: ErrorsAs = "source",
 ) -> None:
     """Summarise a journal: the verdict, pass^k against clean with intervals, root causes,
     vetoes, process, and failed trials beside their clean twins."""
     try:
         journal = journal or settings(config).default_journal()
-        report_impl(journal, format, output, k, source, scorer, twins=twins)
+        report_impl(
+            journal, format, output, k, source, scorer, twins=twins, errors_as=errors_as
+        )
     except ChaosevalError as exc:
         fail(exc)
 
@@ -170,13 +187,14 @@ def compare_cmd(
     source: Annotated[
         str | None, typer.Option("--from", help="read both files as tau-bench | inspect results")
     ] = None,
+    errors_as: ErrorsAs = "source",
 ) -> None:
     """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p."""
     from chaoseval.analysis.compare import compare_journals
     from chaoseval.render.comparison import print_comparison, render_comparison_markdown
 
     try:
-        ja, jb = load(a, source), load(b, source)
+        ja, jb = load(a, source, errors_as=errors_as), load(b, source, errors_as=errors_as)
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed)
         if format == "table":
             print_comparison(h, console)
@@ -217,6 +235,7 @@ def gate_cmd(
     source: Annotated[
         str | None, typer.Option("--from", help="read JOURNAL as a tau-bench | inspect file")
     ] = None,
+    errors_as: ErrorsAs = "source",
     junit: Annotated[Path | None, typer.Option(help="also write JUnit XML with the rules")] = None,
     resamples: Resamples = 2_000,
     config: ConfigPath = None,
@@ -235,7 +254,7 @@ def gate_cmd(
                 + (cfg.source or "chaoseval.toml or [tool.chaoseval] in pyproject.toml")
             )
         rules = [parse_rule(r) for r in rule]
-        data = load(journal or cfg.default_journal(), source)
+        data = load(journal or cfg.default_journal(), source, errors_as=errors_as)
         wanted = {r.k for r in rules if r.k is not None}
         ks = sorted(set(k or data.manifest.ks) | wanted)
         too_big = [x for x in ks if x > data.manifest.trials]

@@ -1,133 +1,60 @@
-"""Bring existing runs: tau-bench results and Inspect AI eval logs as chaoseval journals.
+"""Bring existing runs: tau-bench / tau2-bench results and Inspect AI eval logs as journals.
 
 Each importer returns a :class:`~chaoseval.store.journal.Journal` (one clean cell, a task per task
-id, a trial per trial / epoch), so every metric, report and gate works on it unchanged.
+id, a trial per trial / epoch), so every metric, report and gate works on it unchanged, and by
+default (``errors_as="source"``) its pass^k is the source benchmark's own:
 
-- tau-bench: a JSON list of ``{task_id, trial, reward, info, ...}`` (tau-bench's results
-  file), or tau2-bench's ``{"simulations": [{task_id, trial, reward_info: {reward}}]}``. A
-  trial passes when its reward is 1 (within 1e-6, as tau-bench counts it). A trial whose
-  ``info`` carries an ``error`` (the run crashed before scoring) is *not evaluable*: it is
-  neither dropped nor scored as a failure (tau2-bench issue 493).
-- Inspect AI: a ``.json`` eval log, or a ``.eval`` zip (``header.json`` plus
-  ``samples/<id>_epoch_<n>.json``). Each sample epoch is a trial; its score value is a pass
-  when it is ``"C"`` (CORRECT), ``True`` or a number >= 1. A sample with an ``error`` is not
-  evaluable. ``scorer`` picks one scorer when a log has several (default: the first).
+- tau-bench (sierra-research/tau-bench ``run.py``): a JSON list of ``EnvRunResult`` dumps
+  ``{task_id, reward, info, traj, trial}``. A trial passes when its reward is 1 within 1e-6.
+  A trial that raised is written with reward 0 and ``info.error``, and tau-bench's pass^k counts
+  it as a failure; so does this importer.
+- tau2-bench (sierra-research/tau2-bench ``Results``): either one ``results.json`` holding
+  ``simulations``, or the directory format: ``results.json`` (metadata, ``simulation_index``)
+  beside ``simulations/<id>.json``, one file a simulation (pass the directory or its
+  ``results.json``). tau2's metrics drop only ``infrastructure_error`` simulations (the run
+  never happened) and score every other one by its reward, a missing reward failing; so do we.
+- Inspect AI: see :mod:`chaoseval.store.inspect_log`.
+
+``errors_as="not-evaluable"`` counts every crashed trial apart instead (neither dropped nor a
+failure), ``"failure"`` as a failure.
 """
 
 from __future__ import annotations
 
-import json
-import zipfile
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from chaoseval.errors import ConfigError
-from chaoseval.model.records import (
-    CLEAN,
-    Cell,
-    ModelSettings,
-    RunManifest,
-    ScenarioInfo,
-    TrialRecord,
-    Usage,
-)
+from chaoseval.model.records import Usage
 from chaoseval.model.seeding import derive_seed
+from chaoseval.store.importing import (
+    EPS,
+    ERRORS_AS,
+    check_errors_as,
+    crashed,
+    manifest,
+    read_json,
+    record,
+    unique_index,
+    warn_uneven,
+)
+from chaoseval.store.inspect_log import load_inspect
 from chaoseval.store.journal import Journal
 
-__all__ = ["SOURCES", "load_inspect", "load_source", "load_tau_bench"]
+__all__ = ["ERRORS_AS", "SOURCES", "load_inspect", "load_source", "load_tau_bench"]
 
 SOURCES = ("tau-bench", "inspect")
-_EPS = 1e-6
 
 
-def load_source(source: str, path: Path, scorer: str | None = None) -> Journal:
+def load_source(
+    source: str, path: Path, scorer: str | None = None, errors_as: str = "source"
+) -> Journal:
     if source == "tau-bench":
-        return load_tau_bench(path)
+        return load_tau_bench(path, errors_as=errors_as)
     if source == "inspect":
-        return load_inspect(path, scorer=scorer)
+        return load_inspect(path, scorer=scorer, errors_as=errors_as)
     raise ConfigError(f"unknown --from {source!r}; use one of {', '.join(SOURCES)}")
-
-
-def _read_json(path: Path) -> Any:
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-
-
-def _manifest(
-    run_id: str, agent: str, model: str, trials: int, tasks: Iterable[str], source: str
-) -> RunManifest:
-    ks = [k for k in (1, 2, 5) if k <= max(trials, 1)] or [1]
-    return RunManifest(
-        run_id=run_id,
-        chaoseval_version="import",
-        python="",
-        packages={"source": source},
-        agent=agent,
-        model=ModelSettings(model=model or "unknown"),
-        seed=0,
-        trials=trials,
-        ks=ks,
-        clock="real",
-        scenarios=[ScenarioInfo(id=t, domain=source, tags=[source]) for t in sorted(set(tasks))],
-        cells=[Cell(name=CLEAN)],
-        concurrency=1,
-        created_at=datetime.now(UTC),
-    )
-
-
-def _record(
-    run_id: str,
-    agent: str,
-    model: str,
-    task: str,
-    index: int,
-    status: str,
-    *,
-    tags: list[str],
-    root_cause: str | None = None,
-    error: str | None = None,
-    usage: Usage | None = None,
-    seconds: float = 0.0,
-) -> TrialRecord:
-    return TrialRecord(
-        run_id=run_id,
-        trial_id=f"{task}/{CLEAN}/{index}",
-        scenario=task,
-        scenario_tags=tags,
-        cell=CLEAN,
-        index=index,
-        seed=derive_seed(run_id, task, index),
-        world_seed=0,
-        agent=agent,
-        model=ModelSettings(model=model or "unknown"),
-        status=status,  # type: ignore[arg-type]
-        root_cause=root_cause,
-        error=error,
-        usage=usage or Usage(),
-        clock="real",
-        sim_seconds=seconds,
-        wall_seconds=seconds,
-        started_at=datetime.now(UTC),
-    )
-
-
-def _unique_index(seen: dict[str, set[int]], task: str, wanted: int | None) -> int:
-    used = seen.setdefault(task, set())
-    i = wanted if wanted is not None and wanted not in used else 0
-    while i in used:
-        i += 1
-    used.add(i)
-    return i
-
-
-# --- tau-bench --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -137,33 +64,61 @@ class _TauResult:
     task_id: Any
     trial: Any
     reward: Any
-    error: Any  # set when the run crashed before scoring: not evaluable
+    error: str | None  # set when the run crashed before (or instead of) scoring
+    source_failure: bool  # whether the source benchmark scores that crash as a failure
     cost: float
     seconds: float
 
 
-_TAU2_ERRORS = ("agent_error", "user_error", "too_many_errors")
+# tau2 termination reasons that mean the simulation broke rather than ended. Only the first is
+# dropped by tau2's metrics; the others are scored by their (usually zero or missing) reward.
+_TAU2_INFRA = "infrastructure_error"
+_TAU2_ERRORS = (_TAU2_INFRA, "agent_error", "user_error", "too_many_errors", "unexpected_error")
 
 
-def _tau2_results(data: dict[str, Any]) -> tuple[str, str, list[_TauResult]]:
-    info = data.get("info") or {}
+def _tau2_result(s: dict[str, Any]) -> _TauResult:
+    reason = s.get("termination_reason")
+    return _TauResult(
+        task_id=s.get("task_id"),
+        trial=s.get("trial"),
+        reward=(s.get("reward_info") or {}).get("reward"),
+        error=f"termination_reason {reason}" if reason in _TAU2_ERRORS else None,
+        source_failure=reason != _TAU2_INFRA,
+        cost=float(s.get("agent_cost") or 0.0),
+        seconds=float(s.get("duration") or 0.0),
+    )
+
+
+def _tau2_simulations(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The simulations of a tau2 run in either format: inline, or one file each in the
+    ``simulations/`` directory beside ``results.json`` (checked against its index)."""
+    sims_dir = path.parent / "simulations"
+    if "simulations" in meta and not sims_dir.is_dir():
+        return list(meta["simulations"] or [])
+    if not sims_dir.is_dir():
+        raise ConfigError(f"{path}: no 'simulations' in it and no {sims_dir} directory beside it")
+    files = sorted(sims_dir.glob("*.json"))
+    index = meta.get("simulation_index")
+    if index is not None:
+        missing = {str(e.get("id")) for e in index} - {f.stem for f in files}
+        if missing:
+            raise ConfigError(
+                f"{sims_dir}: simulation files listed in {path.name}'s index are missing: "
+                f"{', '.join(sorted(missing)[:5])}"
+            )
+    sims = [read_json(f) for f in files]
+    bad = [f.name for f, s in zip(files, sims, strict=True) if not isinstance(s, dict)]
+    if bad:
+        raise ConfigError(f"{sims_dir}: not a tau2 simulation: {', '.join(bad[:5])}")
+    return sims
+
+
+def _tau2_results(path: Path, meta: dict[str, Any]) -> tuple[str, str, list[_TauResult]]:
+    info = meta.get("info") or {}
     agent_info = info.get("agent_info") or {}
     model = str(agent_info.get("llm") or "")
     agent = f"tau2-bench {agent_info.get('implementation', '')}".strip()
-    items = [
-        _TauResult(
-            task_id=s.get("task_id"),
-            trial=s.get("trial"),
-            reward=(s.get("reward_info") or {}).get("reward"),
-            error=s.get("termination_reason")
-            if s.get("termination_reason") in _TAU2_ERRORS
-            else None,
-            cost=float(s.get("agent_cost") or 0.0),
-            seconds=float(s.get("duration") or 0.0),
-        )
-        for s in data["simulations"]
-    ]
-    return agent, model, items
+    return agent, model, [_tau2_result(s) for s in _tau2_simulations(path, meta)]
 
 
 def _tau_results(path: Path, data: list[Any]) -> list[_TauResult]:
@@ -171,54 +126,75 @@ def _tau_results(path: Path, data: list[Any]) -> list[_TauResult]:
     for i, r in enumerate(data):
         if not isinstance(r, dict) or "task_id" not in r:
             raise ConfigError(f"{path}: entry {i} is not a tau-bench result with a task_id")
-        info = r.get("info") or {}
+        raw_info = r.get("info")
+        info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
+        error = info.get("error")
         items.append(
             _TauResult(
                 task_id=r["task_id"],
                 trial=r.get("trial"),
                 reward=r.get("reward"),
-                error=info.get("error") if isinstance(info, dict) else None,
-                cost=float((info.get("total_cost") if isinstance(info, dict) else 0) or 0),
+                error=str(error) if error else None,
+                source_failure=True,  # run.py writes reward 0.0 and display_metrics counts it
+                cost=float(info.get("total_cost") or 0),
                 seconds=0.0,
             )
         )
     return items
 
 
-def _tau_verdict(it: _TauResult) -> tuple[str, str | None, str | None]:
-    """(status, root cause, error) of one result: reward 1 passes, a crash is not evaluable."""
-    if it.error or it.reward is None:
-        return "not_evaluable", "harness_error", str(it.error or "no reward recorded")[:500]
-    if abs(float(it.reward) - 1.0) <= _EPS:
+def _tau_verdict(it: _TauResult, errors_as: str, tau2: bool) -> tuple[str, str | None, str | None]:
+    """(status, root cause, detail) of one result."""
+    passed = it.reward is not None and abs(float(it.reward) - 1.0) <= EPS
+    if it.error is not None:
+        if not crashed(errors_as, it.source_failure):
+            return "not_evaluable", "harness_error", it.error[:500]
+        # As the source does, a crash still counts by its reward (tau-bench writes 0.0; a tau2
+        # simulation that ended in agent_error may have been scored), unless told "failure".
+        if passed and errors_as == "source":
+            return "passed", None, None
+        return "failed", "crash", it.error[:500]
+    if it.reward is None:
+        # tau2 scores a missing reward as a failure (NaN is not a success); tau-bench always
+        # writes one, so a missing one there is a broken file: not evaluable.
+        if crashed(errors_as, source_says_failure=tau2):
+            return "failed", "wrong_answer", "no reward recorded"
+        return "not_evaluable", "harness_error", "no reward recorded"
+    if passed:
         return "passed", None, None
     return "failed", "wrong_answer", f"reward {float(it.reward):g}"
 
 
-def load_tau_bench(path: str | Path) -> Journal:
+def _read_tau(path: Path) -> tuple[str, str, list[_TauResult]]:
+    if path.is_dir():
+        path = path / "results.json"
+    data = read_json(path)
+    if isinstance(data, dict) and ("simulations" in data or "simulation_index" in data):
+        return _tau2_results(path, data)
+    if isinstance(data, list):
+        return "tau-bench", "", _tau_results(path, data)
+    raise ConfigError(
+        f"{path}: expected a tau-bench results list or a tau2-bench results.json "
+        "(with 'simulations', or a simulations/ directory beside it)"
+    )
+
+
+def load_tau_bench(path: str | Path, errors_as: str = "source") -> Journal:
     path = Path(path)
-    data = _read_json(path)
-    model = ""
-    agent = "tau-bench"
-    if isinstance(data, dict) and "simulations" in data:
-        agent, model, items = _tau2_results(data)
-    elif isinstance(data, list):
-        items = _tau_results(path, data)
-    else:
-        raise ConfigError(
-            f"{path}: expected a tau-bench results list or a tau2-bench file with 'simulations'"
-        )
+    check_errors_as(errors_as)
+    agent, model, items = _read_tau(path)
     if not items:
         raise ConfigError(f"{path}: no results in the file")
-
+    tau2 = agent.startswith("tau2")
     run_id = f"tau-{derive_seed(str(path.resolve())) % 10**12:012d}"
     seen: dict[str, set[int]] = {}
     records = []
     for it in items:
         task = str(it.task_id)
-        index = _unique_index(seen, task, it.trial if isinstance(it.trial, int) else None)
-        status, cause, err = _tau_verdict(it)
+        index = unique_index(seen, task, it.trial if isinstance(it.trial, int) else None)
+        status, cause, err = _tau_verdict(it, errors_as, tau2)
         records.append(
-            _record(
+            record(
                 run_id,
                 agent,
                 model,
@@ -233,126 +209,5 @@ def load_tau_bench(path: str | Path) -> Journal:
             )
         )
     trials = max(len(v) for v in seen.values())
-    manifest = _manifest(run_id, agent, model, trials, seen, "tau-bench")
-    return Journal(path, manifest, records, _warn_uneven(seen))
-
-
-def _warn_uneven(seen: dict[str, set[int]]) -> list[str]:
-    sizes = {len(v) for v in seen.values()}
-    if len(sizes) > 1:
-        return [
-            f"tasks have different trial counts ({min(sizes)} to {max(sizes)}): pass^k uses "
-            "each task's own n, and tasks with fewer than k trials are excluded"
-        ]
-    return []
-
-
-# --- Inspect AI -------------------------------------------------------------------------------
-
-
-def _inspect_log(path: Path) -> dict[str, Any]:
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as z:
-            names = z.namelist()
-            header = json.loads(z.read("header.json")) if "header.json" in names else {}
-            samples = [
-                json.loads(z.read(n))
-                for n in sorted(names)
-                if n.startswith("samples/") and n.endswith(".json")
-            ]
-        return {**header, "samples": samples}
-    data = _read_json(path)
-    if not isinstance(data, dict) or "eval" not in data:
-        raise ConfigError(f"{path}: not an Inspect AI eval log (no 'eval' section)")
-    return data
-
-
-def _passed(value: Any) -> bool | None:
-    """Inspect score values: "C"/"I"/"P"/"N", booleans, numbers. None when unusable."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return float(value) >= 1.0 - _EPS
-    if isinstance(value, str):
-        v = value.strip().upper()
-        if v in ("C", "I", "P", "N"):
-            return v == "C"
-        try:
-            return float(v) >= 1.0 - _EPS
-        except ValueError:
-            return None
-    return None
-
-
-def _inspect_verdict(sample: dict[str, Any], score: Any) -> tuple[str, str | None, str | None]:
-    """(status, root cause, detail) of one sample epoch: an error or an unusable score is not
-    evaluable, never a failure."""
-    if sample.get("error"):
-        err = sample["error"]
-        msg = err.get("message") if isinstance(err, dict) else str(err)
-        return "not_evaluable", "harness_error", str(msg)[:500]
-    value = score.get("value") if isinstance(score, dict) else None
-    verdict = _passed(value) if isinstance(score, dict) else None
-    if verdict is None:
-        return "not_evaluable", "harness_error", "no usable score"
-    if verdict:
-        return "passed", None, None
-    return "failed", "wrong_answer", f"score {value!r}"
-
-
-def load_inspect(path: str | Path, scorer: str | None = None) -> Journal:
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file")
-    log = _inspect_log(path)
-    ev = log.get("eval") or {}
-    task_name = str(ev.get("task") or "inspect")
-    model = str(ev.get("model") or "")
-    run_id = str(ev.get("run_id") or ev.get("eval_id") or f"inspect-{path.stem}")
-    samples = log.get("samples") or []
-    if not samples:
-        raise ConfigError(
-            f"{path}: the log has no samples (written with --no-log-samples?); chaoseval needs "
-            "per-sample scores to compute per-task pass^k"
-        )
-    seen: dict[str, set[int]] = {}
-    records = []
-    warnings: list[str] = []
-    for s in samples:
-        task = str(s.get("id"))
-        epoch = s.get("epoch")
-        index = _unique_index(seen, task, int(epoch) - 1 if isinstance(epoch, int) else None)
-        scores = s.get("scores") or {}
-        if scorer is not None and scorer not in scores and scores:
-            raise ConfigError(
-                f"{path}: no scorer {scorer!r} in sample {task}; scorers: {', '.join(scores)}"
-            )
-        name = scorer or next(iter(scores), None)
-        score = scores.get(name) if name else None
-        usage = Usage()
-        for u in (s.get("model_usage") or {}).values():
-            usage.input_tokens += int(u.get("input_tokens") or 0)
-            usage.output_tokens += int(u.get("output_tokens") or 0)
-        seconds = float(s.get("total_time") or 0.0)
-        status, cause, detail = _inspect_verdict(s, score)
-        records.append(
-            _record(
-                run_id,
-                f"inspect {task_name}",
-                model,
-                task,
-                index,
-                status,
-                tags=[task_name],
-                root_cause=cause,
-                error=detail,
-                usage=usage,
-                seconds=seconds,
-            )
-        )
-    if len({n for s in samples for n in (s.get("scores") or {})}) > 1 and scorer is None:
-        names = sorted({n for s in samples for n in (s.get("scores") or {})})
-        warnings.append(f"several scorers ({', '.join(names)}); used the first of each sample")
-    trials = max(len(v) for v in seen.values())
-    manifest = _manifest(run_id, f"inspect {task_name}", model, trials, seen, "inspect")
-    return Journal(path, manifest, records, warnings + _warn_uneven(seen))
+    m = manifest(run_id, agent, model, trials, seen, "tau-bench")
+    return Journal(path, m, records, warn_uneven(seen))
