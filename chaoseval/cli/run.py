@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from chaoseval import redact
 from chaoseval.cli._common import (
@@ -203,7 +204,8 @@ def run_cmd(
         keys = {f for f in RunSettings.__dataclass_fields__ if f != "gate"}
         s = RunSettings.resolve(settings(config), **{n: v for n, v in flags.items() if n in keys})
         path = s.journal
-        result = run(_config(s, flags))
+        run_config = _config(s, flags)
+        result = run(run_config)
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
@@ -217,7 +219,7 @@ def run_cmd(
         f"wrote {len(result.records) - result.resumed} trial(s) to {path}"
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
     )
-    _budget_note(result.budget, path)
+    _end_notes(result, run_config, path)
     if report:
         print_report(read_journal(path), console)
 
@@ -270,6 +272,15 @@ def _progress(wanted: bool) -> RunProgress | None:
     if not wanted:
         return None
     return TerminalProgress() if sys.stderr.isatty() else LineProgress()
+
+
+def _end_notes(result: Any, config: RunConfig, journal: Path) -> None:
+    """What the user should know once the run is over, one line each."""
+    from chaoseval.engine.toolbox import unknown_tool_note
+
+    _budget_note(result.budget, journal)
+    if note := unknown_tool_note(result.records, config.scenarios):
+        err.print(f"[bold yellow]note:[/] {escape(note)}")
 
 
 def _budget_note(budget: Budget | None, journal: Path) -> None:

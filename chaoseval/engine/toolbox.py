@@ -7,7 +7,8 @@ Faults are marked delivered only when the call's outcome actually returns to the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from chaoseval.errors import (
     ToolError,
     ToolTimeout,
 )
-from chaoseval.model.records import Veto
+from chaoseval.model.records import TrialRecord, Veto
 from chaoseval.model.scenario import Scenario, ToolDescription, ToolSpec
 from chaoseval.model.trajectory import ModelCallData, Trajectory
 from chaoseval.model.world import World
@@ -170,7 +171,14 @@ class ToolBox:
             step.result_class = "tool_error"
             step.error = f"step budget of {self._scenario.budgets.max_steps} tool calls exceeded"
             raise StepBudgetExceeded(step.error)
-        if not self._scenario.allowed(name) and name in self.specs:
+        if name not in self.specs:
+            # The agent's error, not a fault target: no perturbation sees the call, so nothing
+            # is injected into it, delivered through it or blamed on it. The call still takes
+            # its index, so the draws of the calls after it are the same in every cell.
+            error = ToolError(f"no tool named {name!r}; tools: {', '.join(sorted(self.specs))}")
+            self._finish(step, [], clock.monotonic(), error.kind, error=str(error))
+            raise error
+        if not self._scenario.allowed(name):
             state.vetoes.append(
                 Veto(kind="safety", detail=f"called forbidden tool {name!r}", step=step.index)
             )
@@ -245,9 +253,7 @@ class ToolBox:
 
     async def _base(self, call: ToolCall) -> Any:
         """Run the scenario's tool: argument validation, then the body, on the world."""
-        spec = self.specs.get(call.tool)
-        if spec is None:
-            raise ToolError(f"no tool named {call.tool!r}; tools: {', '.join(sorted(self.specs))}")
+        spec = self.specs[call.tool]  # call() answers unknown tools before any perturbation
         try:
             args = spec.params.model_validate(call.args).model_dump()
         except ValidationError as exc:
@@ -283,6 +289,30 @@ class ToolBox:
             return json.loads(json.dumps(result, default=str))
         except (TypeError, ValueError) as exc:
             raise ScenarioError(f"tool {call.tool!r} returned non-JSON data: {exc}") from exc
+
+
+def unknown_tool_note(records: Iterable[TrialRecord], scenarios: Iterable[Scenario]) -> str | None:
+    """One line when most trials called tools their scenario lacks (the agent's error, never a
+    fault target): usually an agent written for other scenarios, whose numbers then mislead."""
+    tools = {s.id: {t.name for t in s.tools} for s in scenarios}
+    total = hit = 0
+    called: Counter[str] = Counter()
+    for r in records:
+        total += 1
+        known = tools.get(r.scenario)
+        if known is None:
+            continue
+        missing = {st.tool for st in r.trajectory.tool_steps() if st.tool not in known}
+        missing.discard(None)
+        hit += bool(missing)
+        called.update(str(name) for name in missing)
+    if not total or hit * 2 <= total:
+        return None
+    top = ", ".join(f"{name} ({n})" for name, n in called.most_common(3))
+    return (
+        f"{hit} of {total} trials called tools their scenario does not have ({top}): the "
+        "agent's own errors, never fault targets; is the agent meant for these scenarios?"
+    )
 
 
 def _validate(model: type[BaseModel], result: Any) -> BaseModel:
