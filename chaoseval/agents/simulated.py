@@ -32,7 +32,15 @@ from tenacity import (
 
 from chaoseval.agents.actor import Actor, Stop, run_solution
 from chaoseval.engine.toolbox import validate_result
-from chaoseval.engine.ui import Element, choose, click_by_label, find_exact, rank, reference_page
+from chaoseval.engine.ui import (
+    Element,
+    NotRendered,
+    choose,
+    click_by_label,
+    find_exact,
+    rank,
+    reference_page,
+)
 from chaoseval.errors import (
     AgentVisibleError,
     ToolConnectionError,
@@ -43,6 +51,7 @@ from chaoseval.errors import (
 from chaoseval.seams.agent import AgentOutput, Episode, agent
 
 SLIPS = ("wrong_arg", "detour", "premature_stop")
+RENDER_WAIT = 3.0  # seconds the resilient harness waits for a page still rendering its controls
 
 
 class Lenient(dict):
@@ -207,6 +216,9 @@ class ResilientActor(SimActor):
         # re-read and retry when a click is refused (a dialog may have appeared meanwhile).
         self._think()
         try:
+            return await click_by_label(self, label, role, chooser=self._choose)
+        except NotRendered:
+            await self.episode.clock.sleep(RENDER_WAIT)  # a page still rendering: let it
             return await click_by_label(self, label, role, chooser=self._choose)
         except ToolError:
             return await click_by_label(self, label, role, chooser=self._choose)

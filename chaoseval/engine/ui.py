@@ -421,6 +421,10 @@ def click_tool(actions: dict[str, Action], writes: list[str]) -> ToolSpec:
 # --- how an agent that reads the page clicks ----------------------------------------------------
 
 
+class NotRendered(ToolError):
+    """The page shows no control of the wanted role at all: it may still be rendering."""
+
+
 Chooser = Callable[[str, "str | None", list[Element]], "Element | None"]
 
 
@@ -444,7 +448,10 @@ async def click_by_label(
     if any(e.dialog for e in found):
         page = await actor.page() or ""
         found = elements(page)
-    target = chooser(label, role, [e for e in found if not e.dialog])
+    outside = [e for e in found if not e.dialog]
+    if not any(e.role == role for e in outside):
+        raise NotRendered(f"no {role} on the page yet")
+    target = chooser(label, role, outside)
     if target is None:
         raise ToolError(f"no {role} labelled {label!r} on the page")
     return await actor.call("click", element_id=target.id)

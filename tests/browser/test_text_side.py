@@ -11,6 +11,7 @@ from chaoseval.engine.ui import elements, ui_state
 from chaoseval.errors import ToolError
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings
 from chaoseval.seams.agent import Episode
 
 REFUND = "ui-refund-admin"
@@ -108,3 +109,26 @@ def test_a_dismissed_dialog_is_not_replayed(cell: str) -> None:
         )
     )
     assert probe.ops == []
+
+
+def test_simulated_agents_meet_slow_render_as_the_browser_ones_do() -> None:
+    """The text rendering agrees with the browser: waiting for the controls survives, acting
+    at once on a hard-coded id does not."""
+    from chaoseval.seams.agent import load_agent
+
+    outcomes = {}
+    for name in ("naive", "resilient"):
+        result = run(
+            RunConfig(
+                scenarios=select(installed(), [REFUND, "ui-checkout"]),
+                agent=load_agent(name),
+                agent_name=name,
+                cells=parse_cells(["slow_render"]),
+                trials=2,
+                seed=3,
+                model=ModelSettings(temperature=0.0),
+                references=False,
+            )
+        )
+        outcomes[name] = {r.status for r in result.records if r.cell == "slow_render"}
+    assert outcomes == {"naive": {"failed"}, "resilient": {"passed"}}

@@ -46,9 +46,9 @@ def current() -> Prices:
 def load_prices(path: Path) -> Prices:
     """A price table from a TOML or JSON file::
 
-        ["gpt-4o"]              # or {"gpt-4o": {"input": 2.5, "output": 10.0}}
-        input = 2.5             # USD per million input tokens
-        output = 10.0           # USD per million output tokens
+    ["gpt-4o"]              # or {"gpt-4o": {"input": 2.5, "output": 10.0}}
+    input = 2.5             # USD per million input tokens
+    output = 10.0           # USD per million output tokens
     """
     where = f"--prices {path}"
     try:
