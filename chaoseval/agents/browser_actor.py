@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 Style = Literal["scripted", "naive", "resilient"]
 
 NAIVE_CLICK_MS = 1500  # how long a present but covered element may take to be clickable
-RESPONSE_MS = 3000  # how long a click may take to reach the world and answer
-NAIVE_RESPONSE_MS = 2000  # the naive script's patience for the same
+# How long a click may take to reach the world and answer: generous, since a click that did
+# reach the world but answered late would be retried and refused ("already approved").
+RESPONSE_MS = 10_000
+NAIVE_RESPONSE_MS = 4000  # the naive script's patience for the same
 FIND_S = 6.0  # how long the resilient styles wait for a control to render
 QUIET_MS = 300  # the layout counts as stable after this long without a change
 SETTLE_S = 3.0  # at most this long waiting for it
@@ -148,9 +150,9 @@ class BrowserActor(Actor):
         last = ToolError(f"no {role} labelled {label!r} on the page")
         for _ in range(3):
             await self._settle()
-            await self._close_dialogs()
-            target = await self._find(label, role)
             try:
+                await self._close_dialogs()
+                target = await self._find(label, role)
                 return await self._send(self._clicker(target))
             except ToolError as exc:
                 if "already" in str(exc):
