@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,3 +74,16 @@ def make_scenario(**overrides: Any) -> Scenario:
 @pytest.fixture
 def tiny() -> Scenario:
     return make_scenario()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's Chromium for the tests that drive a real browser: installed through apt when
+    missing and we are root (chaoseval.channels.browser.chromium.ensure_chromium), skipped with
+    the reason only when that is impossible."""
+    from chaoseval.channels.browser.chromium import CHROMIUM, ensure_chromium
+
+    reason = ensure_chromium()
+    if reason is not None:
+        pytest.skip(reason)
+    return CHROMIUM

@@ -20,13 +20,26 @@ AGENTS = ("naive", "resilient")
 # A subset of `make demo`: every bundled scenario, the whole catalogue, 2 trials per cell,
 # on the virtual clock (the simulated agents), so the run is fast and fully deterministic.
 CATALOGUE = (
-    "latency", "timeout", "malformed", "layout_shift", "modal", "sampling", "stale_memory",
+    "latency",
+    "timeout",
+    "malformed",
+    "layout_shift",
+    "modal",
+    "sampling",
+    "stale_memory",
     "clock_skew",
 )
 # Keys whose values differ between two runs of the same command by design.
 VOLATILE = frozenset(
-    {"run_id", "created_at", "started_at", "wall_seconds", "chaoseval_version", "python",
-     "packages"}
+    {
+        "run_id",
+        "created_at",
+        "started_at",
+        "wall_seconds",
+        "chaoseval_version",
+        "python",
+        "packages",
+    }
 )
 
 
@@ -87,9 +100,10 @@ def read_golden(agent: str) -> list[str]:
 def write_golden(agent: str, lines: list[str]) -> None:
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     # mtime=0 keeps the compressed bytes identical when the content is.
-    with open(golden_path(agent), "wb") as raw, gzip.GzipFile(
-        fileobj=raw, mode="wb", mtime=0
-    ) as fh:
+    with (
+        open(golden_path(agent), "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh,
+    ):
         fh.write(("\n".join(lines) + "\n").encode())
 
 

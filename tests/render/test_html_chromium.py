@@ -1,13 +1,11 @@
 """The HTML report in a real browser: Debian's headless Chromium renders the plots and tables.
 
-Chromium is installed by the fixture when missing and we are root (apt-get); the test is
-skipped, with the reason, only when that is impossible.
+Chromium is installed by the shared ``chromium`` fixture (tests/conftest.py) when missing and
+we are root (apt-get); the test is skipped, with the reason, only when that is impossible.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import struct
 import subprocess
 import zlib
@@ -25,26 +23,6 @@ from chaoseval.seams.agent import load_agent
 from chaoseval.store.journal import read_journal
 
 pytestmark = pytest.mark.slow
-
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-@pytest.fixture(scope="session")
-def chromium() -> Path:
-    if CHROMIUM.exists():
-        return CHROMIUM
-    if os.geteuid() != 0:
-        pytest.skip("chromium is missing and installing it needs root (apt-get install chromium)")
-    if shutil.which("apt-get") is None:
-        pytest.skip("chromium is missing and there is no apt-get to install it with")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            pytest.skip(f"could not install chromium ({' '.join(cmd)}): {done.stderr[-300:]}")
-    if not CHROMIUM.exists():
-        pytest.skip("apt-get install chromium finished but /usr/bin/chromium is missing")
-    return CHROMIUM
 
 
 def _flags(profile: Path) -> list[str]:
