@@ -18,13 +18,13 @@ PUBLIC = {
     "ToolChannel", "ToolDescription",
     # writing a scenario
     "Budgets", "Check", "CheckResult", "FactSpec", "MemoryItem", "Policy", "Scenario",
-    "ToolSpec", "World", "tool", "Clock", "VirtualClock",
+    "ToolSpec", "World", "tool", "Clock", "VirtualClock", "DegradationContract",
     # writing a perturbation plugin
     "CallNext", "CommonParams", "ObservationCall", "Perturbation", "PerturbationContext",
     "ToolCall", "perturbation", "FailureContext", "RootCause",
     # running and reading results
     "CLEAN", "Cell", "PerturbationSpec", "RunConfig", "RunResult", "run", "Journal", "read_journal",
-    "RunManifest", "TrialRecord", "Trajectory", "Step", "Fault",
+    "RunManifest", "TrialRecord", "Trajectory", "Step", "Fault", "ContractResult",
     # errors: one root, the ones an agent sees, the harness's own
     "ChaosevalError", "AgentVisibleError", "ToolError", "ToolTimeout", "ToolHTTPError",
     "ToolConnectionError", "HarnessError", "PluginError", "ScenarioError", "JournalError",

@@ -13,6 +13,7 @@ from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
 from chaoseval.analysis.browser import BrowserView, browser_view
 from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
+from chaoseval.analysis.measures import TrialMeasures, graceful, measure
 from chaoseval.analysis.noise import RunNoise, run_noise
 from chaoseval.analysis.process import (
     NOT_USED,
@@ -52,6 +53,8 @@ class Analysis:
     reference_note: str | None = None
     plugins: dict[str, list[str]] = field(default_factory=dict)  # cell -> plugin names
     browser: BrowserView | None = None  # CLS, landed faults, screenshots of browser trials
+    # Per scored trial: what it spent and how it ended under a degradation contract (gate).
+    measures: list[TrialMeasures] = field(default_factory=list)
 
     @property
     def k_main(self) -> int:
@@ -123,6 +126,7 @@ def analyze(
             c: sorted({p.name for r in rs for p in r.perturbations}) for c, rs in groups.items()
         },
         browser=browser_view(records),
+        measures=measure(records),
     )
 
 
@@ -162,6 +166,11 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         ],
         "pass_hat_curves": {
             cell: {str(k): v for k, v in curve.items()} for cell, curve in a.curves.items()
+        },
+        "graceful": {
+            c.cell: g.to_json()
+            for c in a.cells
+            if (g := graceful(c.cell, [m for m in a.measures if m.cell == c.cell])).eligible
         },
         "reference_note": a.reference_note,
         "warnings": a.warnings,

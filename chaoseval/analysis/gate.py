@@ -7,7 +7,17 @@ Rule grammar (spaces optional, operators ``>= <= > < == !=``):
 - ``max-degradation pass^5 <= 0.10``: the largest drop ``clean - perturbed`` (paired, on the
   tasks both cells score) over the perturbed cells, or over those named with ``--perturbation``;
 - ``safety-violations == 0``, ``hallucinations == 0``, ``not-evaluable == 0``: trials with such
-  a veto (or status) in any cell.
+  a veto (or status) in any cell;
+- ``mean(tool_calls) <= 6``, ``p95(latency) <= 30``, ``mean(cost)[clean] <= 0.05``: the mean
+  or 95th percentile of a process metric per trial (``steps``, ``tool_calls``, ``tokens``,
+  ``cost``, ``latency`` in trial-clock seconds), over every trial of the run, or per cell with a
+  selector (``[*]``: each cell);
+- ``graceful[timeout] == 1.0``: the correct-degradation rate, of the trials in which a fault
+  a scenario's degradation contract names reached the agent, the share that ended correctly
+  (the normal checks passed, or the contract held); without a selector, pooled over the run.
+
+A selector names a cell, or a plugin: ``[timeout]`` is every cell that stacks or sweeps
+``timeout`` when no cell is called exactly that, and each of those cells must meet the rule.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from dataclasses import dataclass
 
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.measures import AGGREGATES, METRICS, aggregate, graceful
 from chaoseval.errors import ConfigError
 
 __all__ = ["Rule", "RuleResult", "evaluate", "parse_rule"]
@@ -32,24 +43,33 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
 }
 COUNTERS = ("safety-violations", "hallucinations", "not-evaluable")
+EXAMPLES = (
+    "'pass^5>=0.90', 'pass^5[timeout]>=0.5', 'max-degradation pass^5 <= 0.10', "
+    "'safety-violations == 0', 'hallucinations == 0', 'mean(tool_calls) <= 6', "
+    "'p95(latency) <= 30', 'mean(cost)[clean] <= 0.05', 'graceful[timeout] == 1.0'"
+)
 _NUM = r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+))"
 _OP = r"(?P<op>>=|<=|==|!=|>|<)"
+_SEL = r"(?:\[(?P<cell>[^\]]+)\])?"
 _METRIC = r"(?P<metric>mean|pass[@^]\d+)"
-_ABS = re.compile(rf"^{_METRIC}(?:\[(?P<cell>[^\]]+)\])?\s*{_OP}\s*{_NUM}$")
+_ABS = re.compile(rf"^{_METRIC}{_SEL}\s*{_OP}\s*{_NUM}$")
 _DEG = re.compile(rf"^max-degradation\s+{_METRIC}\s*{_OP}\s*{_NUM}$")
 _CNT = re.compile(rf"^(?P<counter>{'|'.join(COUNTERS)})\s*{_OP}\s*{_NUM}$")
+_PROC = re.compile(rf"^(?P<agg>\w+)\(\s*(?P<metric>[\w-]*)\s*\){_SEL}\s*{_OP}\s*{_NUM}$")
+_GRACE = re.compile(rf"^graceful{_SEL}\s*{_OP}\s*{_NUM}$")
 
 
 @dataclass(frozen=True)
 class Rule:
     text: str
-    kind: str  # metric | degradation | counter
+    kind: str  # metric | degradation | counter | process | graceful
     op: str
     value: float
     metric: str | None = None
     k: int | None = None
-    cell: str | None = None
+    cell: str | None = None  # process / graceful: None means the whole run
     counter: str | None = None
+    agg: str | None = None  # process: mean | p95
 
 
 @dataclass(frozen=True)
@@ -67,23 +87,60 @@ class RuleResult:
 def parse_rule(text: str) -> Rule:
     t = " ".join(text.strip().split())
     if m := _ABS.match(t):
-        metric, k = _split_metric(m["metric"])
-        return Rule(t, "metric", m["op"], float(m["value"]), metric, k, m["cell"] or CLEAN)
+        metric, k = _split_metric(m["metric"], text)
+        rule = Rule(t, "metric", m["op"], float(m["value"]), metric, k, m["cell"] or CLEAN)
+        return _rate(rule, text)
     if m := _DEG.match(t):
-        metric, k = _split_metric(m["metric"])
+        metric, k = _split_metric(m["metric"], text)
         return Rule(t, "degradation", m["op"], float(m["value"]), metric, k)
     if m := _CNT.match(t):
         return Rule(t, "counter", m["op"], float(m["value"]), counter=m["counter"])
-    raise ConfigError(
-        f"cannot parse gate rule {text!r}; examples: 'pass^5>=0.90', 'pass^5[timeout]>=0.5', "
-        "'max-degradation pass^5 <= 0.10', 'safety-violations == 0', 'hallucinations == 0'"
-    )
+    if m := _PROC.match(t):
+        return _process_rule(t, m, text)
+    if m := _GRACE.match(t):
+        return _rate(Rule(t, "graceful", m["op"], float(m["value"]), cell=m["cell"]), text)
+    raise ConfigError(f"cannot parse gate rule {text!r}{_hint(t)}; examples: {EXAMPLES}")
 
 
-def _split_metric(s: str) -> tuple[str, int | None]:
+def _hint(t: str) -> str:
+    """Say what is wrong with a near miss, not only that it did not parse."""
+    word = re.match(r"[\w-]+", t)
+    if word and word[0] in METRICS:
+        return f" (a process metric needs an aggregate: 'mean({word[0]})' or 'p95({word[0]})')"
+    if word and word[0] == "degradation":
+        return " ('degradation' is the drop against clean: 'max-degradation pass^5 <= 0.1')"
+    return ""
+
+
+def _process_rule(t: str, m: re.Match[str], text: str) -> Rule:
+    if m["agg"] not in AGGREGATES:
+        raise ConfigError(
+            f"gate rule {text!r}: unknown aggregate {m['agg']!r}; use {' or '.join(AGGREGATES)}"
+        )
+    if m["metric"] not in METRICS:
+        raise ConfigError(
+            f"gate rule {text!r}: unknown process metric {m['metric']!r}; one of "
+            f"{', '.join(METRICS)}"
+        )
+    value = float(m["value"])
+    if value < 0:
+        raise ConfigError(f"gate rule {text!r}: {m['metric']} is never negative")
+    return Rule(t, "process", m["op"], value, m["metric"], cell=m["cell"], agg=m["agg"])
+
+
+def _rate(rule: Rule, text: str) -> Rule:
+    if not 0 <= rule.value <= 1:
+        raise ConfigError(f"gate rule {text!r}: a rate is between 0 and 1, not {rule.value:g}")
+    return rule
+
+
+def _split_metric(s: str, text: str) -> tuple[str, int | None]:
     if s == "mean":
         return "mean", None
-    return ("pass@k" if s[4] == "@" else "pass^k"), int(s[5:])
+    k = int(s[5:])
+    if k < 1:
+        raise ConfigError(f"gate rule {text!r}: k starts at 1 ({s[:5]}1, {s[:5]}5, ...)")
+    return ("pass@k" if s[4] == "@" else "pass^k"), k
 
 
 def _metric_value(a: Analysis, cell: str, metric: str, k: int | None) -> float | None:
@@ -115,34 +172,96 @@ def evaluate(
     """Evaluate ``rules`` on an analysis; ``perturbations`` scopes max-degradation rules."""
     out: list[RuleResult] = []
     for rule in rules:
-        check = OPS[rule.op]
         if rule.kind == "counter":
-            measured = float(_count(a, rule.counter or ""))
-            where = ""
-            if measured and rule.counter != "not-evaluable":
-                kind = "safety" if rule.counter == "safety-violations" else "hallucination"
-                ids = sorted({v.trial_id for v in a.vetoes if v.kind == kind})
-                where = " (e.g. " + ", ".join(ids[:3]) + ")"
-            out.append(
-                RuleResult(rule, check(measured, rule.value), measured, f"{measured:g}{where}")
-            )
+            out.append(_counter(a, rule))
         elif rule.kind == "metric":
-            label = "mean" if rule.metric == "mean" else f"{rule.metric}".replace("k", str(rule.k))
-            cells = [c.cell for c in a.cells] if rule.cell == "*" else [rule.cell or CLEAN]
-            worst: float | None = None
-            parts = []
-            ok = True
-            for cell in cells:
-                v = _metric_value(a, cell, rule.metric or "mean", rule.k)
-                parts.append(f"{label}[{cell}] = {_fmt(v)}")
-                if v is None or not check(v, rule.value):
-                    ok = False
-                if v is not None and (worst is None or v < worst):
-                    worst = v
-            out.append(RuleResult(rule, ok, worst, "; ".join(parts)))
+            out.append(_metric(a, rule))
+        elif rule.kind in ("process", "graceful"):
+            out.append(_per_cell(a, rule))
         else:
             out.append(_degradation(a, rule, perturbations))
     return out
+
+
+def _counter(a: Analysis, rule: Rule) -> RuleResult:
+    measured = float(_count(a, rule.counter or ""))
+    where = ""
+    if measured and rule.counter != "not-evaluable":
+        kind = "safety" if rule.counter == "safety-violations" else "hallucination"
+        ids = sorted({v.trial_id for v in a.vetoes if v.kind == kind})
+        where = " (e.g. " + ", ".join(ids[:3]) + ")"
+    return RuleResult(rule, OPS[rule.op](measured, rule.value), measured, f"{measured:g}{where}")
+
+
+def _metric(a: Analysis, rule: Rule) -> RuleResult:
+    check = OPS[rule.op]
+    label = "mean" if rule.metric == "mean" else f"{rule.metric}".replace("k", str(rule.k))
+    cells = [c.cell for c in a.cells] if rule.cell == "*" else [rule.cell or CLEAN]
+    worst: float | None = None
+    parts = []
+    ok = True
+    for cell in cells:
+        v = _metric_value(a, cell, rule.metric or "mean", rule.k)
+        parts.append(f"{label}[{cell}] = {_fmt(v)}")
+        if v is None or not check(v, rule.value):
+            ok = False
+        if v is not None and (worst is None or v < worst):
+            worst = v
+    return RuleResult(rule, ok, worst, "; ".join(parts))
+
+
+def _selected(a: Analysis, sel: str | None) -> list[str] | None:
+    """The cells a process or graceful selector names; None for the whole run."""
+    if sel is None:
+        return None
+    names = [c.cell for c in a.cells]
+    if sel == "*" or sel in names:
+        return names if sel == "*" else [sel]
+    return [c for c in names if sel in a.plugins.get(c, [])]
+
+
+def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
+    """A process or graceful rule: over the run, or each selected cell meeting it."""
+    cells = _selected(a, rule.cell)
+    if cells == []:
+        known = ", ".join(c.cell for c in a.cells)
+        return RuleResult(rule, False, None, f"no cell is or stacks {rule.cell!r}; cells: {known}")
+    groups = (
+        [("run", a.measures)]
+        if cells is None
+        else [(c, [m for m in a.measures if m.cell == c]) for c in cells]
+    )
+    if rule.kind == "graceful" and rule.cell == "*":
+        # Every cell a contract applied in: the others have nothing to degrade from.
+        groups = [(c, ms) for c, ms in groups if any(m.outcome for m in ms)] or groups
+    check = OPS[rule.op]
+    values: list[float] = []
+    parts = []
+    ok = True
+    for cell, ms in groups:
+        if rule.kind == "graceful":
+            g = graceful(cell, ms)
+            v = g.rate
+            why = f" ({g.recovered} recovered, {g.degraded} degraded per contract, {g.failed} not)"
+            if v is None:
+                why = " (no trial received a fault that a degradation contract names)"
+        else:
+            v = aggregate(rule.agg or "mean", [m.value(rule.metric or "") for m in ms])
+            why = f" over {len(ms)} trials"
+        label = "graceful" if rule.kind == "graceful" else f"{rule.agg}({rule.metric})"
+        parts.append(f"{label}[{cell}] = {_fmt(v)}{why}")
+        if v is None or not check(v, rule.value):
+            ok = False
+        if v is not None:
+            values.append(v)
+    return RuleResult(rule, ok, _worst(rule.op, values), "; ".join(parts))
+
+
+def _worst(op: str, values: Sequence[float]) -> float | None:
+    """The value that is furthest on the wrong side of the rule's bound."""
+    if not values:
+        return None
+    return max(values) if op in ("<=", "<") else min(values)
 
 
 def _degradation(a: Analysis, rule: Rule, names: Sequence[str]) -> RuleResult:

@@ -1,7 +1,9 @@
 """The judge: verifier checks, veto items (safety, hallucination) and the root cause.
 
 A trial's status is decided here and only here. Harness errors make it not evaluable; a veto
-turns a success into a failure; every failure gets one root cause. The judge's own causes are
+turns a success into a failure; every failure gets one root cause. A trial in which a fault a
+scenario's degradation contract names was delivered also passes when the contract holds (the
+degraded outcome the scenario declares correct); both verdicts are recorded. The judge's own causes are
 generic (chaoseval.seams.rootcause); what a fault did is for the plugin that delivered it to
 say (``Perturbation.blame``): the judge names no plugin.
 """
@@ -24,8 +26,15 @@ from chaoseval.errors import (
     ScenarioError,
     ToolTimeout,
 )
-from chaoseval.model.records import AgentOutput, CheckResult, RootCause, Status, Veto
-from chaoseval.model.scenario import Scenario, Tables
+from chaoseval.model.records import (
+    AgentOutput,
+    CheckResult,
+    ContractResult,
+    RootCause,
+    Status,
+    Veto,
+)
+from chaoseval.model.scenario import DegradationContract, Scenario, Tables
 from chaoseval.model.trajectory import Fault, Trajectory
 from chaoseval.model.world import World
 from chaoseval.seams import rootcause as core
@@ -43,11 +52,15 @@ class Verifier(Protocol):
 
 
 def run_checks(
-    scenario: Scenario, world: World, output: AgentOutput, state: TrialState
+    scenario: Scenario,
+    world: World,
+    output: AgentOutput,
+    state: TrialState,
+    checks: Sequence[Verifier] | None = None,
 ) -> list[CheckResult]:
+    """The scenario's checks (or ``checks``, e.g. a degradation contract's) on the trial."""
     results = []
-    checks: list[Verifier] = list(scenario.checks)
-    for check in checks:
+    for check in scenario.checks if checks is None else checks:
         try:
             results.append(check.run(world, output, state.trajectory))
         except Exception as exc:
@@ -56,6 +69,36 @@ def run_checks(
                 source=scenario.source or scenario.id,
             ) from exc
     return results
+
+
+def contracts_hit(scenario: Scenario, trajectory: Trajectory) -> list[DegradationContract]:
+    """The scenario's degradation contracts that name a fault delivered in this trial."""
+    delivered = [f for f in trajectory.faults if f.delivered]
+    hit = []
+    for contract in scenario.contracts:
+        for f in delivered:
+            step = trajectory.steps[f.step] if f.step is not None else None
+            if contract.covers(f, step.tool if step is not None else None):
+                hit.append(contract)
+                break
+    return hit
+
+
+def judge_contracts(
+    scenario: Scenario, world: World, output: AgentOutput | None, state: TrialState
+) -> list[ContractResult]:
+    """Each contract that applies, with its checks; without an output none can hold, but the
+    trial still counts among those the contract applied to."""
+    return [
+        ContractResult(name=c.name, held=False)
+        if output is None
+        else _held(c.name, run_checks(scenario, world, output, state, c.checks))
+        for c in contracts_hit(scenario, state.trajectory)
+    ]
+
+
+def _held(name: str, checks: list[CheckResult]) -> ContractResult:
+    return ContractResult(name=name, held=all(c.passed for c in checks), checks=checks)
 
 
 def find_hallucinations(
@@ -115,6 +158,7 @@ class Verdict:
     error: str | None = None
     checks: list[CheckResult] = field(default_factory=list)
     vetoes: list[Veto] = field(default_factory=list)
+    contracts: list[ContractResult] = field(default_factory=list)
 
     @property
     def root_cause(self) -> str | None:
@@ -145,10 +189,10 @@ def judge(
 
     vetoes = list(state.vetoes)
     blame = _Blame(state.trajectory, plugins)
+    contracts = judge_contracts(scenario, world, output, state)
     if agent_error is not None:
-        return Verdict(
-            "failed", _error_cause(agent_error, state, blame), _describe(agent_error), [], vetoes
-        )
+        cause = _error_cause(agent_error, state, blame)
+        return Verdict("failed", cause, _describe(agent_error), [], vetoes, contracts)
     if output is None:
         return Verdict(
             "failed",
@@ -156,6 +200,7 @@ def judge(
             f"agent returned {type(raw_output).__name__}, not AgentOutput: {raw_output!r:.200}",
             [],
             vetoes,
+            contracts,
         )
 
     checks = run_checks(scenario, world, output, state)
@@ -163,11 +208,12 @@ def judge(
     if vetoes:
         safety = any(v.kind == "safety" for v in vetoes)
         kind = core.SAFETY_VIOLATION if safety else core.HALLUCINATION
-        return Verdict("failed", kind, vetoes[0].detail, checks, vetoes)
-    if all(c.passed for c in checks):
-        return Verdict("passed", None, None, checks, vetoes)
+        return Verdict("failed", kind, vetoes[0].detail, checks, vetoes, contracts)
+    # A trial a degradation contract applies to also passes by degrading as it declares.
+    if all(c.passed for c in checks) or any(c.held for c in contracts):
+        return Verdict("passed", None, None, checks, vetoes, contracts)
     cause = _failure_cause(scenario, state, output, checks, blame)
-    return Verdict("failed", cause, None, checks, vetoes)
+    return Verdict("failed", cause, None, checks, vetoes, contracts)
 
 
 def _describe(exc: BaseException) -> str:

@@ -302,6 +302,7 @@ def _record(
         error=verdict.error,
         checks=verdict.checks,
         vetoes=verdict.vetoes,
+        contracts=verdict.contracts,
         answer=output.answer if output else None,
         trajectory=state.trajectory,
         steps=len(state.trajectory.tool_steps()),

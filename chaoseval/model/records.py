@@ -18,7 +18,9 @@ from chaoseval.model.trajectory import Trajectory
 
 # 2: the manifest lists the run's root causes (name, label, owner); 1 still reads.
 # 3: the manifest records each scenario's reference run (``references``); 1 and 2 still read.
-SCHEMA_VERSION = 3
+# 4: a trial records the degradation contracts it was judged against (``contracts``, written
+#    only when one applied); 1 to 3 still read.
+SCHEMA_VERSION = 4
 CLEAN = "clean"  # the name of the clean cell: the matrix column with no perturbation
 
 Status = Literal["passed", "failed", "not_evaluable"]
@@ -89,6 +91,16 @@ class CheckResult(BaseModel):
     name: str
     passed: bool
     detail: str = ""
+
+
+class ContractResult(BaseModel):
+    """A degradation contract a trial was judged against, because a fault it names reached
+    the agent: whether the degraded outcome it declares correct held, and its checks (none
+    when the agent returned no output)."""
+
+    name: str
+    held: bool
+    checks: list[CheckResult] = Field(default_factory=list)
 
 
 class Usage(BaseModel):
@@ -182,12 +194,16 @@ class TrialRecord(BaseModel):
     # Optional and additive: written only when a trial left artifacts, so the records of
     # in-process agents (and older readers) are unchanged.
     artifacts: list[Artifact] = Field(default_factory=list)
+    # Likewise: the degradation contracts the trial was judged against (schema 4), only in
+    # trials where a fault a scenario's contract names was delivered.
+    contracts: list[ContractResult] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
-    def _drop_empty_artifacts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _drop_empty_optionals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if not data.get("artifacts"):
-            data.pop("artifacts", None)
+        for key in ("artifacts", "contracts"):
+            if not data.get(key):
+                data.pop(key, None)
         return data
 
     @property

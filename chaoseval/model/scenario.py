@@ -24,7 +24,7 @@ from chaoseval.model.records import ScenarioInfo
 
 if TYPE_CHECKING:
     from chaoseval.model.records import AgentOutput
-    from chaoseval.model.trajectory import Trajectory
+    from chaoseval.model.trajectory import Fault, Trajectory
     from chaoseval.model.world import World
 
 # A world's rows and a task's givens are the scenario's own data: their shape is whatever the
@@ -158,6 +158,37 @@ class Check(BaseModel):
         return CheckResult(name=self.name, passed=bool(passed), detail=detail)
 
 
+class DegradationContract(BaseModel):
+    """What a correct degraded outcome is when a fault hits: "if the dispense log times out,
+    refund nothing, open a ticket and tell the customer it is escalated".
+
+    It applies to a trial in which a fault it names was delivered: one on a tool in ``tools``
+    (every tool when empty) of a kind in ``faults`` (``timeout``, ``http_error``,
+    ``connection_reset``, ``malformed``, ..., or a plugin's name; every kind when empty). Such
+    a trial passes when the scenario's own checks pass or when these checks do."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    name: str
+    tools: list[str] = Field(default_factory=list)
+    faults: list[str] = Field(default_factory=list)
+    checks: list[Check] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names_something(self) -> DegradationContract:
+        if not self.tools and not self.faults:
+            raise ValueError(
+                f"degradation contract {self.name!r} names neither tools nor faults: say "
+                "which faults it covers (tools=['read_log'], faults=['timeout'])"
+            )
+        return self
+
+    def covers(self, fault: Fault, tool: str | None) -> bool:
+        """Whether ``fault`` (which touched a call to ``tool``, if any) is one this names."""
+        kind_ok = not self.faults or fault.kind in self.faults or fault.perturbation in self.faults
+        return kind_ok and (not self.tools or tool in self.tools)
+
+
 Solution = Callable[..., Awaitable[Any]]  # async (actor) -> AgentOutput
 WorldFactory = Callable[..., tuple[Tables, Givens]]  # (faker) -> (tables, givens)
 
@@ -177,6 +208,9 @@ class Scenario(BaseModel):
     givens: Givens = Field(default_factory=dict)
     tools: list[ToolSpec]
     checks: list[Check] = Field(min_length=1)
+    # What a correct degraded outcome is under the faults each names (judged only in trials
+    # where such a fault reached the agent).
+    contracts: list[DegradationContract] = Field(default_factory=list)
     policy: Policy = Field(default_factory=Policy)
     facts: list[FactSpec] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
@@ -196,6 +230,12 @@ class Scenario(BaseModel):
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ValueError(f"tool names must be unique; repeated: {sorted(dupes)}")
+        for c in self.contracts:
+            if set(c.tools) - set(names):
+                raise ValueError(
+                    f"degradation contract {c.name!r} names tools the scenario lacks: "
+                    f"{sorted(set(c.tools) - set(names))}"
+                )
         if self.policy.allowed_tools is not None:
             unknown = set(self.policy.allowed_tools) - set(names)
             if unknown:

@@ -22,6 +22,7 @@ from chaoseval.loading.yamlform.generate import (
 )
 from chaoseval.loading.yamlform.nodes import Node, YMap, compose_documents, did_you_mean
 from chaoseval.loading.yamlform.sections import (
+    compile_contracts,
     compile_facts,
     compile_perturbations,
     compile_policy,
@@ -66,7 +67,7 @@ class _Collector:
 TOP_KEYS = {
     "id", "description", "domain", "tags", "instruction", "tables", "generate", "target",
     "givens", "tools", "checks", "policy", "facts", "budgets", "solution", "reference_steps",
-    "start_time", "freeze_time", "memory", "ui", "difficulty", "perturbations",
+    "start_time", "freeze_time", "memory", "ui", "difficulty", "perturbations", "contracts",
 }  # fmt: skip
 
 
@@ -111,6 +112,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
 
     policy = errs.run(lambda: compile_policy(root.get("policy"), named, table_names), Policy())
     facts = errs.run(lambda: compile_facts(root.get("facts"), table_names), [])
+    contracts = errs.run(lambda: compile_contracts(root.get("contracts"), named, table_names), [])
     solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named))
     perturbations = errs.run(lambda: compile_perturbations(root.get("perturbations")), [])
     instruction = _instruction(root, world.sample_givens, errs)
@@ -130,6 +132,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "checks": checks,
         "policy": policy,
         "facts": facts,
+        "contracts": contracts,
         "solution": solution[0],
         "reference_steps": doc.get("reference_steps", solution[1]),
         "freeze_time": doc.get("freeze_time", False),

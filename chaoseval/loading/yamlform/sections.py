@@ -1,4 +1,5 @@
-"""The smaller top-level sections: budgets and memory, policy, facts, perturbations, ui."""
+"""The smaller top-level sections: budgets and memory, policy, facts, degradation contracts,
+perturbations, ui."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from chaoseval.errors import ChaosevalError
+from chaoseval.loading.yamlform.checks import compile_check
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
-from chaoseval.model.scenario import FactSpec, Policy
+from chaoseval.model.scenario import DegradationContract, FactSpec, Policy
 
 
 def validated(node: Node, model: type[BaseModel]) -> Any:
@@ -25,20 +27,20 @@ def validated(node: Node, model: type[BaseModel]) -> Any:
         raise where.error(f"{first['msg']} (found {first.get('input')!r:.60})") from None
 
 
+def _tool_names(node: Node, tools: set[str]) -> list[str]:
+    """A list of tool names, each one the scenario has (the error points at the bad one)."""
+    names = node.strs()
+    for i, t in enumerate(names):
+        if t not in tools:
+            raise node.child(i).error(f"no tool named {t!r}{did_you_mean(t, tools)}")
+    return names
+
+
 def compile_policy(node: Node | None, tools: set[str], tables: set[str]) -> Policy:
     if node is None:
         return Policy()
     node.mapping(allowed={"allowed_tools", "forbidden_writes"})
-    allowed = None
-    if node.has("allowed_tools"):
-        allowed = node.child("allowed_tools").strs()
-        for i, t in enumerate(allowed):
-            if t not in tools:
-                raise (
-                    node.child("allowed_tools")
-                    .child(i)
-                    .error(f"no tool named {t!r}{did_you_mean(t, tools)}")
-                )
+    allowed = _tool_names(node.child("allowed_tools"), tools) if node.has("allowed_tools") else None
     forbidden = node.child("forbidden_writes").strs() if node.has("forbidden_writes") else []
     return Policy(allowed_tools=allowed, forbidden_writes=forbidden)
 
@@ -64,6 +66,31 @@ def compile_facts(node: Node | None, tables: set[str]) -> list[FactSpec]:
                 )
             values = lambda w, t=table, c=column: {str(r.get(c)) for r in w.table(t)}  # noqa: E731
         out.append(FactSpec(name=item.child("name").str(), pattern=pattern, values=values))
+    return out
+
+
+def compile_contracts(
+    node: Node | None, tools: set[str], tables: set[str]
+) -> list[DegradationContract]:
+    """``contracts:``: per tool or fault kind, the degraded outcome that counts as correct.
+
+    ``- name: log down, tools: [read_log], faults: [timeout], checks: [...]`` (the checks as
+    under ``checks:``)."""
+    out = []
+    for item in node.seq() if node is not None else []:
+        item.mapping(allowed={"name", "tools", "faults", "checks"}, required=("name", "checks"))
+        names = _tool_names(item.child("tools"), tools) if item.has("tools") else []
+        faults = item.child("faults").strs() if item.has("faults") else []
+        if not names and not faults:
+            raise item.error("a contract names the faults it covers: 'tools:', 'faults:' or both")
+        checks = [compile_check(c, tools, tables) for c in item.child("checks").seq()]
+        if not checks:
+            raise item.child("checks").error("a contract needs at least one check")
+        out.append(
+            DegradationContract(
+                name=item.child("name").str(), tools=names, faults=faults, checks=checks
+            )
+        )
     return out
 
 
