@@ -13,7 +13,7 @@ from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
 from chaoseval.analysis.browser import BrowserView, browser_view
 from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
-from chaoseval.analysis.measures import TrialMeasures, graceful, measure
+from chaoseval.analysis.measures import TrialMeasures, graceful_by_cell, measure
 from chaoseval.analysis.noise import RunNoise, run_noise
 from chaoseval.analysis.process import (
     NOT_USED,
@@ -167,11 +167,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         "pass_hat_curves": {
             cell: {str(k): v for k, v in curve.items()} for cell, curve in a.curves.items()
         },
-        "graceful": {
-            c.cell: g.to_json()
-            for c in a.cells
-            if (g := graceful(c.cell, [m for m in a.measures if m.cell == c.cell])).eligible
-        },
+        "graceful": {cell: g.to_json() for cell, g in graceful_by_cell(a.measures).items()},
         "reference_note": a.reference_note,
         "warnings": a.warnings,
     }

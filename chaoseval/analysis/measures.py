@@ -23,6 +23,7 @@ __all__ = [
     "TrialMeasures",
     "aggregate",
     "graceful",
+    "graceful_by_cell",
     "measure",
 ]
 
@@ -109,6 +110,12 @@ class Graceful:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "rate": self.rate}
+
+
+def graceful_by_cell(measures: Sequence[TrialMeasures]) -> dict[str, Graceful]:
+    """Each cell in which a contract applied to some trial, with its rate (first-seen order)."""
+    cells = dict.fromkeys(m.cell for m in measures if m.outcome is not None)
+    return {c: graceful(c, [m for m in measures if m.cell == c]) for c in cells}
 
 
 def graceful(cell: str, measures: Iterable[TrialMeasures]) -> Graceful:

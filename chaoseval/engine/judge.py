@@ -3,9 +3,9 @@
 A trial's status is decided here and only here. Harness errors make it not evaluable; a veto
 turns a success into a failure; every failure gets one root cause. A trial in which a fault a
 scenario's degradation contract names was delivered also passes when the contract holds (the
-degraded outcome the scenario declares correct); both verdicts are recorded. The judge's own causes are
-generic (chaoseval.seams.rootcause); what a fault did is for the plugin that delivered it to
-say (``Perturbation.blame``): the judge names no plugin.
+degraded outcome the scenario declares correct); both verdicts are recorded. The judge's own
+causes are generic (chaoseval.seams.rootcause); what a fault did is for the plugin that
+delivered it to say (``Perturbation.blame``): the judge names no plugin.
 """
 
 from __future__ import annotations

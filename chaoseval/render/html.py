@@ -62,6 +62,7 @@ _TOC = (
     ("plots", "Plots"),
     ("twins", "Failed trials and their clean twins"),
     ("degradation", "Degradation against clean"),
+    ("graceful", "Correct degradation"),
     ("vetoes", "Vetoes"),
     ("root-causes", "Root causes"),
     ("tags", "Failures by tag"),
@@ -132,7 +133,8 @@ def render_html(
         _plots(a, labels),
         twins_html(verdict, a.journal) if verdict else "",
     ]
-    for key in ("degradation", "vetoes", "root-causes", "tags", "tools", "process", "noise"):
+    keys = ("degradation", "graceful", "vetoes", "root-causes", "tags", "tools", "process", "noise")
+    for key in keys:
         if key in tables:
             parts.append(table_html(tables[key]))
     if "browser" in tables:

@@ -10,6 +10,7 @@ from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import Budget
 from chaoseval.analysis.degradation import Comparison
+from chaoseval.analysis.measures import graceful_by_cell
 from chaoseval.analysis.verdict import Verdict
 
 __all__ = [
@@ -338,10 +339,34 @@ def browser_table(a: Analysis) -> TableData | None:
     )
 
 
+# The correct-degradation section (degradation contracts; added with the gate's rules).
+GRACEFUL_NOTE = (
+    "A trial counts here when a fault a scenario's degradation contract names reached the "
+    "agent. It passes if its normal checks pass (recovered) or if the contract holds "
+    "(degraded correctly), and those contract verdicts enter the perturbed cell's pass^k. "
+    "Gate on it with e.g. 'graceful[timeout] == 1.0'."
+)
+
+
+def graceful_table(a: Analysis) -> TableData | None:
+    """None when no trial of the run was judged against a contract."""
+    cols = ["cell", "trials hit", "recovered", "degraded per contract", "failed", "graceful"]
+    rows = [
+        [cell, str(g.eligible), str(g.recovered), str(g.degraded), str(g.failed), fmt(g.rate)]
+        for cell, g in graceful_by_cell(a.measures).items()
+    ]
+    if not rows:
+        return None
+    title = "Correct degradation under contract faults"
+    return TableData("graceful", title, cols, rows, [GRACEFUL_NOTE])
+
+
 def report_tables(a: Analysis, verdict: Verdict | None = None) -> list[TableData]:
     tables = [summary_table(a, verdict)]
     if a.degradation:
         tables.append(degradation_table(a, verdict.labels if verdict else None))
+    if (contracts := graceful_table(a)) is not None:
+        tables.append(contracts)
     tables += [
         veto_table(a),
         root_cause_table(a),

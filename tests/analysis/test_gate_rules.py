@@ -137,3 +137,17 @@ def test_graceful_is_the_share_of_contract_trials_that_ended_correctly(analysis:
     assert "no trial received a fault that a degradation contract names" in clean.detail
     missing = _one(analysis, "graceful[latency] == 1")
     assert not missing.passed and "no cell is or stacks 'latency'" in missing.detail
+
+
+def test_the_report_shows_the_rate_per_cell_and_says_it_enters_pass_hat(
+    analysis: Analysis,
+) -> None:
+    from chaoseval.analysis.build import analysis_json
+    from chaoseval.render import render_html, render_markdown, report_tables
+
+    (table,) = [t for t in report_tables(analysis) if t.id == "graceful"]
+    assert table.rows == [[CELL, "4", "1", "2", "1", "0.750"]]
+    assert "contract verdicts enter the perturbed cell's pass^k" in table.notes[0]
+    assert "Correct degradation under contract faults" in render_markdown(analysis)
+    assert "Correct degradation under contract faults" in render_html(analysis)
+    assert analysis_json(analysis)["graceful"][CELL]["rate"] == 0.75
