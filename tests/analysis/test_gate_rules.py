@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,8 +58,8 @@ def _record(cell: str, i: int, calls: int, status: Status, end: str | None) -> T
     )
 
 
-@pytest.fixture
-def analysis(tmp_path: Path) -> Analysis:
+@pytest.fixture(scope="module")
+def analysis(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
     """Clean: 4 trials of 2 tool calls. Timeout: 4 trials of 8 calls, which ended recovered,
     degraded (the contract held), degraded, failed."""
     records = [_record("clean", i, 2, "passed", None) for i in range(4)]
@@ -69,7 +68,7 @@ def analysis(tmp_path: Path) -> Analysis:
         _record(CELL, i, 8, "failed" if e == "failed" else "passed", e) for i, e in enumerate(ends)
     ]
     manifest = manifest_for({"clean": {"t0": (4, 4)}, CELL: {"t0": (4, 3)}})
-    path = tmp_path / "j.jsonl"
+    path = tmp_path_factory.mktemp("gate") / "j.jsonl"
     path.write_text("\n".join(r.model_dump_json() for r in [manifest, *records]) + "\n")
     return analyze(read_journal(path), [1, 2], n_resamples=200)
 
