@@ -25,7 +25,7 @@ from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecor
 from chaoseval.model.scenario import Givens, Scenario, Tables
 from chaoseval.model.seeding import derive_seed
 from chaoseval.model.trajectory import AnswerData, Channel, ModelCallData
-from chaoseval.model.world import World, fresh_world
+from chaoseval.model.world import World, world_template
 from chaoseval.seams.agent import AgentAdapter, Episode, TrialLink
 from chaoseval.seams.perturbation import (
     ObservationCall,
@@ -135,9 +135,12 @@ async def run_trial(
     state = trial.state
     try:
         plugins = instantiate(plan.cell)
-        tables, givens, instruction = _build_world(scenario, trial.world_seed)
-        with fresh_world(tables, trial.clock, trial.world_seed, givens) as world:
-            episode = await _setup(trial, world, plugins, givens, instruction)
+        # Built once per (scenario, world seed), copied per trial.
+        template = world_template(
+            scenario, trial.world_seed, lambda: _build_world(scenario, trial.world_seed)
+        )
+        with template.world(trial.clock, trial.world_seed) as world:
+            episode = await _setup(trial, world, plugins, template.givens(), template.instruction)
             agent_error = await _run_agent(trial, agent, episode, wall_timeout)
             verdict = judge(
                 scenario,

@@ -1,21 +1,26 @@
 """A trial's world: its own tables, temp directory, operation ids and clock.
 
-Every trial builds a fresh World from the scenario and the run's world seed, so repeats
-start from the same state and nothing one trial does can leak into the next.
+Every trial gets a fresh World copied from its scenario's :class:`WorldTemplate`, so repeats
+start from the same state and nothing one trial does can leak into the next. The template is
+built once per (scenario, world seed): the world seed is the same for every trial and cell of
+a scenario, so building it again (faker, freezegun) would only repeat the same work.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import pickle
 import shutil
 import tempfile
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from chaoseval.errors import ToolError
 from chaoseval.model.clock import Clock
@@ -31,12 +36,41 @@ class Write:
     tool: str | None
 
 
+Tables = dict[str, list[dict[str, Any]]]
+
+
+class _LazyTempDir:
+    """``world.tmpdir``: made on first use. Most scenarios never touch it, and making and
+    removing a directory per trial costs milliseconds on a disk-backed /tmp."""
+
+    @overload
+    def __get__(self, world: None, owner: type[World]) -> None: ...
+
+    @overload
+    def __get__(self, world: World, owner: type[World]) -> Path: ...
+
+    def __get__(self, world: World | None, owner: type[World]) -> Path | None:
+        if world is None:
+            return None  # the dataclass default: made lazily
+        made: Path | None = world.__dict__.get(_TMPDIR)
+        if made is None:
+            made = world.__dict__[_TMPDIR] = Path(tempfile.mkdtemp(prefix="chaoseval-trial-"))
+            world.__dict__[_OWNED] = True
+        return made
+
+    def __set__(self, world: World, value: Path | None) -> None:
+        world.__dict__[_TMPDIR] = value
+
+
+_TMPDIR, _OWNED = "_tmpdir", "_owns_tmpdir"  # kept in the instance dict, not dataclass fields
+
+
 @dataclass
 class World:
-    tables: dict[str, list[dict[str, Any]]]
+    tables: Tables
     clock: Clock
     seed: int
-    tmpdir: Path
+    tmpdir: _LazyTempDir = _LazyTempDir()  # a Path when read
     givens: dict[str, Any] = field(default_factory=dict)
     writes: list[Write] = field(default_factory=list)
     _opids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
@@ -91,26 +125,100 @@ class World:
         self.table(table).remove(row)
         self.writes.append(Write(table, "delete", value, self.current_tool))
 
-    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+    def snapshot(self) -> Tables:
         return copy.deepcopy(self.tables)
+
+    def release(self) -> None:
+        """Remove the temp dir if the trial made one, on a background thread: a blocking
+        ``rmdir`` on the event loop would stall every other trial."""
+        if self.__dict__.pop(_OWNED, False):
+            _reaper().submit(shutil.rmtree, self.__dict__[_TMPDIR], True)
+
+
+_REAPER: ThreadPoolExecutor | None = None
+
+
+def _reaper() -> ThreadPoolExecutor:
+    global _REAPER
+    if _REAPER is None:  # made on first use: a forked worker process starts its own
+        _REAPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chaoseval-rmtree")
+    return _REAPER
+
+
+def reset_after_fork() -> None:
+    """A forked worker inherits the parent's executor object but not its thread."""
+    global _REAPER
+    _REAPER = None
 
 
 @contextmanager
-def fresh_world(
-    tables: dict[str, list[dict[str, Any]]],
-    clock: Clock,
-    seed: int,
-    givens: dict[str, Any],
-) -> Iterator[World]:
-    """A World with deep-copied tables and its own temp dir, removed even if the trial fails."""
-    tmp = Path(tempfile.mkdtemp(prefix="chaoseval-trial-"))
+def fresh_world(tables: Tables, clock: Clock, seed: int, givens: dict[str, Any]) -> Iterator[World]:
+    """A World with deep-copied tables; its temp dir (if used) is removed even if the trial
+    fails."""
+    world = World(
+        tables=copy.deepcopy(tables), clock=clock, seed=seed, givens=copy.deepcopy(givens)
+    )
     try:
-        yield World(
-            tables=copy.deepcopy(tables),
-            clock=clock,
-            seed=seed,
-            tmpdir=tmp,
-            givens=copy.deepcopy(givens),
-        )
+        yield world
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        world.release()
+
+
+class WorldTemplate:
+    """A scenario's initial tables and givens (and the instruction rendered from them),
+    built once and copied for every trial.
+
+    The copy is a pickle round trip of data pickled once: several times faster than
+    ``copy.deepcopy`` on rows of dicts, with the same result for plain data. Data pickle
+    refuses falls back to ``deepcopy``."""
+
+    def __init__(self, tables: Tables, givens: dict[str, Any], instruction: str):
+        self.instruction = instruction
+        self._data = (tables, givens)
+        try:
+            self._blob: bytes | None = pickle.dumps(self._data, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a lambda or a lock in the world: deepcopy handles what it can
+            self._blob = None
+
+    def _copy(self) -> tuple[Tables, dict[str, Any]]:
+        if self._blob is not None:
+            copied: tuple[Tables, dict[str, Any]] = pickle.loads(self._blob)
+            return copied
+        return copy.deepcopy(self._data)
+
+    def givens(self) -> dict[str, Any]:
+        """A copy of the givens of its own (the agent's task), apart from the world's."""
+        return copy.deepcopy(self._data[1])
+
+    @contextmanager
+    def world(self, clock: Clock, seed: int) -> Iterator[World]:
+        tables, givens = self._copy()
+        world = World(tables=tables, clock=clock, seed=seed, givens=givens)
+        try:
+            yield world
+        finally:
+            world.release()
+
+
+_TEMPLATES: OrderedDict[tuple[int, int], tuple[object, WorldTemplate]] = OrderedDict()
+TEMPLATES_KEPT = 256  # scenarios whose worlds stay built; a run beyond that rebuilds some
+
+
+def world_template(
+    owner: object, seed: int, build: Callable[[], tuple[Tables, dict[str, Any], str]]
+) -> WorldTemplate:
+    """The template of ``owner`` (a scenario) at ``seed``, built by ``build()`` on first use.
+
+    Keyed by identity, and the owner is kept with its template so its id cannot be reused
+    by another object while the entry lives. A build that raises is not cached: every trial
+    reports it, as before."""
+    key = (id(owner), seed)
+    hit = _TEMPLATES.get(key)
+    if hit is not None and hit[0] is owner:
+        _TEMPLATES.move_to_end(key)
+        return hit[1]
+    template = WorldTemplate(*build())
+    _TEMPLATES[key] = (owner, template)
+    if len(_TEMPLATES) > TEMPLATES_KEPT:
+        _TEMPLATES.popitem(last=False)
+    return template
