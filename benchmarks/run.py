@@ -20,6 +20,7 @@ from bench_bootstrap import (
 )
 from bench_browser import main as browser_trials
 from bench_model_channel import main as model_channel
+from bench_run import main as run_cost
 from coverage_sim import main as interval_coverage
 
 FULL_RESAMPLES = 10_000
@@ -64,6 +65,7 @@ def main() -> None:
     model_channel()
     browser_trials()
     interval_coverage()
+    run_cost()
 
 
 if __name__ == "__main__":

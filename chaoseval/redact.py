@@ -62,7 +62,18 @@ class Redactor:
         return value
 
     def needed(self, value: str) -> bool:
-        """Whether :meth:`text` would change ``value`` (cheap enough for every journal line)."""
+        """Whether :meth:`text` would change ``value`` (cheap enough for every journal line).
+
+        The credential patterns are case-insensitive regular expressions, ~0.2 ms per
+        journal line; an ASCII line without their keywords (lower-cased, which for ASCII is
+        exactly what IGNORECASE matches) cannot match them and skips them."""
+        if (
+            value.isascii()
+            and not self.patterns
+            and not any(secret in value for secret in self._literals)
+            and not _may_hold_credential(value.lower())
+        ):
+            return False
         return self.text(value) != value
 
     def data(self, value: Any) -> Any:
@@ -74,6 +85,13 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value
+
+
+def _may_hold_credential(lowered: str) -> bool:
+    """Whether HEADER or BEARER could match: each needs one of these words."""
+    return "authorization" in lowered or "bearer" in lowered or (
+        "api" in lowered and "key" in lowered
+    )
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
@@ -107,9 +125,27 @@ def add_secret(value: str | None) -> None:
         _cache = None
 
 
+_environ_seen: dict[Any, Any] | None = None
+
+
+def _environ_unchanged() -> bool:
+    """Whether os.environ is as when the cached redactor was made: comparing its raw dict is
+    a few microseconds, reading every variable again a few hundred (once per journal line)."""
+    global _environ_seen
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):
+        return False
+    if raw == _environ_seen:
+        return True
+    _environ_seen = dict(raw)
+    return False
+
+
 def current() -> Redactor:
     """The redactor for now: the environment as it is, plus the run's patterns and secrets."""
     global _cache
+    if _environ_unchanged() and _cache is not None:
+        return _cache[1]
     values = secret_values(os.environ)
     key = (tuple(values), tuple(_extra), tuple(p.pattern for p in _patterns))
     if _cache is None or _cache[0] != key:

@@ -65,6 +65,18 @@ PricesFile = Annotated[
         "'output' in USD per million tokens (replaces the built-in entries it names)",
     ),
 ]
+ExecutorName = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        help="where trials run: inprocess, or process (worker processes a stuck, exiting or "
+        "crashing agent cannot take down); default: process for real-clock agents",
+    ),
+]
+MaxMemory = Annotated[
+    str | None,
+    typer.Option(help="RSS limit per worker process (e.g. 2G, 512M); past it, a crash"),
+]
 
 
 Perturbations = Annotated[
@@ -186,6 +198,8 @@ def run_cmd(
     model_key_env: ModelKeyEnv = "OPENAI_API_KEY",
     prices: PricesFile = None,
     config: ConfigPath = None,
+    executor: ExecutorName = None,
+    max_memory: MaxMemory = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
 
@@ -216,7 +230,7 @@ def run_cmd(
         )
         raise typer.Exit(130) from None
     console.print(
-        f"wrote {len(result.records) - result.resumed} trial(s) to {path}"
+        f"wrote {result.written} trial(s) to {path}"
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
     )
     _end_notes(result, run_config, path)
@@ -227,6 +241,7 @@ def run_cmd(
 def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
     """The runner's configuration from the resolved settings and the flags only a command
     line sets (resume, budgets, the model endpoint, progress)."""
+    from chaoseval.engine.executors import parse_size
     from chaoseval.engine.runner import RunConfig
     from chaoseval.model.cells import parse_cells
     from chaoseval.model.records import ModelSettings
@@ -252,6 +267,9 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         budget_cost=flags["budget_cost"],
         budget_tokens=flags["budget_tokens"],
         progress=_progress(flags["progress"]),
+        executor=flags["executor"],
+        max_memory=parse_size(flags["max_memory"], "--max-memory"),
+        keep_records=False,  # the journal holds them: memory stays flat
     )
 
 

@@ -28,8 +28,11 @@ class Budget:
             raise ConfigError("--budget-cost and --budget-tokens must be above 0")
 
     def add(self, record: TrialRecord) -> None:
-        self.spent_cost += record.usage.cost
-        self.spent_tokens += record.usage.input_tokens + record.usage.output_tokens
+        self.spend(record.usage.cost, record.usage.input_tokens + record.usage.output_tokens)
+
+    def spend(self, cost: float, tokens: int) -> None:
+        self.spent_cost += cost
+        self.spent_tokens += tokens
 
     @property
     def reached(self) -> str | None:

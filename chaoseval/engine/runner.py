@@ -6,26 +6,26 @@ import platform
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
 from chaoseval.engine.budget import Budget
+from chaoseval.engine.executors import Finished, TrialJob, make_executor
 from chaoseval.engine.judge import possible_root_causes
 from chaoseval.engine.references import reference_runs
-from chaoseval.engine.trial import TrialPlan, instantiate, run_trial
+from chaoseval.engine.trial import TrialPlan, instantiate
 from chaoseval.errors import ConfigError
 from chaoseval.model.clock import ClockMode
 from chaoseval.model.records import CLEAN, Cell, ModelSettings, RunManifest, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
-from chaoseval.store.artifacts import ArtifactStore, binding
+from chaoseval.store.artifacts import ArtifactStore
 from chaoseval.store.journal import Journal, JournalWriter, read_journal
 
 CLEAN_CELL = Cell(name=CLEAN)
@@ -76,6 +76,13 @@ class RunConfig:
     # Run each scenario's reference solution once and record it in the manifest (the report's
     # tool-call correctness and path efficiency read it from there).
     references: bool = True
+    # Where trials run: "inprocess" or "process"; None picks by the agent's clock
+    # (chaoseval.engine.executors.default_executor).
+    executor: str | None = None
+    max_memory: int | None = None  # bytes of RSS per worker process (process executor)
+    # RunResult.records holds every record; a CLI run keeps none in memory (the journal has
+    # them), so its memory stays flat however many trials run.
+    keep_records: bool = True
 
     @property
     def clock_mode(self) -> ClockMode:
@@ -96,6 +103,7 @@ class RunResult:
     journal: Path | None
     resumed: int = 0
     budget: Budget | None = None
+    written: int = 0  # trials this run recorded (kept or not)
 
 
 def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
@@ -194,10 +202,65 @@ def _wall_timeout(config: RunConfig) -> float:
     return max(s.budgets.trial_timeout for s in config.scenarios) + 5
 
 
+class _Collector:
+    """The runner's side of the executor (its Sink): the budget gate, the journal (the only
+    writer), progress, and the records kept in memory only when asked for."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        budget: Budget,
+        writer: JournalWriter | None,
+        on_record: Callable[[TrialRecord], None] | None,
+    ):
+        self.budget, self.writer, self.on_record = budget, writer, on_record
+        self.progress = config.progress
+        self.records: list[TrialRecord] | None = [] if config.keep_records else None
+        self.count = 0
+
+    def may_start(self) -> bool:
+        if self.budget.reached:  # no new trial starts; those in flight finish
+            self.budget.skipped += 1
+            return False
+        return True
+
+    def done(self, finished: Finished) -> None:
+        self.count += 1
+        self.budget.spend(finished.cost, finished.tokens)
+        if self.writer is not None:
+            self.writer.write_line(finished.line)
+        if self.records is None and self.on_record is None and self.progress is None:
+            return  # nothing needs the record object: a million trials stay a million lines
+        record = finished.record()
+        if self.records is not None:
+            self.records.append(record)
+        if self.on_record is not None:
+            self.on_record(record)
+        if self.progress is not None:
+            self.progress.trial_done(record)
+
+
+def _job(config: RunConfig, manifest: RunManifest, store: ArtifactStore | None) -> TrialJob:
+    return TrialJob(
+        agent=config.agent,
+        agent_name=config.agent_name,
+        model=manifest.model,
+        clock_mode=config.clock_mode,
+        run_id=manifest.run_id,
+        run_seed=config.seed,
+        wall_timeout=_wall_timeout(config),
+        trial_timeout=config.wall_timeout,  # --trial-timeout: longer or shorter
+        concurrency=max(1, config.concurrency),
+        store=store,
+        max_memory=config.max_memory,
+    )
+
+
 async def run_matrix(
     config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None
 ) -> RunResult:
     plans = plan(config)
+    executor = make_executor(config.executor, config.agent)
     store = None if config.journal is None else ArtifactStore.for_journal(Path(config.journal))
     manifest, done, writer = await _start(config, store)
 
@@ -205,60 +268,24 @@ async def run_matrix(
     budget = Budget(config.budget_cost, config.budget_tokens)
     for kept_record in done.values():
         budget.add(kept_record)  # run totals: what the resumed trials spent counts
-    records: list[TrialRecord] = [done[p.trial_id] for p in plans if p.trial_id in done]
-    limiter = anyio.CapacityLimiter(max(1, config.concurrency))
-    wall = _wall_timeout(config)
+    sink = _Collector(config, budget, writer, on_record)
     progress = config.progress
-
-    async def one(p: TrialPlan) -> None:
-        # The trial's artifact directory is bound while it runs (exec agents' stdout, stderr).
-        async with limiter:
-            if budget.reached:  # no new trial starts; those in flight finish
-                budget.skipped += 1
-                return
-            with binding(store, p.trial_id) as kept:
-                record = await run_trial(
-                    p,
-                    config.agent,
-                    agent_name=config.agent_name,
-                    model=manifest.model,
-                    clock_mode=config.clock_mode,
-                    run_id=manifest.run_id,
-                    run_seed=config.seed,
-                    wall_timeout=wall,
-                    trial_timeout=config.wall_timeout,  # --trial-timeout: longer or shorter
-                )
-            record.artifacts = list(kept.refs) if kept is not None else []
-            budget.add(record)
-        records.append(record)
-        if writer is not None:
-            writer.append(record)
-        if on_record is not None:
-            on_record(record)
-        if progress is not None:
-            progress.trial_done(record)
-
     try:
         if progress is not None:
             progress.start(config.agent_name, len(todo))
-        async with _agent_session(config.agent), anyio.create_task_group() as tg:
-            for p in todo:
-                tg.start_soon(one, p)
+        await executor.run(todo, _job(config, manifest, store), sink)
     finally:
         if progress is not None:
             progress.stop()
         if writer is not None:
             writer.close()
-    order = {p.trial_id: i for i, p in enumerate(plans)}
-    records.sort(key=lambda r: order.get(r.trial_id, len(order)))
-    return RunResult(manifest, records, config.journal, resumed=len(done), budget=budget)
-
-
-def _agent_session(agent: AgentAdapter) -> AbstractAsyncContextManager[Any]:
-    """An agent may hold run-wide resources (the wire agents' model-channel server): an
-    optional ``session()`` async context manager, entered once around all its trials."""
-    session = getattr(agent, "session", None)
-    return session() if callable(session) else nullcontext()
+    records: list[TrialRecord] = []
+    if sink.records is not None:
+        order = {p.trial_id: i for i, p in enumerate(plans)}
+        records = sorted([*done.values(), *sink.records], key=lambda r: order[r.trial_id])
+    return RunResult(
+        manifest, records, config.journal, resumed=len(done), budget=budget, written=sink.count
+    )
 
 
 def run(config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None) -> RunResult:

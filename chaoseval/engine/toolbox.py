@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from freezegun import freeze_time
 from pydantic import BaseModel, ValidationError
 
@@ -76,6 +77,9 @@ class TrialState:
         # In full, not the trajectory's excerpts: the judge asks whether a cited id was ever
         # shown to the agent (chaoseval.engine.judge.find_hallucinations).
         self.received: list[Received] = []
+        # Ends the agent's run (the trial sets it): called when the agent calls a tool again
+        # after being told its step budget is spent, so a retry loop cannot spin forever.
+        self.stop: Callable[[], None] | None = None
 
     def record_fault(self, fault: Any) -> int:
         return self.trajectory.add_fault(fault)
@@ -167,9 +171,14 @@ class ToolBox:
         self._count += 1
 
         if len(state.trajectory.tool_steps()) > self._scenario.budgets.max_steps:
+            if state.budget_exceeded and state.stop is not None:
+                state.stop()  # told once already: the trial ends
             state.budget_exceeded = True
             step.result_class = "tool_error"
             step.error = f"step budget of {self._scenario.budgets.max_steps} tool calls exceeded"
+            # Yield: a loop of calls that awaits nothing else must not starve the event loop
+            # (and the deadlines on it); a stopped agent's task is cancelled here.
+            await anyio.lowlevel.checkpoint()
             raise StepBudgetExceeded(step.error)
         if name not in self.specs:
             # The agent's error, not a fault target: no perturbation sees the call, so nothing

@@ -17,7 +17,7 @@ import anyio
 from pydantic import ValidationError
 
 from chaoseval.engine.judge import Verdict, judge
-from chaoseval.engine.toolbox import Received, ToolBox, TrialState
+from chaoseval.engine.toolbox import Received, StepBudgetExceeded, ToolBox, TrialState
 from chaoseval.engine.ui import render as render_page
 from chaoseval.errors import HarnessError, PluginError, ScenarioError
 from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
@@ -121,15 +121,7 @@ async def run_trial(
     scenario = plan.scenario
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
-    trial = _Trial(
-        plan=plan,
-        run_seed=run_seed,
-        seed=trial_seed(run_seed, plan),
-        world_seed=world_seed(run_seed, scenario),
-        clock=(VirtualClock if clock_mode == "virtual" else RealClock)(scenario.start_time),
-        state=TrialState(),
-        settings=model,
-    )
+    trial = _new_trial(plan, model, clock_mode, run_seed)
     if trial_timeout is not None and clock_mode == "real":
         trial.time_budget = trial_timeout
     state = trial.state
@@ -150,7 +142,7 @@ async def run_trial(
                 agent_error,
                 raw_output=trial.raw,
                 plugins=plugins,
-                initial=tables,
+                initial=template.tables,
             )
     except HarnessError as exc:
         state.harness_errors.append(exc)
@@ -160,6 +152,41 @@ async def run_trial(
         state.harness_errors.append(err)
         verdict = judge(scenario, None, state, None, err)  # type: ignore[arg-type]
     return _record(trial, verdict, agent_name, run_id, clock_mode, started_at, t0)
+
+
+def _new_trial(
+    plan: TrialPlan, model: ModelSettings, clock_mode: ClockMode, run_seed: int
+) -> _Trial:
+    return _Trial(
+        plan=plan,
+        run_seed=run_seed,
+        seed=trial_seed(run_seed, plan),
+        world_seed=world_seed(run_seed, plan.scenario),
+        clock=(VirtualClock if clock_mode == "virtual" else RealClock)(plan.scenario.start_time),
+        state=TrialState(),
+        settings=model,
+    )
+
+
+def record_unfinished(
+    plan: TrialPlan,
+    error: BaseException,
+    *,
+    agent_name: str,
+    model: ModelSettings,
+    clock_mode: ClockMode,
+    run_id: str,
+    run_seed: int,
+    started_at: datetime,
+    wall_seconds: float,
+) -> TrialRecord:
+    """The record of a trial lost with its worker process (killed past its timeout, or the
+    agent crashed it): judged on ``error`` alone, its trajectory empty (never half a run)."""
+    trial = _new_trial(plan, model, clock_mode, run_seed)
+    verdict = judge(plan.scenario, None, trial.state, None, error)  # type: ignore[arg-type]
+    record = _record(trial, verdict, agent_name, run_id, clock_mode, started_at, 0.0)
+    record.wall_seconds = round(wall_seconds, 6)
+    return record
 
 
 def _build_world(scenario: Scenario, wseed: int) -> tuple[Tables, Givens, str]:
@@ -251,8 +278,11 @@ async def _run_agent(
     clock = trial.clock
     agent_error: BaseException | None = None
     try:
-        with anyio.fail_after(wall_timeout), clock.deadline(trial.trial_timeout):
+        with anyio.fail_after(wall_timeout) as scope, clock.deadline(trial.trial_timeout):
+            trial.state.stop = scope.cancel
             trial.raw = await agent.run(episode)
+        if scope.cancel_called and trial.state.budget_exceeded:
+            raise StepBudgetExceeded("the agent kept calling tools past its step budget")
         trial.output = _coerce(trial.raw)
     except HarnessError as exc:
         agent_error = exc
@@ -266,6 +296,8 @@ async def _run_agent(
             else exc
         )
     except Exception as exc:  # the agent crashed: its failure, recorded with the cause
+        agent_error = exc
+    except SystemExit as exc:  # sys.exit in an agent ends its trial, not the run
         agent_error = exc
     output = trial.output
     if output is not None:

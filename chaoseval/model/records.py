@@ -193,18 +193,12 @@ class TrialRecord(BaseModel):
     started_at: datetime
     # Optional and additive: written only when a trial left artifacts, so the records of
     # in-process agents (and older readers) are unchanged.
-    artifacts: list[Artifact] = Field(default_factory=list)
+    # (exclude_if, not a wrap serializer: that would build every record as Python data
+    # before writing it, several times slower than pydantic-core's own JSON.)
+    artifacts: list[Artifact] = Field(default_factory=list, exclude_if=lambda v: not v)
     # Likewise: the degradation contracts the trial was judged against (schema 4), only in
     # trials where a fault a scenario's contract names was delivered.
-    contracts: list[ContractResult] = Field(default_factory=list)
-
-    @model_serializer(mode="wrap")
-    def _drop_empty_optionals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for key in ("artifacts", "contracts"):
-            if not data.get(key):
-                data.pop(key, None)
-        return data
+    contracts: list[ContractResult] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @property
     def scored(self) -> bool:

@@ -186,6 +186,11 @@ class WorldTemplate:
             return copied
         return copy.deepcopy(self._data)
 
+    @property
+    def tables(self) -> Tables:
+        """The initial tables themselves (read only: every trial works on a copy)."""
+        return self._data[0]
+
     def givens(self) -> dict[str, Any]:
         """A copy of the givens of its own (the agent's task), apart from the world's."""
         return copy.deepcopy(self._data[1])

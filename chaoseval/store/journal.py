@@ -94,6 +94,14 @@ def read_journal(path: str | Path) -> Journal:
     return Journal(path, manifest, list(records.values()), warnings, cut_off)
 
 
+def encode_record(record: TrialRecord) -> str:
+    """A trial's journal line: secrets out and huge strings cut before it reaches the disk.
+
+    pydantic-core's serializer writes the JSON (in Rust, as fast as orjson from the model
+    itself); the Python data is built only when a line needs redacting or cutting."""
+    return redact.clean_json(record.model_dump_json(), lambda: record.model_dump(mode="json"))
+
+
 class JournalWriter:
     """Appends records, one flushed line each."""
 
@@ -122,9 +130,11 @@ class JournalWriter:
         self._fh.flush()
 
     def append(self, record: TrialRecord) -> None:
-        # Secrets out and huge strings cut before anything reaches the disk.
-        line = record.model_dump_json()
-        self._write(redact.clean_json(line, lambda: record.model_dump(mode="json")))
+        self._write(encode_record(record))
+
+    def write_line(self, line: str) -> None:
+        """A record already encoded by :func:`encode_record` (where its trial ran)."""
+        self._write(line)
 
     def close(self) -> None:
         self._fh.flush()

@@ -1,0 +1,261 @@
+"""The run's own cost (issue 12): every figure measured in this run, printed with its target.
+
+Each part runs in its own process (``python benchmarks/bench_run.py PART``), under a time cap,
+while this process samples the memory of the part's whole process tree (worker processes
+included); the part reports its own peak (``ru_maxrss``) and timings as one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BIN = Path(sys.executable).parent
+PART_CAP = 300.0  # seconds one part may take before it is stopped and reported as such
+
+
+# --- parts (run in a child process) -------------------------------------------------------
+
+
+def _run(trials: int, *, executor: str | None = None, cells: list[str] | None = None,
+         agent: Any = None, concurrency: int = 4, where: Path | None = None) -> float:
+    from trivial import TrivialAgent, scenario
+
+    from chaoseval.engine.runner import RunConfig, run
+    from chaoseval.model.cells import parse_cells
+
+    where = where or Path(tempfile.mkdtemp(prefix="chaoseval-bench-"))
+    started = time.perf_counter()
+    result = run(
+        RunConfig(
+            scenarios=[scenario()],
+            agent=agent or TrivialAgent(),
+            agent_name="trivial",
+            cells=parse_cells(cells or []),
+            trials=trials,
+            seed=1,
+            concurrency=concurrency,
+            journal=where / "bench.jsonl",
+            references=False,
+            executor=executor,
+            keep_records=False,  # as `chaoseval run` does
+        )
+    )
+    elapsed = time.perf_counter() - started
+    assert result.written == trials * (1 + len(cells or [])), result.written
+    return elapsed
+
+
+def part_overhead(trials: int = 10_000) -> dict[str, Any]:
+    from trivial import bare_loop
+
+    cpu0 = time.process_time()
+    bare = bare_loop(trials, 4)
+    cpu1 = time.process_time()
+    ours = _run(trials)
+    cpu2 = time.process_time()
+    return {"bare": bare, "run": ours, "bare_cpu": cpu1 - cpu0, "run_cpu": cpu2 - cpu1}
+
+
+def part_latency(trials: int = 10_000) -> dict[str, Any]:
+    """10k clean + 10k with an 8 s injected latency, virtual clock; TMPDIR and the journal
+    where the caller's TMPDIR points (tmpfs or disk)."""
+    cell = "latency:mean=8,jitter=0,distribution=uniform"
+    return {"seconds": _run(trials, cells=[cell], where=Path(tempfile.mkdtemp()))}
+
+
+def part_hiding(trials: int = 640, sleep: float = 0.5, jobs: int = 64) -> dict[str, Any]:
+    from trivial import TrivialAgent
+
+    out = {}
+    for executor in ("process", "inprocess"):
+        agent = TrivialAgent(clock="real", sleep=sleep)
+        out[executor] = _run(trials, executor=executor, agent=agent, concurrency=jobs)
+    out["ideal"] = trials * sleep / jobs
+    return out
+
+
+def part_memory(trials: int = 100_000) -> dict[str, Any]:
+    return {"seconds": _run(trials), "trials": trials}
+
+
+PARTS: dict[str, Callable[..., dict[str, Any]]] = {
+    "overhead": part_overhead,
+    "latency": part_latency,
+    "hiding": part_hiding,
+    "memory": part_memory,
+}
+
+
+def _child(name: str, args: list[str]) -> None:
+    sys.path[:0] = [str(HERE), str(ROOT)]
+    result = PARTS[name](*[int(a) for a in args])
+    result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(result))
+
+
+# --- the orchestrator ---------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                found += [int(c) for c in fh.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class TreeSampler(threading.Thread):
+    """The peak of the summed RSS of a process and all its descendants, every 50 ms."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.stopped = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.05):
+            pids, todo = [], [self.pid]
+            while todo:
+                p = todo.pop()
+                pids.append(p)
+                todo += _children(p)
+            self.peak = max(self.peak, sum(_rss(p) for p in pids))
+
+
+def measure(part: str, *args: int, env: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """Run one part in a child process under the time cap; its result and tree peak."""
+    cmd = [sys.executable, __file__, part, *map(str, args)]
+    env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    sampler = TreeSampler(proc.pid)
+    sampler.start()
+    try:
+        out, _ = proc.communicate(timeout=PART_CAP)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        print(f"    {part}: stopped after the {PART_CAP:.0f} s cap")
+        return None
+    finally:
+        sampler.stopped.set()
+        sampler.join()
+    if proc.returncode != 0:
+        print(f"    {part}: failed (exit {proc.returncode})")
+        return None
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result["tree_peak"] = sampler.peak
+    return result
+
+
+def _mb(n: float) -> str:
+    return f"{n / 2**20:.0f} MB"
+
+
+def _mem(r: dict[str, Any]) -> str:
+    return f"peak RSS {_mb(r['peak_rss'])} main, {_mb(r['tree_peak'])} process tree"
+
+
+def _verdict(ok: bool) -> str:
+    return "meets" if ok else "MISSES"
+
+
+def help_seconds(repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([str(BIN / "chaoseval"), "--help"], capture_output=True, check=True)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def report_overhead() -> None:
+    r = measure("overhead", 10_000)
+    if r:
+        wall, cpu = r["run"] / r["bare"], r["run_cpu"] / r["bare_cpu"]
+        print(
+            f"  10k trivial trials: run {r['run']:.2f} s vs a bare asyncio loop {r['bare']:.3f} s"
+            f" = {wall:.1f}x wall, {cpu:.1f}x CPU ({_verdict(cpu <= 10)} the <= 10x target); "
+            + _mem(r)
+        )
+
+
+def report_latency() -> None:
+    disk = Path(tempfile.mkdtemp(prefix="chaoseval-bench-", dir=ROOT.parent))
+    places = [("tmpfs", "/dev/shm")] if os.path.isdir("/dev/shm") else []
+    for label, tmp in [*places, ("disk", str(disk))]:
+        r = measure("latency", 10_000, env={"TMPDIR": tmp})
+        if r:
+            print(
+                f"  10k virtual-clock trials with 8 s latency + 10k clean, TMPDIR on {label}: "
+                f"{r['seconds']:.2f} s ({_verdict(r['seconds'] < 5)} the < 5 s target); "
+                + _mem(r)
+            )
+
+
+def report_hiding() -> None:
+    r = measure("hiding")
+    if r:
+        for executor in ("process", "inprocess"):
+            eff = r["ideal"] / r[executor]
+            print(
+                f"  real clock, 0.5 s x 640 trials at -j 64, {executor} executor: "
+                f"{r[executor]:.2f} s = {eff:.2f} of ideal ({_verdict(eff >= 0.9)} >= 0.9)"
+            )
+        print(f"    {_mem(r)}")
+
+
+def report_memory() -> None:
+    small, large = measure("memory", 10_000), measure("memory", 100_000)
+    if small and large:
+        print(
+            f"  run peak memory: {_mb(small['peak_rss'])} at 10k trials, "
+            f"{_mb(large['peak_rss'])} at 100k ({_verdict(large['peak_rss'] < 200 * 2**20)} "
+            f"the flat < 200 MB target; 100k took {large['seconds']:.1f} s); "
+            f"process tree {_mb(large['tree_peak'])}"
+        )
+
+
+def main() -> None:
+    started = time.perf_counter()
+    print(f"run cost (issue 12), {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}:")
+    h = help_seconds()
+    print(f"  chaoseval --help: {h:.3f} s best of 5 ({_verdict(h < 0.3)} the < 0.3 s target)")
+    report_overhead()
+    report_latency()
+    report_hiding()
+    report_memory()
+    self_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    child_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(
+        f"  bench itself: {time.perf_counter() - started:.0f} s; peak RSS {_mb(self_peak)} "
+        f"(this process), {_mb(child_peak)} (largest child)"
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        _child(sys.argv[1], sys.argv[2:])
+    else:
+        main()

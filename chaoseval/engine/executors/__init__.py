@@ -1,0 +1,79 @@
+"""Where trials run: the executor seam, its registry and the default choice.
+
+An :class:`Executor` takes the run's remaining trial plans and what every trial shares
+(:class:`TrialJob`), runs them, and hands each finished trial to the runner's :class:`Sink`
+as a :class:`Finished`: the journal line already encoded (and redacted) where the trial ran,
+plus what the runner counts (status, cost, tokens). The runner is the journal's only writer.
+
+- ``inprocess``: trials as tasks on the runner's own event loop (fast; the default for
+  virtual-clock agents, whose trials never wait on wall time).
+- ``process``: trials in forked worker processes, several per worker on its own event loop,
+  supervised by the runner: a trial past its timeout is killed with its worker, an exit, a
+  segfault or ``--max-memory`` becomes a recorded crash, and no other trial is lost. The
+  default for real-clock agents, whose code runs in the harness's process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from chaoseval.engine.executors.base import Executor, Finished, Sink, TrialJob
+from chaoseval.errors import ConfigError
+from chaoseval.seams.agent import AgentAdapter
+
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "Finished",
+    "Sink",
+    "TrialJob",
+    "default_executor",
+    "make_executor",
+    "parse_size",
+]
+
+
+def _inprocess() -> Executor:
+    from chaoseval.engine.executors.inprocess import InProcessExecutor
+
+    return InProcessExecutor()
+
+
+def _process() -> Executor:
+    from chaoseval.engine.executors.process import ProcessExecutor
+
+    return ProcessExecutor()
+
+
+# Factories by name; imported on use, so choosing one never loads the other.
+EXECUTORS: dict[str, Callable[[], Executor]] = {"inprocess": _inprocess, "process": _process}
+
+
+def default_executor(agent: AgentAdapter) -> str:
+    """Virtual-clock agents never wait on wall time and run fastest in process; a real-clock
+    agent's code could block the event loop, spin or exit, so it runs in worker processes."""
+    return "inprocess" if getattr(agent, "clock", "real") == "virtual" else "process"
+
+
+def make_executor(name: str | None, agent: AgentAdapter) -> Executor:
+    chosen = name or default_executor(agent)
+    factory = EXECUTORS.get(chosen)
+    if factory is None:
+        raise ConfigError(
+            f"--executor {chosen!r} is not one of {', '.join(sorted(EXECUTORS))}"
+        )
+    return factory()
+
+
+SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_size(text: str | None, option: str) -> int | None:
+    """``512M``, ``2G``, ``1.5G`` or a number of bytes, as bytes."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    if not m or float(m[1]) <= 0:
+        raise ConfigError(f"{option} {text!r}: write a size such as 512M, 2G or 1.5G")
+    return int(float(m[1]) * SIZE_UNITS[m[2].upper()])

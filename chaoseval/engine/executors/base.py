@@ -1,0 +1,86 @@
+"""The executor seam: what an executor is given and what it hands back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from chaoseval.engine.trial import TrialPlan
+from chaoseval.errors import ChaosevalError
+from chaoseval.model.clock import ClockMode
+from chaoseval.model.records import ModelSettings, TrialRecord
+from chaoseval.seams.agent import AgentAdapter
+from chaoseval.store.artifacts import ArtifactStore
+
+
+class AgentCrashed(ChaosevalError):
+    """The agent took its worker process down: it exited (``os._exit``), died of a signal (a
+    segfault in native code) or went past ``--max-memory``. Judged as the agent's crash."""
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    """What every trial of a run shares."""
+
+    agent: AgentAdapter
+    agent_name: str
+    model: ModelSettings
+    clock_mode: ClockMode
+    run_id: str
+    run_seed: int
+    wall_timeout: float
+    concurrency: int
+    trial_timeout: float | None = None  # --trial-timeout: replaces the scenarios' (real clock)
+    store: ArtifactStore | None = None
+    max_memory: int | None = None  # bytes of RSS per worker process (process executor)
+
+
+@dataclass
+class Finished:
+    """One finished trial as the runner receives it."""
+
+    trial_id: str
+    status: str
+    cost: float
+    tokens: int
+    line: str  # the journal line, redacted and capped
+    parsed: TrialRecord | None = None  # the record, when it ran in this process
+
+    @classmethod
+    def of(cls, record: TrialRecord) -> Finished:
+        from chaoseval.store.journal import encode_record
+
+        return cls(
+            trial_id=record.trial_id,
+            status=record.status,
+            cost=record.usage.cost,
+            tokens=record.usage.input_tokens + record.usage.output_tokens,
+            line=encode_record(record),
+            parsed=record,
+        )
+
+    def record(self) -> TrialRecord:
+        """The TrialRecord, parsed from the line when it came from another process."""
+        if self.parsed is None:
+            self.parsed = TrialRecord.model_validate_json(self.line)
+        return self.parsed
+
+
+class Sink(Protocol):
+    """The runner's side: the budget gate and where finished trials go."""
+
+    def may_start(self) -> bool:
+        """False once a run budget is reached: no new trial starts (the runner counts it)."""
+        ...
+
+    def done(self, finished: Finished) -> None: ...
+
+
+class Executor(Protocol):
+    name: str
+
+    async def run(self, plans: Sequence[TrialPlan], job: TrialJob, sink: Sink) -> None:
+        """Run every plan (or skip it when ``sink.may_start()`` says no); return when each
+        has been handed to ``sink.done`` or skipped."""
+        ...
