@@ -24,11 +24,10 @@ from chaoseval.cli._common import (
 )
 from chaoseval.errors import ChaosevalError, ConfigError
 from chaoseval.loading.userpath import append_path
-from chaoseval.model.records import CLEAN, ModelSettings
-from chaoseval.model.trajectory import ModelCallData, Step
 
 if TYPE_CHECKING:
     from chaoseval.investigate.search import SearchResult
+    from chaoseval.model.trajectory import Step
 
 
 def _hits(result: SearchResult) -> str:
@@ -132,6 +131,8 @@ def search_cmd(
             )
         the_agent = user_agent(agent, app_dir)
         clock_notice(the_agent, agent)  # a search runs hundreds of trials: say it early
+        from chaoseval.model.records import ModelSettings  # pydantic: not paid by --help
+
         result = search(
             found[0],
             the_agent,
@@ -176,6 +177,7 @@ def diverge_cmd(
 ) -> None:
     """Where failed trials first left the path successful ones took, grouped by that point."""
     from chaoseval.investigate.diverge import analyse, to_json
+    from chaoseval.model.records import CLEAN
     from chaoseval.store.journal import read_journal
 
     try:
@@ -231,6 +233,8 @@ def _step_cell(step: Step | None) -> str:
             text += f" [fault {','.join(map(str, step.faults))}]"
         return text
     if step.kind == "model":
+        from chaoseval.model.trajectory import ModelCallData
+
         d = step.data
         tokens = (d.input_tokens, d.output_tokens) if isinstance(d, ModelCallData) else (0, 0)
         return f"model ({tokens[0]} in / {tokens[1]} out)"

@@ -55,9 +55,13 @@ class ArtifactStore:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def trial(self, trial_id: str) -> TrialArtifacts:
-        """A trial's artifacts, its directory emptied (a re-run trial starts afresh)."""
-        directory = self.root / trial_dir_name(trial_id)
-        shutil.rmtree(directory, ignore_errors=True)
+        """A trial's artifacts, its directory emptied (a re-run trial starts afresh).
+
+        Most trials store nothing: with no store on disk yet there is nothing to empty, and
+        one ``stat`` is all a trial pays (not a path built and a ``rmtree`` tried)."""
+        directory = self.root / trial_dir_name(trial_id) if self.root.exists() else None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
         return TrialArtifacts(self, trial_id, directory)
 
 
@@ -65,8 +69,14 @@ class ArtifactStore:
 class TrialArtifacts:
     store: ArtifactStore
     trial_id: str
-    directory: Path
+    given_directory: Path | None = None  # None: worked out when the first artifact is written
     refs: list[Artifact] = field(default_factory=list)
+
+    @property
+    def directory(self) -> Path:
+        if self.given_directory is None:
+            self.given_directory = self.store.root / trial_dir_name(self.trial_id)
+        return self.given_directory
 
     def write(self, name: str, text: str, *, size: int | None = None) -> Artifact:
         """Store ``text`` as ``name``: redacted, cut to the limit; ``size`` is the full size
