@@ -241,7 +241,7 @@ def run_cmd(
 def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
     """The runner's configuration from the resolved settings and the flags only a command
     line sets (resume, budgets, the model endpoint, progress)."""
-    from chaoseval.engine.executors import parse_size
+    from chaoseval.engine.executors import default_executor, parse_size
     from chaoseval.engine.runner import RunConfig
     from chaoseval.model.cells import parse_cells
     from chaoseval.model.records import ModelSettings
@@ -267,7 +267,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         budget_cost=flags["budget_cost"],
         budget_tokens=flags["budget_tokens"],
         progress=_progress(flags["progress"]),
-        executor=flags["executor"],
+        executor=flags["executor"] or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
         keep_records=False,  # the journal holds them: memory stays flat
     )

@@ -76,8 +76,8 @@ class RunConfig:
     # Run each scenario's reference solution once and record it in the manifest (the report's
     # tool-call correctness and path efficiency read it from there).
     references: bool = True
-    # Where trials run: "inprocess" or "process"; None picks by the agent's clock
-    # (chaoseval.engine.executors.default_executor).
+    # Where trials run: "inprocess" (None) or "process"; `chaoseval run` picks by the agent's
+    # clock (chaoseval.engine.executors.default_executor).
     executor: str | None = None
     max_memory: int | None = None  # bytes of RSS per worker process (process executor)
     # RunResult.records holds every record; a CLI run keeps none in memory (the journal has
@@ -260,7 +260,7 @@ async def run_matrix(
     config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None
 ) -> RunResult:
     plans = plan(config)
-    executor = make_executor(config.executor, config.agent)
+    executor = make_executor(config.executor)
     store = None if config.journal is None else ArtifactStore.for_journal(Path(config.journal))
     manifest, done, writer = await _start(config, store)
 

@@ -110,9 +110,10 @@ def _run(tmp_path: Path, behaviours: list[str], **kw: Any) -> dict[str, Any]:
 def test_the_default_executor_records_every_misbehaviour_and_the_run_completes(tmp_path):
     """Blocked loop, a spin that swallows cancellation, sys.exit, os._exit: each a recorded
     trial; the good trials beside them in the same workers are re-run, never lost."""
-    assert default_executor(Misbehaving()) == "process"
+    executor = default_executor(Misbehaving())  # what `chaoseval run` picks for it
+    assert executor == "process"
     behaviours = ["ok", "block", "spin", "exit", "hard-exit", "ok2"]
-    got = _run(tmp_path, behaviours, trials=2)
+    got = _run(tmp_path, behaviours, trials=2, executor=executor)
     assert len(got) == 2 * len(behaviours)  # nothing lost, nothing twice
     for i in range(2):
         for ok in ("ok", "ok2"):
@@ -130,8 +131,9 @@ def test_the_default_executor_records_every_misbehaviour_and_the_run_completes(t
 
 def test_in_process_sys_exit_and_a_swallowed_budget_end_their_trials(tmp_path):
     agent = Misbehaving(clock="virtual")
-    assert default_executor(agent) == "inprocess"
-    got = _run(tmp_path, ["exit", "swallow", "ok"], agent=agent)
+    executor = default_executor(agent)
+    assert executor == "inprocess"
+    got = _run(tmp_path, ["exit", "swallow", "ok"], agent=agent, executor=executor)
     assert (got["do-exit/clean/0"].root_cause, got["do-exit/clean/0"].error) == (
         "crash",
         "SystemExit: 3",
@@ -182,7 +184,7 @@ def test_the_same_seed_gives_the_same_journal_in_either_executor(tmp_path):
 
 def test_executor_names_and_sizes_are_checked():
     with pytest.raises(ConfigError, match="inprocess, process"):
-        make_executor("threads", Misbehaving())
+        make_executor("threads")
     with pytest.raises(ConfigError, match="512M"):
         parse_size("lots", "--max-memory")
     assert parse_size("1.5G", "--max-memory") == 3 * 2**29

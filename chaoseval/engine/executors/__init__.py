@@ -5,12 +5,12 @@ An :class:`Executor` takes the run's remaining trial plans and what every trial 
 as a :class:`Finished`: the journal line already encoded (and redacted) where the trial ran,
 plus what the runner counts (status, cost, tokens). The runner is the journal's only writer.
 
-- ``inprocess``: trials as tasks on the runner's own event loop (fast; the default for
-  virtual-clock agents, whose trials never wait on wall time).
+- ``inprocess``: trials as tasks on the runner's own event loop (fast; ``chaoseval run``'s
+  default for virtual-clock agents, whose trials never wait on wall time, and ``run()``'s).
 - ``process``: trials in forked worker processes, several per worker on its own event loop,
   supervised by the runner: a trial past its timeout is killed with its worker, an exit, a
-  segfault or ``--max-memory`` becomes a recorded crash, and no other trial is lost. The
-  default for real-clock agents, whose code runs in the harness's process.
+  segfault or ``--max-memory`` becomes a recorded crash, and no other trial is lost.
+  ``chaoseval run``'s default for real-clock agents, whose code runs in the harness's process.
 """
 
 from __future__ import annotations
@@ -51,13 +51,17 @@ EXECUTORS: dict[str, Callable[[], Executor]] = {"inprocess": _inprocess, "proces
 
 
 def default_executor(agent: AgentAdapter) -> str:
-    """Virtual-clock agents never wait on wall time and run fastest in process; a real-clock
-    agent's code could block the event loop, spin or exit, so it runs in worker processes."""
+    """What ``chaoseval run`` uses: virtual-clock agents never wait on wall time and run
+    fastest in process; a real-clock agent's code could block the event loop, spin or exit,
+    so it runs in worker processes."""
     return "inprocess" if getattr(agent, "clock", "real") == "virtual" else "process"
 
 
-def make_executor(name: str | None, agent: AgentAdapter) -> Executor:
-    chosen = name or default_executor(agent)
+def make_executor(name: str | None) -> Executor:
+    """The executor ``name``; None is ``inprocess``: a program calling ``run()`` may watch
+    its agent object, so it opts into worker processes (``chaoseval run`` picks by
+    :func:`default_executor`)."""
+    chosen = name or "inprocess"
     factory = EXECUTORS.get(chosen)
     if factory is None:
         raise ConfigError(
