@@ -188,3 +188,12 @@ def test_executor_names_and_sizes_are_checked():
     with pytest.raises(ConfigError, match="512M"):
         parse_size("lots", "--max-memory")
     assert parse_size("1.5G", "--max-memory") == 3 * 2**29
+
+
+@pytest.mark.slow
+def test_two_workers_lost_at_the_same_moment_lose_no_trial(tmp_path):
+    """Both spinning trials overdue at once, one per worker: each worker is killed and each
+    trial recorded (the first worker settled must not end the run before the second)."""
+    got = _run(tmp_path, ["spin"], trials=2, concurrency=2, executor="process")
+    assert sorted(got) == ["do-spin/clean/0", "do-spin/clean/1"]
+    assert {r.root_cause for r in got.values()} == {"timeout"}

@@ -20,6 +20,7 @@ code needs no importable module. The runner stays the journal's only writer.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
@@ -70,7 +71,15 @@ class _Worker:
 
     def kill(self, reason: str, blame: int | None, *, timeout: bool) -> None:
         self.kill_reason, self.kill_blame, self.kill_timeout = reason, blame, timeout
-        self.proc.kill()
+        _kill_group(self.proc)
+
+
+def _kill_group(proc: BaseProcess) -> None:
+    """SIGKILL the worker and its process group (the processes its trials started)."""
+    if proc.pid is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
 
 
 class ProcessExecutor:
@@ -103,6 +112,7 @@ class _Pool:
         self.finished = anyio.Event()
         self.fatal: str | None = None
         self.idle_losses = 0
+        self.settling = 0  # lost workers whose trials are not settled yet
         self._tg: TaskGroup | None = None
 
     async def run(self) -> None:
@@ -191,6 +201,16 @@ class _Pool:
         if w not in self.workers:
             return
         self.workers.remove(w)
+        # Counted until settled: two workers lost at once must not let the first to settle
+        # declare the run finished while the other's trials are still in flight.
+        self.settling += 1
+        try:
+            await self._settle_gone(w)
+        finally:
+            self.settling -= 1
+        self._check_finished()
+
+    async def _settle_gone(self, w: _Worker) -> None:
         await w.stream.aclose()
         code = await _exit_code(w.proc)
         if self.finished.is_set():
@@ -205,7 +225,6 @@ class _Pool:
         self._settle(w, reason)
         if self.queue:
             await self._spawn()
-        self._check_finished()
 
     def _settle(self, w: _Worker, reason: str) -> None:
         """Record the blamed trial; queue the others again (as suspects when nobody could be
@@ -239,7 +258,7 @@ class _Pool:
         )
 
     def _check_finished(self) -> None:
-        if not self.queue and not any(w.inflight for w in self.workers):
+        if not self.queue and not self.settling and not any(w.inflight for w in self.workers):
             self.finished.set()
 
     # --- supervision -------------------------------------------------------------------------
@@ -285,13 +304,13 @@ class _Pool:
             try:
                 await send(w.stream, ("stop",))
             except Exception:
-                w.proc.kill()
+                _kill_group(w.proc)
         deadline = time.monotonic() + 5
         for w in list(self.workers):
             while w.proc.exitcode is None and time.monotonic() < deadline:
                 await anyio.sleep(0.01)
             if w.proc.exitcode is None:
-                w.proc.kill()
+                _kill_group(w.proc)
             await _exit_code(w.proc)
             await w.stream.aclose()
         self.workers.clear()

@@ -50,6 +50,10 @@ def main(
         with contextlib.suppress(OSError):
             os.close(fd)
     _die_with_parent()
+    # Its own process group: killing a worker kills what its trials started (an exec:
+    # agent's process), not only the worker.
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     # Ctrl-C reaches the whole process group; the runner decides what happens to trials.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     shared[HEARTBEAT] = time.monotonic()
