@@ -67,7 +67,10 @@ class ProcessMetrics:
       ``coverage``: reference calls the agent made at least once (all need a reference);
     - ``path_efficiency``: reference_steps / tool calls on passed trials (1 = as short as the
       reference, below 1 = detours or retries);
-    - tokens, cost, model calls per trial; sim (trial clock) and wall latency per trial.
+    - tokens, cost, model calls per trial; sim (trial clock) and wall latency per trial;
+    - ``channel_overhead_mean``: seconds per trial spent inside chaoseval's wire channels
+      (neither the upstream's nor an injected delay), over the trials that recorded it: None
+      when none did (in-process agents), so the agent's latency can be told from chaoseval's.
     """
 
     cell: str
@@ -89,9 +92,13 @@ class ProcessMetrics:
     wall_seconds_mean: float
     wall_seconds_total: float
     sim_seconds_total: float
+    channel_overhead_mean: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if out["channel_overhead_mean"] is None:  # in-process agents: reports stay as they were
+            del out["channel_overhead_mean"]
+        return out
 
 
 def _call_key(tool: str | None, args: Mapping[str, Any] | None) -> str:
@@ -157,6 +164,7 @@ def process_metrics(
     costs = [r.usage.cost for r in records]
     sims = sorted(r.sim_seconds for r in records)
     walls = [r.wall_seconds for r in records]
+    overheads = [r.channel_overhead for r in records if r.channel_overhead is not None]
     return ProcessMetrics(
         cell=cell,
         trials=n,
@@ -177,4 +185,5 @@ def process_metrics(
         wall_seconds_mean=math.fsum(walls) / n if n else 0.0,
         wall_seconds_total=math.fsum(walls),
         sim_seconds_total=math.fsum(sims),
+        channel_overhead_mean=_mean(overheads),
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -79,14 +80,29 @@ class ToolHub:
         match = TRIAL_PATH.match(scope["path"])
         trial = self._trials.get(match["token"]) if match else None
         rest = (match["rest"] or "/") if match else "/"
-        if trial is not None and rest.rstrip("/") == "/mcp":
+        if trial is None:
+            await PlainTextResponse("no such trial", 404)(scope, receive, send)
+            return
+        # The channel's own time: the request's, less the tool's and the hangs injected. Two
+        # requests of one trial at once subtract each other's tool time (an underestimate).
+        toolbox = trial.mcp.tools.toolbox
+        started, busy, held = time.perf_counter(), toolbox.busy_seconds, trial.mcp.held_seconds
+        if rest.rstrip("/") == "/mcp":
             await trial.mcp.handle(scope, receive, send)
-        elif trial is not None and rest.startswith("/tools"):
+            if scope.get("method") == "GET":
+                return  # the server's event stream, open as long as the session: no exchange
+        elif rest.startswith("/tools"):
             prefix = scope["path"][: len(scope["path"]) - len(rest)]
             inner = {**scope, "path": rest, "root_path": scope.get("root_path", "") + prefix}
             await trial.tools(inner, receive, send)
         else:
             await PlainTextResponse("no such trial", 404)(scope, receive, send)
+        toolbox.add_overhead(
+            time.perf_counter()
+            - started
+            - (toolbox.busy_seconds - busy)
+            - (trial.mcp.held_seconds - held)
+        )
 
 
 @asynccontextmanager

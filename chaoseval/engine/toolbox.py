@@ -7,6 +7,7 @@ Faults are marked delivered only when the call's outcome actually returns to the
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -80,6 +81,13 @@ class TrialState:
         # Ends the agent's run (the trial sets it): called when the agent calls a tool again
         # after being told its step budget is spent, so a retry loop cannot spin forever.
         self.stop: Callable[[], None] | None = None
+        # Seconds spent inside chaoseval's wire channels that were neither the upstream's nor
+        # an injected delay: None while no wire channel served the trial (in-process agents).
+        self.channel_overhead: float | None = None
+
+    def add_overhead(self, seconds: float) -> None:
+        """A wire channel's own share of one exchange (never negative: timers are not exact)."""
+        self.channel_overhead = (self.channel_overhead or 0.0) + max(0.0, seconds)
 
     def record_fault(self, fault: Any) -> int:
         return self.trajectory.add_fault(fault)
@@ -110,6 +118,9 @@ class ToolBox:
         self._trial = trial
         self._count = 0
         self.specs: dict[str, ToolSpec] = {t.name: t for t in scenario.tools}
+        # Wall seconds inside ``call`` (the tool and its injected faults): a wire channel
+        # subtracts them from its handler's time to find its own overhead.
+        self.busy_seconds = 0.0
 
     def describe(self) -> list[ToolDescription]:
         return [t.describe() for t in self._scenario.tools]
@@ -162,7 +173,18 @@ class ToolBox:
         """Mark faults delivered: a wire channel calls this when their bytes are written."""
         self._state.deliver(fault_ids)
 
+    def add_overhead(self, seconds: float) -> None:
+        """A wire channel's own time for one request (TrialRecord.channel_overhead)."""
+        self._state.add_overhead(seconds)
+
     async def call(self, name: str, /, **args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await self._call(name, **args)
+        finally:
+            self.busy_seconds += time.perf_counter() - started
+
+    async def _call(self, name: str, /, **args: Any) -> Any:
         state, world = self._state, self._world
         clock = world.clock
         step = state.trajectory.add_step("tool", t=clock.monotonic(), tool=name, args=args)

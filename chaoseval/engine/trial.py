@@ -347,6 +347,9 @@ def _record(
         sim_seconds=round(trial.sim_seconds, 6),
         wall_seconds=round(time.perf_counter() - t0, 6),
         started_at=started_at,
+        channel_overhead=(
+            None if state.channel_overhead is None else round(state.channel_overhead, 6)
+        ),
     )
 
 

@@ -199,6 +199,10 @@ class TrialRecord(BaseModel):
     # Likewise: the degradation contracts the trial was judged against (schema 4), only in
     # trials where a fault a scenario's contract names was delivered.
     contracts: list[ContractResult] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # Likewise: seconds the trial's wire channels (model channel, MCP, HTTP tools) spent on
+    # their own, apart from the upstream's time and injected delays, so agent latency can be
+    # told from chaoseval's. Absent for in-process agents.
+    channel_overhead: float | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
     def scored(self) -> bool:

@@ -280,8 +280,12 @@ def process_table(a: Analysis) -> TableData:
     cols = ["cell", "legality", "tool-call correctness", "right tool", "reference coverage"]
     cols += ["path efficiency", "steps", "tokens/trial", "cost/trial", "model calls"]
     cols += ["sim s/trial", "sim s p95", "wall s/trial"]
+    # Over the wire, chaoseval's own share of the wall time, apart from the agent's latency.
+    wired = any(p.channel_overhead_mean is not None for p in a.process.values())
+    cols += ["channel overhead s/trial"] if wired else []
     rows = []
     for cell, p in a.process.items():
+        overhead = [fmt(p.channel_overhead_mean, digits=4)] if wired else []
         rows.append(
             [
                 cell,
@@ -297,6 +301,7 @@ def process_table(a: Analysis) -> TableData:
                 f"{p.sim_seconds_mean:.2f}",
                 f"{p.sim_seconds_p95:.2f}",
                 f"{p.wall_seconds_mean:.4f}",
+                *overhead,
             ]
         )
     notes = [

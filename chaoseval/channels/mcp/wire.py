@@ -25,6 +25,7 @@ up or the trial ends. The ToolBox only collects them (``held_faults``) as it han
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -60,6 +61,7 @@ class TrialEndpoint:
             session_idle_timeout=None,  # sessions end with the trial
         )
         self.closed = anyio.Event()  # the trial is over: release what still hangs
+        self.held_seconds = 0.0  # wall time spent holding injected hangs
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TrialEndpoint]:
@@ -113,7 +115,7 @@ class TrialEndpoint:
 
     async def _hang(self, receive: Receive) -> bool:
         """Wait until the client gives up (disconnects: True) or the trial ends (False)."""
-        gone = False
+        gone, started = False, time.perf_counter()
         async with anyio.create_task_group() as tg:
 
             async def client_gone() -> None:
@@ -129,6 +131,7 @@ class TrialEndpoint:
 
             tg.start_soon(client_gone)
             tg.start_soon(trial_over)
+        self.held_seconds += time.perf_counter() - started
         return gone
 
 

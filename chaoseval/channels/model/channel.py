@@ -51,6 +51,7 @@ class Exchange:
     started: float
     contexts: list[PerturbationContext] = field(default_factory=list)
     upstream_seconds: float = 0.0  # the upstream's share of the step's latency
+    injected_seconds: float = 0.0  # the faults' share: delays, hangs, the plugins' own time
     finished: bool = False
 
     @property
@@ -157,7 +158,13 @@ class TrialModelChannel:
                 exchange.upstream_seconds = time.perf_counter() - started
 
         chain = build_chain("model", link.plugins, base, make_ctx)
-        reply: ModelReply = await chain(exchange.call)
+        started = time.perf_counter()
+        try:
+            reply: ModelReply = await chain(exchange.call)
+        finally:
+            # The plugins' time around the upstream is the faults' (model_latency sleeps there).
+            plugins = time.perf_counter() - started - exchange.upstream_seconds
+            exchange.injected_seconds += plugins
         return reply
 
     def finish(
@@ -179,6 +186,12 @@ class TrialModelChannel:
         step.result_class = result_class  # type: ignore[assignment]
         step.error = error
         step.latency = round(time.perf_counter() - exchange.started, 6)
+        self.link.state.add_overhead(
+            time.perf_counter()
+            - exchange.started
+            - exchange.upstream_seconds
+            - exchange.injected_seconds
+        )
         # The request in ``args``, the answer in ``result``, what it cost in ``data`` (the
         # same three numbers as any model step, so usage totals read every agent alike).
         step.args = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -191,7 +192,9 @@ async def exchange_response(
         channel.finish(exchange, status=fault.status, result_class="http_error", error=str(fault))
         return JSONResponse(shape.error(fault), fault.status, headers=fault.headers)
     except ModelHang as fault:
+        held = time.perf_counter()
         await _hold(channel, request)
+        exchange.injected_seconds += time.perf_counter() - held
         channel.finish(exchange, status=0, result_class="timeout", error=str(fault))
         return Response(status_code=504)
     except ModelReset as fault:
@@ -205,8 +208,7 @@ async def exchange_response(
         return StreamingResponse(
             _stream(channel, exchange, reply, events), media_type="text/event-stream"
         )
-    if reply.first_token_delay:
-        await anyio.sleep(reply.first_token_delay)
+    await _delay(exchange, reply.first_token_delay)
     rendered = json.dumps(shape.render(reply.completion)).encode()
     if reply.cut_mid_tool_call:  # a non-streaming answer cut short: half a JSON body
         channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
@@ -219,18 +221,25 @@ async def _stream(
     channel: TrialModelChannel, exchange: Exchange, reply: ModelReply, events: list[bytes | Cut]
 ) -> AsyncIterator[bytes]:
     try:
-        if reply.first_token_delay:
-            await anyio.sleep(reply.first_token_delay)
+        await _delay(exchange, reply.first_token_delay)
         for i, event in enumerate(events):
             if isinstance(event, Cut):
                 channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
                 raise ConnectionDropped("stream cut in the middle of a tool call")
-            if i and reply.chunk_delay:
-                await anyio.sleep(reply.chunk_delay)
+            if i:
+                await _delay(exchange, reply.chunk_delay)
             yield event
     finally:
         # Written in full, or the client went away mid-stream: either way it got these bytes.
         channel.finish(exchange, status=200, result_class=_result_class(reply), reply=reply)
+
+
+async def _delay(exchange: Exchange, seconds: float) -> None:
+    """An injected delay, counted apart from the channel's own time."""
+    if seconds:
+        started = time.perf_counter()
+        await anyio.sleep(seconds)
+        exchange.injected_seconds += time.perf_counter() - started
 
 
 async def _hold(channel: TrialModelChannel, request: Request) -> None:
