@@ -21,8 +21,9 @@ from pathlib import Path
 
 from chaoseval.agents.scripted import ScriptedAgent
 from chaoseval.engine.runner import RunConfig, run
-from chaoseval.errors import ChaosevalError, ScenarioError, ScenarioLoadErrors
-from chaoseval.loading.files import FILE_LOADERS, installed_packs, load_file
+from chaoseval.errors import ChaosevalError, ScenarioError
+from chaoseval.loading.files import installed_packs, load_files
+from chaoseval.loading.files import scenario_files as loading_files
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import CLEAN, Cell, PerturbationSpec, TrialRecord
 from chaoseval.model.scenario import Scenario
@@ -243,19 +244,8 @@ def scenario_files(paths: Iterable[Path]) -> tuple[list[Path], list[ScenarioErro
     for root in paths:
         if not root.exists():
             missing.append(ScenarioError("no such file or directory", source=str(root)))
-        elif root.is_file():
-            files.append(root)
         else:
-            files.extend(
-                sorted(
-                    p
-                    for p in root.rglob("*")
-                    if p.is_file()
-                    and (p.suffix == ".py" or p.suffix in FILE_LOADERS)
-                    and not p.name.startswith("_")
-                    and "__pycache__" not in p.parts
-                )
-            )
+            files.extend(loading_files(root))
     return files, missing
 
 
@@ -277,18 +267,27 @@ def lint_paths(
     else:
         files, missing = scenario_files(paths)
         reports += [_schema_failure(e.source or "?", [e]) for e in missing]
-        for f in files:
-            try:
-                loaded.extend(load_file(f))
-            except ScenarioLoadErrors as exc:
-                reports.append(_schema_failure(str(f), exc.errors))
-            except ScenarioError as exc:
-                reports.append(_schema_failure(str(f), [exc]))
+        # The loader run uses: a broken file's errors, and ids defined twice, are refused here
+        # exactly as `run` refuses them.
+        loaded, errors = load_files(files)
+        by_file: dict[str, list[ScenarioError]] = {}
+        for e in errors:
+            by_file.setdefault(_file_of(e, files), []).append(e)
+        reports += [_schema_failure(f, errs) for f, errs in by_file.items()]
     for scenario in loaded:
         reports.append(
             lint_scenario(scenario, seeds=seeds, trials=trials, perturbations=perturbations)
         )
     return reports
+
+
+def _file_of(error: ScenarioError, files: list[Path]) -> str:
+    """The file an error is about: its source, without the ``:line`` a YAML error adds."""
+    source = error.source or "?"
+    for f in files:
+        if source == str(f) or source.startswith(f"{f}:"):
+            return str(f)
+    return source
 
 
 def _schema_failure(source: str, errors: list[ScenarioError]) -> ScenarioLint:

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from chaoseval.seams.registry import BrokenEntryPoint
 
 # Matrix tables are wide: in a pipe or CI log, do not squeeze them into 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 180)
-err = Console(stderr=True)
+# emoji=False: rich would print "file.yaml:100:" with an emoji for ":100:".
+console = Console(width=None if sys.stdout.isatty() else 180, emoji=False)
+err = Console(stderr=True, emoji=False)
 
 ScenarioPaths = Annotated[
     list[Path] | None,

@@ -101,35 +101,66 @@ def load_file(path: Path) -> list[Scenario]:
     return loader(path)
 
 
+def scenario_files(root: Path) -> list[Path]:
+    """The scenario files a path names: itself, or those under a directory."""
+    if root.is_file():
+        return [root]
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and (p.suffix == ".py" or p.suffix in FILE_LOADERS)
+        and not p.name.startswith("_")
+        and "__pycache__" not in p.parts
+    )
+
+
+def load_files(files: Iterable[Path]) -> tuple[list[Scenario], list[ScenarioError]]:
+    """Every scenario of the files that load, and every error: a broken file's own, then each
+    id defined again (in the same file or another), so ``lint`` refuses what ``run`` refuses."""
+    scenarios: list[Scenario] = []
+    errors: list[ScenarioError] = []
+    for f in files:
+        try:
+            scenarios.extend(load_file(f))
+        except ScenarioLoadErrors as exc:
+            errors.extend(exc.errors)
+        except ScenarioError as exc:
+            errors.append(exc)
+    seen: dict[str, Scenario] = {}
+    for s in scenarios:
+        first = seen.setdefault(s.id, s)
+        if first is not s:
+            errors.append(
+                ScenarioError(
+                    f"scenario id {s.id!r} is already defined in {_where(first)}; ids must be "
+                    "unique",
+                    source=_where(s),
+                    where="id",
+                )
+            )
+    return list(seen.values()), errors
+
+
+def _where(s: Scenario) -> str | None:
+    """A scenario's file, with the line of its id when the loader knows it (YAML)."""
+    line = getattr(s, "id_line", 0)
+    return f"{s.source}:{line}" if line else s.source
+
+
 def load_paths(paths: Iterable[Path]) -> list[Scenario]:
     """Load every scenario file under the given files and directories, reporting all errors."""
-    scenarios: list[Scenario] = []
+    files: list[Path] = []
     errors: list[ScenarioError] = []
     for root in paths:
         if not root.exists():
             errors.append(ScenarioError("no such file or directory", source=str(root)))
-            continue
-        files = (
-            [root]
-            if root.is_file()
-            else sorted(
-                p
-                for p in root.rglob("*")
-                if p.is_file()
-                and (p.suffix == ".py" or p.suffix in FILE_LOADERS)
-                and not p.name.startswith("_")
-            )
-        )
-        for f in files:
-            try:
-                scenarios.extend(load_file(f))
-            except ScenarioLoadErrors as exc:
-                errors.extend(exc.errors)
-            except ScenarioError as exc:
-                errors.append(exc)
-    if errors:
-        raise ScenarioLoadErrors(errors)
-    return _unique(scenarios)
+        else:
+            files.extend(scenario_files(root))
+    scenarios, load_errors = load_files(files)
+    if errors or load_errors:
+        raise ScenarioLoadErrors(errors + load_errors)
+    return scenarios
 
 
 @dataclass

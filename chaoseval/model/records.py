@@ -61,9 +61,11 @@ class Cell(BaseModel):
 class Budgets(BaseModel):
     """A scenario's limits; recorded in the manifest beside the scenario's id."""
 
-    max_steps: int = Field(default=20, ge=1)
-    call_timeout: float = Field(default=5.0, gt=0)  # seconds per tool call
-    trial_timeout: float = Field(default=120.0, gt=0)  # seconds per trial (virtual or real)
+    # Upper bounds: a hostile or mistyped file (inf, 1e308, 1e30 steps) must not make a
+    # trial that can never end.
+    max_steps: int = Field(default=20, ge=1, le=10_000)
+    call_timeout: float = Field(default=5.0, gt=0, le=3_600)  # seconds per tool call
+    trial_timeout: float = Field(default=120.0, gt=0, le=86_400)  # seconds per trial
 
 
 class ScenarioInfo(BaseModel):

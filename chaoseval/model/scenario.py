@@ -198,7 +198,8 @@ class Scenario(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    # Bounded: ids name trial ids and artifact directories (a file name holds 255 bytes).
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=128)
     description: str
     domain: str
     tags: list[str] = Field(default_factory=list)

@@ -20,7 +20,13 @@ from chaoseval.loading.yamlform.generate import (
     compile_target,
     world_maker,
 )
-from chaoseval.loading.yamlform.nodes import Node, YMap, compose_documents, did_you_mean
+from chaoseval.loading.yamlform.nodes import (
+    Node,
+    YMap,
+    compose_documents,
+    did_you_mean,
+    read_text,
+)
 from chaoseval.loading.yamlform.sections import (
     compile_contracts,
     compile_facts,
@@ -48,6 +54,8 @@ class YamlScenario(Scenario):
     """A Scenario that also carries the perturbation cells its author wants it tested under."""
 
     perturbations: list[str] = Field(default_factory=list)
+    # The line of its id, so a second scenario with the same id is named by file and line.
+    id_line: int = Field(default=0, exclude=True)
 
 
 class _Collector:
@@ -140,6 +148,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "difficulty": doc.get("difficulty", 0.05),
         "perturbations": perturbations,
         "source": source,
+        "id_line": doc.key_lines.get("id", doc.line),
     }
     return _scenario(root, doc, fields)
 
@@ -226,11 +235,7 @@ def _raise_collected(errors: list[ScenarioError]) -> None:
 
 def load_yaml_file(path: Path) -> list[Scenario]:
     """Every scenario document in one YAML file (ScenarioError on the first broken one)."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"cannot read: {exc}", source=str(path)) from None
-    docs = compose_documents(text, str(path))
+    docs = compose_documents(read_text(path), str(path))
     if not docs:
         raise ScenarioError("the file holds no scenario", source=str(path))
     return [compile_document(d, str(path)) for d in docs]

@@ -129,11 +129,41 @@ def _closing(text: str, start: int) -> int:
     return -1
 
 
+def _unbalanced(text: str) -> str | None:
+    """An unclosed quote or bracket, or a closing one with no opening: what is wrong, or None."""
+    pairs, stack, quote = {")": "(", "]": "[", "}": "{"}, [], ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            stack.append(ch)
+        elif ch in pairs and (not stack or stack.pop() != pairs[ch]):
+            return f"a {ch!r} with no matching opening one"
+    if quote:
+        return f"an unclosed {quote}"
+    return f"an unclosed {stack[-1]!r}" if stack else None
+
+
+_OPERATOR_START = re.compile(r"^(==|!=|<=|>=|<|>|=)")
+
+
 def parse_expr(node: Node, steps: set[str] | None = None) -> Expr:
     text = node.str().strip()
+    problem = _unbalanced(text)
+    if problem:
+        raise node.error(f"{problem} in {text!r}")
     left, op, right = _split_op(text)
     if not left:
         raise node.error(f"empty expression {text!r}")
+    if right and _OPERATOR_START.match(right):
+        raise node.error(f"two operators in a row in {text!r}; write 'path OP value'")
+    if op == "matches" and right and "{" not in right and "$" not in right:
+        try:
+            re.compile(right.strip("'\""))
+        except re.error as exc:
+            raise node.error(f"not a valid regular expression {right!r}: {exc}") from None
     lhs = parse_operand(left, node, steps)
     if op is None:
         if not isinstance(lhs, Path_):

@@ -134,6 +134,9 @@ class TableGen:
     fields: list[tuple[str, FieldGen]]
 
 
+MAX_ROWS = 10_000
+
+
 def compile_generate(node: Node) -> list[TableGen]:
     providers = set(faker_providers())
     out = []
@@ -142,6 +145,9 @@ def compile_generate(node: Node) -> list[TableGen]:
         count = spec.child("count").value
         if not isinstance(count, int) or count < 0:
             raise spec.child("count").expected("a whole number of rows")
+        if count > MAX_ROWS:
+            # Every load builds a sample world: a hostile count must not take minutes.
+            raise spec.child("count").error(f"at most {MAX_ROWS:,} rows a table, found {count:,}")
         key = spec.child("key").str() if spec.has("key") else None
         fields: list[tuple[str, FieldGen]] = []
         for fname, fnode in spec.child("fields").items():

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import builtins
+import codecs
 import difflib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import yaml
 
@@ -23,9 +26,103 @@ class YList(list[Any]):
     item_lines: list[int]
 
 
-def _convert(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    line = node.start_mark.line + 1
+# Hostile files must fail fast and small (issue 12: within 10 s and 512 MB a file). PyYAML
+# composes recursively, and aliases share nodes that _convert expands into copies: a few lines
+# of anchors (a "billion laughs") would expand to 10^9 values. So nesting, expanded values and
+# expanded characters are bounded, far above what a real scenario needs.
+MAX_DEPTH = 64
+MAX_VALUES = 200_000
+MAX_CHARS = 32 << 20
+_STANDARD = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader (no tag ever runs code) that refuses nesting past MAX_DEPTH while composing,
+    before PyYAML's recursive composer can exhaust the stack."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__(text)
+        self.source = source
+        self.depth = 0
+        self.values = 0
+        self.chars = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1  # type: ignore[no-untyped-call]
+                raise ScenarioError(
+                    f"nested more than {MAX_DEPTH} levels deep; a scenario never needs that",
+                    source=f"{self.source}:{line}",
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def count(self, node: yaml.Node, value: Any = None) -> None:
+        """Count one expanded value; refuse a document whose aliases expand past the bounds."""
+        self.values += 1
+        if isinstance(value, str | bytes):
+            self.chars += len(value)
+        if self.values > MAX_VALUES or self.chars > MAX_CHARS:
+            self.refuse_bomb(node)
+
+    def refuse_bomb(self, node: yaml.Node) -> NoReturn:
+        raise ScenarioError(
+            f"expands to more than {MAX_VALUES:,} values or {MAX_CHARS >> 20} MB of text "
+            "(aliases that repeat aliases: a YAML bomb?)",
+            source=f"{self.source}:{node.start_mark.line + 1}",
+        )
+
+
+def _refuse_tag(loader: _Loader, node: yaml.Node) -> None:
+    if node.tag.startswith("tag:yaml.org,2002:python/"):
+        name = node.tag.removeprefix("tag:yaml.org,2002:")
+        raise ScenarioError(
+            f"the tag !!{name} is refused: a YAML scenario never runs code (use a kind: python "
+            "tool or a function: check, which name a registered factory)",
+            source=f"{loader.source}:{node.start_mark.line + 1}",
+        )
+    if not isinstance(node, yaml.ScalarNode) and node.tag not in _STANDARD:
+        raise ScenarioError(
+            f"the tag {node.tag!r} is not allowed here; write a plain mapping or list",
+            source=f"{loader.source}:{node.start_mark.line + 1}",
+        )
+
+
+def _key(loader: _Loader, knode: yaml.Node) -> str:
+    _refuse_tag(loader, knode)
+    if not isinstance(knode, yaml.ScalarNode):
+        raise ScenarioError(
+            "a key must be a plain word or string, not a mapping or list",
+            source=f"{loader.source}:{knode.start_mark.line + 1}",
+        )
+    key = str(loader.construct_object(knode, deep=True))
+    loader.count(knode, key)
+    return key
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values ``node`` becomes once aliases are copied out: linear in the node graph
+    (shared nodes are sized once), so a bomb is measured without expanding it."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    size = 1
     if isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(n, memo) for n in node.value)
+    memo[id(node)] = size
+    return size
+
+
+def _convert(loader: _Loader, node: yaml.Node) -> Any:
+    line = node.start_mark.line + 1
+    _refuse_tag(loader, node)
+    if isinstance(node, yaml.MappingNode):
+        loader.count(node)
         out = YMap()
         out.line, out.key_lines = line, {}
         for knode, vnode in node.value:
@@ -38,25 +135,81 @@ def _convert(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
                                 out[k] = v
                                 out.key_lines[k] = part.key_lines.get(k, line)
                 continue
-            key = str(loader.construct_object(knode, deep=True))
+            key = _key(loader, knode)
             out[key] = _convert(loader, vnode)
             out.key_lines[key] = knode.start_mark.line + 1
         return out
     if isinstance(node, yaml.SequenceNode):
+        loader.count(node)
         seq = YList(_convert(loader, n) for n in node.value)
         seq.line, seq.item_lines = line, [n.start_mark.line + 1 for n in node.value]
         return seq
-    return loader.construct_object(node, deep=True)
+    value = loader.construct_object(node, deep=True)
+    loader.count(node, value)
+    return value
+
+
+MAX_FILE_BYTES = 4 << 20  # a scenario file is a few KB; 4 MB parses within seconds
+_BOMS = {
+    codecs.BOM_UTF32_LE: "UTF-32",
+    codecs.BOM_UTF32_BE: "UTF-32",
+    codecs.BOM_UTF16_LE: "UTF-16",
+    codecs.BOM_UTF16_BE: "UTF-16",
+}
+
+
+def read_text(path: Path) -> str:
+    """A scenario file's text: UTF-8 (a BOM allowed), else a ScenarioError that says what the
+    file is instead (binary data, UTF-16, another encoding) and how to fix it."""
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ScenarioError(
+                f"the file is {size / (1 << 20):.1f} MB; scenario files are limited to "
+                f"{MAX_FILE_BYTES >> 20} MB (generate big tables with 'generate:')",
+                source=source,
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    for bom, name in _BOMS.items():  # UTF-32 first: its LE BOM starts with UTF-16's
+        if raw.startswith(bom):
+            raise ScenarioError(f"the file is {name} text; save it as UTF-8", source=source)
+    if b"\x00" in raw:
+        raise ScenarioError("binary data, not a YAML text file", source=source)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ScenarioError(
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); save the "
+            "file as UTF-8",
+            source=f"{source}:{line}",
+        ) from None
+
+
+# PyYAML's scanner is quadratic in pending flow levels ("[[[[..."); refuse the obvious case
+# before it starts (the composer's depth bound catches the rest).
+_FLOW_BOMB = re.compile(rf"(?:[\[{{]\s*){{{MAX_DEPTH + 1}}}")
 
 
 def compose_documents(text: str, source: str) -> list[YMap]:
-    loader = yaml.SafeLoader(text)
+    bomb = _FLOW_BOMB.search(text)
+    if bomb:
+        raise ScenarioError(
+            f"nested more than {MAX_DEPTH} levels deep; a scenario never needs that",
+            source=f"{source}:{text.count(chr(10), 0, bomb.start()) + 1}",
+        )
+    loader = _Loader(text, source)
     docs = []
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
+            if _expanded_size(node, {}) > MAX_VALUES:
+                loader.refuse_bomb(node)  # before expanding anything
             doc = _convert(loader, node)
             # A document is one scenario, or a list of them (anchors and ``<<:`` merges let
             # variants share a common body within one document).
@@ -73,6 +226,12 @@ def compose_documents(text: str, source: str) -> list[YMap]:
         line = f":{mark.line + 1}" if mark else ""
         raise ScenarioError(
             f"not valid YAML: {exc.problem or exc.context}", source=f"{source}{line}"
+        ) from None
+    except yaml.reader.ReaderError as exc:  # a control character, or a byte that is not text
+        line = text[: exc.position].count("\n") + 1
+        raise ScenarioError(
+            f"not valid YAML: character {exc.character!r} is not allowed in a YAML file",
+            source=f"{source}:{line}",
         ) from None
     finally:
         loader.dispose()

@@ -70,6 +70,40 @@ def interpolate(
     return out
 
 
+def template_problem(text: str) -> str | None:
+    """What is wrong with a template string, or None: a ``{`` or ``}`` that is not part of a
+    ``{name}`` placeholder would otherwise run as a literal brace."""
+    rest = BRACE.sub("", text)
+    opening, closing = rest.find("{"), rest.find("}")
+    if opening < 0 and closing < 0:
+        return None
+    if opening >= 0:
+        what = "a '{' that does not open a {name} placeholder"
+    else:
+        what = "a '}' that closes no placeholder"
+    return (
+        f"broken template {text!r:.80}: {what} (placeholders are {{name}}, {{name:.2f}} or "
+        "{date+14d}, with name a given, an argument or a column)"
+    )
+
+
+def checked(node: Any) -> Any:
+    """``node``'s plain value, once every string in it is a well-formed template (a
+    :class:`~chaoseval.loading.yamlform.nodes.Node`; errors name its line and key path)."""
+    value = node.value
+    if isinstance(value, str):
+        problem = template_problem(value)
+        if problem:
+            raise node.error(problem)
+    elif isinstance(value, dict):
+        for key in value:
+            checked(node.child(key))
+    elif isinstance(value, list):
+        for i in range(len(value)):
+            checked(node.child(i))
+    return node.plain()
+
+
 def dig(value: Any, dotted: str) -> Any:
     for part in [p for p in dotted.split(".") if p]:
         if isinstance(value, dict):

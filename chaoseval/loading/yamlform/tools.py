@@ -13,7 +13,7 @@ from chaoseval.errors import ToolError, ToolHTTPError
 from chaoseval.loading.yamlform.expressions import Env, Expr, evaluate, loose_eq, parse_expr
 from chaoseval.loading.yamlform.factories import resolve_callable, tool_registry
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
-from chaoseval.loading.yamlform.templates import interpolate
+from chaoseval.loading.yamlform.templates import checked, interpolate
 from chaoseval.model.scenario import Row, ToolSpec
 from chaoseval.model.scenario import tool as make_tool
 
@@ -110,7 +110,9 @@ def _rules(node: Node | None, default_message: str, statuses: bool = False) -> l
         if status is not None and (not isinstance(status, int) or not 400 <= status <= 599):
             raise item.child("status").expected("an HTTP status 400-599")
         retry = item.child("retry_after").value if item.has("retry_after") else None
-        message = item.child("error").str() if item.has("error") else default_message
+        message = checked(item.child("error")) if item.has("error") else default_message
+        if not isinstance(message, str):
+            raise item.child("error").expected("a string")
         rules.append(Rule(parse_expr(item.child(cond_key)), message, status, retry))
     return rules
 
@@ -257,8 +259,8 @@ def _table_tool(
         returns=returns,
         where=node.child("where").plain() if node.has("where") else {},
         limit=node.child("limit").value if node.has("limit") else None,
-        values=node.child("values").mapping().plain() if node.has("values") else {},
-        sets=node.child("set").mapping().plain() if node.has("set") else {},
+        values=checked(node.child("values").mapping()) if node.has("values") else {},
+        sets=checked(node.child("set").mapping()) if node.has("set") else {},
         increments=incs,
         unique=node.child("unique").strs() if node.has("unique") else [],
         id_spec=(
@@ -266,13 +268,7 @@ def _table_tool(
             if node.has("id")
             else None
         ),
-        not_found=(
-            node.child("not_found").str()
-            if node.has("not_found")
-            else f"{table} {{{key}}} not found"
-            if key
-            else ""
-        ),
+        not_found=_not_found(node, table, key),
         errors=_rules(node.get("errors"), "the request failed", statuses=True),
         permissions=_rules(node.get("permissions"), "permission denied"),
         requires=_rules(node.get("requires"), "precondition failed"),
@@ -280,6 +276,13 @@ def _table_tool(
     if kind == "update" and not tool.sets and not incs and "args" not in node.value:
         raise node.error("an update tool needs 'set' or 'increment'")
     return tool
+
+
+def _not_found(node: Node, table: str, key: str | None) -> str:
+    if node.has("not_found"):
+        node.child("not_found").str()
+        return str(checked(node.child("not_found")))
+    return f"{table} {{{key}}} not found" if key else ""
 
 
 def _key_field(
