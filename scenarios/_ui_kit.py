@@ -41,7 +41,9 @@ def _button(table: str, key: str, element_id: str, spec: dict[str, Any]) -> Acti
         for column, want in expect.items():
             if row.get(column) != want:
                 raise ToolError(f"{table.rstrip('s')} {value}: {column} is {row.get(column)!r}")
-        new = {c: str(v).format(**world.givens) if isinstance(v, str) else v for c, v in sets.items()}
+        new = {
+            c: str(v).format(**world.givens) if isinstance(v, str) else v for c, v in sets.items()
+        }
         world.update(table, key, value, **new)
         world.givens.update(new)  # the page re-renders from the givens
         world.givens.update(page)
