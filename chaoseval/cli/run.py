@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chaoseval.config import RunSettings
     from chaoseval.engine.budget import Budget
     from chaoseval.engine.runner import RunConfig, RunProgress
+    from chaoseval.engine.toolbox import UnknownTools
 
 BudgetCost = Annotated[
     float | None,
@@ -208,6 +209,7 @@ def run_cmd(
     flags = dict(locals())  # the parameters, named as the settings they override
     from chaoseval.config import RunSettings
     from chaoseval.engine.runner import run
+    from chaoseval.engine.toolbox import UnknownTools
     from chaoseval.render.report import print_report
     from chaoseval.store.journal import read_journal
 
@@ -219,7 +221,8 @@ def run_cmd(
         s = RunSettings.resolve(settings(config), **{n: v for n, v in flags.items() if n in keys})
         path = s.journal
         run_config = _config(s, flags)
-        result = run(run_config)
+        unknown = UnknownTools(run_config.scenarios)  # tallied as trials finish: none kept
+        result = run(run_config, on_record=unknown)
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
@@ -233,7 +236,7 @@ def run_cmd(
         f"wrote {result.written} trial(s) to {path}"
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
     )
-    _end_notes(result, run_config, path)
+    _end_notes(result, unknown, path)
     if report:
         print_report(read_journal(path), console)
 
@@ -292,12 +295,10 @@ def _progress(wanted: bool) -> RunProgress | None:
     return TerminalProgress() if sys.stderr.isatty() else LineProgress()
 
 
-def _end_notes(result: Any, config: RunConfig, journal: Path) -> None:
+def _end_notes(result: Any, unknown: UnknownTools, journal: Path) -> None:
     """What the user should know once the run is over, one line each."""
-    from chaoseval.engine.toolbox import unknown_tool_note
-
     _budget_note(result.budget, journal)
-    if note := unknown_tool_note(result.records, config.scenarios):
+    if note := unknown.note():
         err.print(f"[bold yellow]note:[/] {escape(note)}")
 
 

@@ -322,28 +322,43 @@ class ToolBox:
             raise ScenarioError(f"tool {call.tool!r} returned non-JSON data: {exc}") from exc
 
 
-def unknown_tool_note(records: Iterable[TrialRecord], scenarios: Iterable[Scenario]) -> str | None:
-    """One line when most trials called tools their scenario lacks (the agent's error, never a
-    fault target): usually an agent written for other scenarios, whose numbers then mislead."""
-    tools = {s.id: {t.name for t in s.tools} for s in scenarios}
-    total = hit = 0
-    called: Counter[str] = Counter()
-    for r in records:
-        total += 1
-        known = tools.get(r.scenario)
+class UnknownTools:
+    """Tallies, record by record, the trials that called tools their scenario lacks (the
+    agent's error, never a fault target); a run's ``on_record``, so nothing is kept."""
+
+    def __init__(self, scenarios: Iterable[Scenario]) -> None:
+        self.tools = {s.id: {t.name for t in s.tools} for s in scenarios}
+        self.total = self.hit = 0
+        self.called: Counter[str] = Counter()
+
+    def __call__(self, record: TrialRecord) -> None:
+        self.total += 1
+        known = self.tools.get(record.scenario)
         if known is None:
-            continue
-        missing = {st.tool for st in r.trajectory.tool_steps() if st.tool not in known}
+            return
+        missing = {st.tool for st in record.trajectory.tool_steps() if st.tool not in known}
         missing.discard(None)
-        hit += bool(missing)
-        called.update(str(name) for name in missing)
-    if not total or hit * 2 <= total:
-        return None
-    top = ", ".join(f"{name} ({n})" for name, n in called.most_common(3))
-    return (
-        f"{hit} of {total} trials called tools their scenario does not have ({top}): the "
-        "agent's own errors, never fault targets; is the agent meant for these scenarios?"
-    )
+        self.hit += bool(missing)
+        self.called.update(str(name) for name in missing)
+
+    def note(self) -> str | None:
+        """One line when most trials called such tools: usually an agent written for other
+        scenarios, whose numbers then mislead."""
+        if not self.total or self.hit * 2 <= self.total:
+            return None
+        top = ", ".join(f"{name} ({n})" for name, n in self.called.most_common(3))
+        return (
+            f"{self.hit} of {self.total} trials called tools their scenario does not have "
+            f"({top}): the agent's own errors, never fault targets; is the agent meant for "
+            "these scenarios?"
+        )
+
+
+def unknown_tool_note(records: Iterable[TrialRecord], scenarios: Iterable[Scenario]) -> str | None:
+    tally = UnknownTools(scenarios)
+    for r in records:
+        tally(r)
+    return tally.note()
 
 
 def _validate(model: type[BaseModel], result: Any) -> BaseModel:
