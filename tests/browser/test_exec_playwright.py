@@ -26,13 +26,21 @@ with sync_playwright() as p:
     page = browser.new_page()
     page.goto(os.environ["CHAOSEVAL_UI_URL"])
     request = re.search(r"RQ-\\d+", page.locator("h2").first.inner_text()).group(0)
-    for name in ("Accept all", "Accept cookies", "Got it", "No thanks", "Not now",
-                 "Stay signed in", "Continue session", "Close", "Dismiss"):
-        button = page.get_by_role("dialog").get_by_role("button", name=name)
-        if button.count():
-            button.click()
-            page.get_by_role("dialog").wait_for(state="detached")
-    page.get_by_role("button", name="Approve refund").click()
+    # A dialog may open after load (a late modal): dismiss what is there, try the click,
+    # and on a refused click look for a dialog again.
+    for attempt in range(6):
+        for name in ("Accept all", "Accept cookies", "Got it", "No thanks", "Not now",
+                     "Stay signed in", "Continue session", "Close", "Dismiss"):
+            button = page.get_by_role("dialog").get_by_role("button", name=name)
+            if button.count():
+                button.first.click()
+                page.get_by_role("dialog").wait_for(state="detached")
+        try:
+            page.get_by_role("button", name="Approve refund").click(timeout=2000)
+            break
+        except Exception:
+            if attempt == 5:
+                raise
     page.get_by_role("status").filter(has_text="approved").wait_for()
     browser.close()
 print(json.dumps({{"answer": f"Approved refund request {{request}}."}}))

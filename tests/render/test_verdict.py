@@ -29,6 +29,9 @@ from chaoseval.store.journal import Journal, read_journal
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()
+# The four UI tasks this test was written for: layout_shift must reach too few tasks to be
+# significant, whatever UI tasks the catalogue gains later.
+UI_TASKS = ["ui-refund-admin", "ui-checkout", "ui-ticket-escalate", "ui-plan-downgrade"]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,7 @@ def journal(tmp_path_factory: pytest.TempPathFactory) -> Journal:
     path = tmp_path_factory.mktemp("verdict") / "naive.jsonl"
     run(
         RunConfig(
-            scenarios=select(installed(), ["orders-*", "ui-*", "calendar-*"]),
+            scenarios=select(installed(), ["orders-*", *UI_TASKS, "calendar-*"]),
             agent=load_agent("naive"),
             agent_name="naive",
             cells=parse_cells(["timeout", "layout_shift"]),
