@@ -128,7 +128,12 @@ Ks = Annotated[
     ),
 ]
 Resamples = Annotated[
-    int, typer.Option(min=100, help="bootstrap resamples for the ratio interval, at least 100 (differences take the interval that inverts their test)")
+    int,
+    typer.Option(
+        min=100,
+        help="bootstrap resamples for the ratio interval, at least 100 (differences take "
+        "the interval that inverts their test)",
+    ),
 ]
 
 
