@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager, nullcontext
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from chaoseval.engine.trial import TrialPlan, run_trial
+from chaoseval.engine.trial import TrialPlan, record_unfinished, run_trial
 from chaoseval.model.records import TrialRecord
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.store.artifacts import binding
@@ -30,6 +31,24 @@ async def run_one(plan: TrialPlan, job: TrialJob) -> TrialRecord:
         )
     record.artifacts = list(kept.refs) if kept is not None else []
     return record
+
+
+def unfinished(
+    plan: TrialPlan, job: TrialJob, error: BaseException, started_at: datetime, wall: float
+) -> TrialRecord:
+    """The record of a trial lost with its worker (killed past its timeout, or crashed by the
+    agent): judged on ``error`` alone (:func:`~chaoseval.engine.trial.record_unfinished`)."""
+    return record_unfinished(
+        plan,
+        error,
+        agent_name=job.agent_name,
+        model=job.model,
+        clock_mode=job.clock_mode,
+        run_id=job.run_id,
+        run_seed=job.run_seed,
+        started_at=started_at,
+        wall_seconds=wall,
+    )
 
 
 def agent_session(agent: AgentAdapter) -> AbstractAsyncContextManager[Any]:

@@ -20,7 +20,6 @@ code needs no importable module. The runner stays the journal's only writer.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import multiprocessing
 import os
@@ -40,9 +39,12 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
+from chaoseval.engine.executors.one import unfinished
+from chaoseval.engine.executors.reap import kill_tree
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
-from chaoseval.engine.trial import TrialPlan, record_unfinished
+from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import ConfigError, HarnessError
+from chaoseval.model.records import TrialRecord
 
 TICK = 0.1  # seconds between the supervisor's looks at its workers
 GRACE = 2.0  # seconds past the wall timeout a live worker gets to record the timeout itself
@@ -75,10 +77,10 @@ class _Worker:
 
 
 def _kill_group(proc: BaseProcess) -> None:
-    """SIGKILL the worker and its process group (the processes its trials started)."""
-    if proc.pid is not None:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    """SIGKILL the worker, its process group and what its trials started in sessions of their
+    own (an exec: agent's), so no agent outlives its trial."""
+    if proc.pid is not None and proc.exitcode is None:  # a reaped pid may be another's now
+        kill_tree(proc.pid, group=True)
     proc.kill()
 
 
@@ -243,19 +245,9 @@ class _Pool:
             )
             self.sink.done(Finished.of(self._unfinished(blame, flight, error)))
 
-    def _unfinished(self, index: int, flight: _Flight, error: BaseException) -> Any:
-        job = self.job
-        return record_unfinished(
-            self.plans[index],
-            error,
-            agent_name=job.agent_name,
-            model=job.model,
-            clock_mode=job.clock_mode,
-            run_id=job.run_id,
-            run_seed=job.run_seed,
-            started_at=flight.started_at,
-            wall_seconds=time.monotonic() - flight.started,
-        )
+    def _unfinished(self, index: int, flight: _Flight, error: BaseException) -> TrialRecord:
+        wall = time.monotonic() - flight.started
+        return unfinished(self.plans[index], self.job, error, flight.started_at, wall)
 
     def _check_finished(self) -> None:
         if not self.queue and not self.settling and not any(w.inflight for w in self.workers):

@@ -1,0 +1,67 @@
+"""An exec: agent dies with its trial's worker: none outlives the run, whatever it ignores."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chaoseval.agents.process import ProcessAgent
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.store.journal import read_journal
+
+# Ignores SIGTERM, starts a child of its own (same group), says both pids, then sleeps.
+STUBBORN = """\
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(sys.argv[1], "a") as fh:
+    fh.write(f"{os.getpid()} {child.pid}\\n")
+time.sleep(120)
+"""
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie no init reaps in a container counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_stubborn_exec_agent_dies_with_its_killed_worker(tmp_path):
+    pids = tmp_path / "pids.txt"
+    script = tmp_path / "agent.py"
+    script.write_text(STUBBORN)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(pids))}"
+    config = RunConfig(
+        scenarios=select(installed(), ["vending-refund-not-dispensed"]),
+        # Its own grace (SIGTERM, then SIGKILL) outlasts the executor's: the worker is killed
+        # while the agent still ignores SIGTERM, which used to leave it orphaned.
+        agent=ProcessAgent(command, grace=30),
+        agent_name="exec:stubborn",
+        trials=1,
+        seed=1,
+        journal=tmp_path / "j.jsonl",
+        wall_timeout=1.0,
+        executor="process",
+        references=False,
+    )
+    t0 = time.monotonic()
+    run(config)
+    assert time.monotonic() - t0 < 20
+    records = read_journal(tmp_path / "j.jsonl").records
+    assert len(records) == 1 and {r.root_cause for r in records} == {"timeout"}
+    started = [int(p) for line in pids.read_text().split("\n") if line for p in line.split()]
+    assert len(started) == 2  # the agent and its child
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in started if alive(p)] == []
