@@ -70,8 +70,18 @@ ExecutorName = Annotated[
     str | None,
     typer.Option(
         "--executor",
-        help="where trials run: inprocess, or process (worker processes a stuck, exiting or "
-        "crashing agent cannot take down); default: process for real-clock agents",
+        help="where trials run: inprocess, process (worker processes a stuck, exiting or "
+        "crashing agent cannot take down) or ray (a Ray cluster: pip install "
+        "'chaoseval[ray]'); default: process for real-clock agents",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="an existing Ray cluster to run on (e.g. 10.0.0.5:6379, or auto); implies "
+        "--executor ray. Without it, --executor ray starts a local Ray (docs/RAY.md)",
+        show_default=False,
     ),
 ]
 MaxMemory = Annotated[
@@ -201,6 +211,7 @@ def run_cmd(
     config: ConfigPath = None,
     executor: ExecutorName = None,
     max_memory: MaxMemory = None,
+    ray_address: RayAddress = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
 
@@ -270,10 +281,24 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         budget_cost=flags["budget_cost"],
         budget_tokens=flags["budget_tokens"],
         progress=_progress(flags["progress"]),
-        executor=flags["executor"] or default_executor(agent),
+        executor=_executor(flags, s.agent, s.app_dir) or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
         keep_records=False,  # the journal holds them: memory stays flat
     )
+
+
+def _executor(flags: dict[str, Any], agent: str, app_dir: Path) -> Any:
+    """--executor, as a name; ray as an executor object with --ray-address (which implies it)
+    and, for --agent module:factory, the --app-dir its workers import the agent from."""
+    name, address = flags["executor"], flags["ray_address"]
+    if address and name not in (None, "ray"):
+        raise ConfigError(f"--ray-address runs trials on Ray: drop --executor {name} or it")
+    if name != "ray" and not address:
+        return name
+    from chaoseval.engine.executors.ray import RayExecutor
+
+    module_agent = ":" in agent and not agent.startswith("exec:")
+    return RayExecutor(address=address, app_dir=app_dir.resolve() if module_agent else None)
 
 
 def _check_journal(journal: Path, resume: bool) -> None:

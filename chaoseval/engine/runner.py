@@ -15,7 +15,7 @@ from typing import Protocol
 import anyio
 
 from chaoseval.engine.budget import Budget
-from chaoseval.engine.executors import Finished, TrialJob, make_executor
+from chaoseval.engine.executors import Executor, Finished, TrialJob, make_executor
 from chaoseval.engine.judge import possible_root_causes
 from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import TrialPlan, instantiate
@@ -76,9 +76,10 @@ class RunConfig:
     # Run each scenario's reference solution once and record it in the manifest (the report's
     # tool-call correctness and path efficiency read it from there).
     references: bool = True
-    # Where trials run: "inprocess" (None) or "process"; `chaoseval run` picks by the agent's
-    # clock (chaoseval.engine.executors.default_executor).
-    executor: str | None = None
+    # Where trials run: "inprocess" (None), "process", "ray" or an Executor object (one with
+    # options: RayExecutor(address=...)); `chaoseval run` picks by the agent's clock
+    # (chaoseval.engine.executors.default_executor).
+    executor: str | Executor | None = None
     max_memory: int | None = None  # bytes of RSS per worker process (process executor)
     # RunResult.records holds every record; a CLI run keeps none in memory (the journal has
     # them), so its memory stays flat however many trials run.

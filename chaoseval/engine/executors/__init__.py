@@ -11,6 +11,8 @@ plus what the runner counts (status, cost, tokens). The runner is the journal's 
   supervised by the runner: a trial past its timeout is killed with its worker, an exit, a
   segfault or ``--max-memory`` becomes a recorded crash, and no other trial is lost.
   ``chaoseval run``'s default for real-clock agents, whose code runs in the harness's process.
+- ``ray``: trials on a Ray cluster (``chaoseval[ray]``), local or ``--ray-address``, with the
+  process executor's supervision; for more than one machine (docs/RAY.md).
 """
 
 from __future__ import annotations
@@ -46,8 +48,18 @@ def _process() -> Executor:
     return ProcessExecutor()
 
 
-# Factories by name; imported on use, so choosing one never loads the other.
-EXECUTORS: dict[str, Callable[[], Executor]] = {"inprocess": _inprocess, "process": _process}
+def _ray() -> Executor:
+    from chaoseval.engine.executors.ray import RayExecutor
+
+    return RayExecutor()
+
+
+# Factories by name; imported on use, so choosing one never loads the others (nor Ray).
+EXECUTORS: dict[str, Callable[[], Executor]] = {
+    "inprocess": _inprocess,
+    "process": _process,
+    "ray": _ray,
+}
 
 
 def default_executor(agent: AgentAdapter) -> str:
@@ -57,10 +69,13 @@ def default_executor(agent: AgentAdapter) -> str:
     return "inprocess" if getattr(agent, "clock", "real") == "virtual" else "process"
 
 
-def make_executor(name: str | None) -> Executor:
+def make_executor(name: str | Executor | None) -> Executor:
     """The executor ``name``; None is ``inprocess``: a program calling ``run()`` may watch
     its agent object, so it opts into worker processes (``chaoseval run`` picks by
-    :func:`default_executor`)."""
+    :func:`default_executor`). An executor object is used as it is (one with options, such
+    as ``RayExecutor(address=...)``)."""
+    if name is not None and not isinstance(name, str):
+        return name
     chosen = name or "inprocess"
     factory = EXECUTORS.get(chosen)
     if factory is None:

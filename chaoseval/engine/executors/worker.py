@@ -120,20 +120,21 @@ async def _heartbeat(shared: Any) -> None:
         await anyio.sleep(BEAT)
 
 
-def _watch(shared: Any, main_ident: int | None) -> None:
-    """While the event loop is blocked, name the trial whose code is on the main thread's
-    stack (the ``trial`` task of :func:`_serve`, its ``index`` local)."""
+def _watch(shared: Any, main_ident: int | None, where: str = __file__) -> None:
+    """While the event loop is blocked, name the trial whose code is on the loop thread's
+    stack (the ``trial`` function of ``where``, this module's :func:`_serve` by default, its
+    ``index`` local)."""
     while True:
         time.sleep(BEAT)
         if time.monotonic() - shared[HEARTBEAT] < STALL or main_ident is None:
             continue
         frame = sys._current_frames().get(main_ident)
-        shared[BLOCKER] = _trial_index(frame)
+        shared[BLOCKER] = _trial_index(frame, where)
 
 
-def _trial_index(frame: FrameType | None) -> int:
+def _trial_index(frame: FrameType | None, where: str) -> int:
     while frame is not None:
-        if frame.f_code.co_name == "trial" and frame.f_code.co_filename == __file__:
+        if frame.f_code.co_name == "trial" and frame.f_code.co_filename == where:
             index = frame.f_locals.get("index")
             return index if isinstance(index, int) else -1
         frame = frame.f_back

@@ -1,0 +1,394 @@
+"""The Ray executor: trials on a Ray cluster, one machine or many (``chaoseval[ray]``).
+
+``--ray-address`` joins an existing cluster (``ray start --head`` on one machine, ``ray start
+--address ...`` on the others); without it a local Ray is started for the run (``-j`` CPUs at
+most, no dashboard, no usage stats, its files under a temp dir) and shut down after it.
+
+Trials run in a pool of async actors (:mod:`ray_worker` says why not one task per trial), one
+per CPU used, several trials each. The driver (this process) is the journal's only writer:
+each finished trial comes back as its encoded journal line with its artifacts' bytes. The
+supervision is the process executor's, over Ray:
+
+- a trial past its wall timeout gets its actor killed and is recorded as a timeout (the one
+  whose code blocks the actor's event loop when it is blocked, else the overdue one);
+- an actor whose worker process dies (``os._exit``, a signal) is an agent crash: with one
+  trial in flight, that trial's; with several, each is run again alone (``solo``) so the one
+  that kills its worker again is recorded;
+- the other trials of a lost actor are queued again, first in line; a trial lost with its
+  node (a machine gone) is queued again, and after ``NODE_RETRIES`` losses recorded as not
+  evaluable: never lost, never scored from half a run.
+
+User code reaches the workers through Ray's runtime environment: on a local Ray, the driver's
+import path (``--app-dir`` included) as ``PYTHONPATH``; on a cluster, ``--app-dir`` uploaded
+as the job's ``working_dir`` (for ``--agent module:factory``). See docs/RAY.md.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
+from chaoseval.engine.executors.one import unfinished
+from chaoseval.engine.executors.ray_worker import WATCH, Result, TrialActor
+from chaoseval.engine.trial import TrialPlan
+from chaoseval.errors import ConfigError, HarnessError
+
+TICK = 0.1  # seconds between the driver's looks at its actors
+GRACE = 2.0  # seconds past the wall timeout a live actor gets to record the timeout itself
+LOST_IDLE = 3  # actors dying with no trial in flight before the run gives up
+NODE_RETRIES = 2  # times a trial is queued again after its node was lost
+KILL_DELAY = 0.5  # seconds an actor gets to kill its exec: agents before it is killed
+USER_MODULES = "chaoseval_user_"  # how chaoseval.loading.files names scenario files' modules
+# Never uploaded as the working_dir: environments, VCS data, journals and their artifacts.
+EXCLUDES = [".venv", "venv", ".git", "__pycache__", "*.jsonl", "*.jsonl.d", "node_modules"]
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(
+            "--executor ray needs Ray: pip install 'chaoseval[ray]' (on every node of the "
+            "cluster)"
+        ) from exc
+    return ray
+
+
+class RayExecutor:
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        app_dir: Path | None = None,
+        num_cpus: int | None = None,
+    ):
+        self.address, self.app_dir, self.num_cpus = address, app_dir, num_cpus
+
+    async def run(self, plans: Sequence[TrialPlan], job: TrialJob, sink: Sink) -> None:
+        if not plans:
+            return
+        ray = _import_ray()
+        # On the event loop's thread (nothing else runs yet): Ray sets its signal handlers
+        # only from the main thread.
+        temp = self._connect(ray, job.concurrency)
+        try:
+            cpus = int(ray.cluster_resources().get("CPU", 1))
+            size = max(1, min(len(plans), job.concurrency, cpus))
+            pool = _Pool(ray, plans, job, sink, size, math.ceil(job.concurrency / size))
+            pool.options = {"runtime_env": self._actor_env()} if not self.address else {}
+            await pool.run()
+        finally:
+            if temp is not None:  # we started this Ray: it ends with the run
+                await anyio.to_thread.run_sync(ray.shutdown)
+                shutil.rmtree(temp, ignore_errors=True)
+
+    def _connect(self, ray: Any, concurrency: int) -> str | None:
+        """Join ``--ray-address``, or the Ray this process already joined, or start a local
+        one; the temp dir of a Ray we started (None otherwise)."""
+        if ray.is_initialized():
+            return None
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+        if self.address:
+            env: dict[str, Any] = {}
+            if self.app_dir is not None:
+                env = {"working_dir": str(self.app_dir), "excludes": EXCLUDES}
+            ray.init(address=self.address, runtime_env=env, **quiet)
+            return None
+        temp = tempfile.mkdtemp(prefix="chaoseval-ray-")  # short: Ray's socket paths live here
+        ray.init(
+            num_cpus=self.num_cpus or min(concurrency, os.cpu_count() or 1),
+            include_dashboard=False,
+            _temp_dir=temp,
+            **quiet,
+        )
+        return temp
+
+    def _actor_env(self) -> dict[str, Any]:
+        """On this machine, workers import what the driver imports: its path (the --app-dir,
+        a test's directory) beyond the interpreter's own, which they share."""
+        roots = (sys.prefix, sys.base_prefix)
+        paths = [str(self.app_dir)] if self.app_dir is not None else []
+        for entry in sys.path:
+            full = os.path.abspath(entry or os.getcwd())
+            if os.path.isdir(full) and not full.startswith(roots) and full not in paths:
+                paths.append(full)
+        return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
+
+
+@dataclass
+class _Flight:
+    started: float  # time.monotonic() when sent to the actor
+    started_at: datetime
+    suspect: bool  # run again alone after a crash that several trials could have caused
+
+
+@dataclass
+class _Actor:
+    handle: Any
+    ready: bool = False
+    inflight: dict[int, _Flight] = field(default_factory=dict)
+    solo: bool = False
+    kill_reason: str | None = None
+    kill_blame: int | None = None
+    kill_timeout: bool = False
+
+
+class _Pool:
+    def __init__(
+        self, ray: Any, plans: Sequence[TrialPlan], job: TrialJob, sink: Sink, size: int, slots: int
+    ):
+        self.ray, self.plans, self.job, self.sink = ray, plans, job, sink
+        self.size, self.slots = size, slots
+        self.options: dict[str, Any] = {}
+        # (plan index, queued again, suspect): a trial queued again skips the budget gate.
+        self.queue: deque[tuple[int, bool, bool]] = deque(
+            (i, False, False) for i in range(len(plans))
+        )
+        self.node_losses: dict[int, int] = {}
+        self.actors: list[_Actor] = []
+        self.finished = anyio.Event()
+        self.fatal: str | None = None
+        self.idle_losses = 0
+        self.remote: Any = None
+        self.shared: Any = None  # the plans and job, put once in Ray's object store
+        self._tg: TaskGroup | None = None
+
+    async def run(self) -> None:
+        store = self.job.store
+        _by_value(self.ray)
+        self.remote = self.ray.remote(concurrency_groups={WATCH: 2})(TrialActor)
+        self.shared = (
+            self.ray.put(self.plans),
+            self.ray.put(self.job),
+            None if store is None else store.root.name,
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for _ in range(self.size):
+                    tg.start_soon(self._spawn)
+                tg.start_soon(self._supervise)
+                await self.finished.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._stop_all()
+        if self.fatal is not None:
+            raise HarnessError(f"a Ray worker could not run the agent:\n{self.fatal}")
+
+    # --- actors ------------------------------------------------------------------------------
+
+    async def _spawn(self) -> None:
+        """A new actor; trials are sent once it is up (its start is no trial's time)."""
+        handle = self.remote.options(
+            num_cpus=1,
+            max_concurrency=self.slots + 2,  # + the watch group's calls
+            max_restarts=0,
+            **self.options,
+        ).remote(*self.shared)
+        a = _Actor(handle)
+        self.actors.append(a)
+        try:
+            await handle.blocker.options(concurrency_group=WATCH).remote()
+        except self.ray.exceptions.RayError as exc:
+            self.fatal = str(exc)  # it could not start: a runtime env, an import, the plans
+            self.finished.set()
+            return
+        a.ready = True
+        self._fill(a)
+
+    def _fill(self, a: _Actor) -> None:
+        """Send ``a`` trials up to its slots; a suspect only to an empty actor, alone."""
+        while self.queue and a.ready and not a.solo and len(a.inflight) < self.slots:
+            if a.kill_reason is not None or a not in self.actors:
+                return
+            index, again, suspect = self.queue[0]
+            if suspect and a.inflight:
+                return
+            self.queue.popleft()
+            if not again and not self.sink.may_start():
+                continue  # the budget is reached: skipped, never started
+            a.inflight[index] = _Flight(time.monotonic(), datetime.now(UTC), suspect)
+            a.solo = suspect
+            assert self._tg is not None
+            self._tg.start_soon(self._call, a, index, a.handle.trial.remote(index))
+        self._check_finished()
+
+    async def _call(self, a: _Actor, index: int, ref: Any) -> None:
+        try:
+            finished, files = await ref
+        except self.ray.exceptions.RayActorError as exc:
+            await self._lost(a, exc)
+            return
+        except self.ray.exceptions.RayError as exc:  # the agent's session failed to start
+            self.fatal = str(exc)
+            self.finished.set()
+            return
+        flight = a.inflight.pop(index, None)
+        if flight is None:
+            return  # already settled (its actor was being killed as it answered)
+        if flight.suspect:
+            a.solo = False
+        self._done((finished, files))
+        self._fill(a)
+        self._check_finished()
+
+    def _done(self, result: Result) -> None:
+        """Write the trial's artifacts where the driver's store keeps them, then hand it on."""
+        finished, files = result
+        store = self.job.store
+        if store is not None:
+            store.trial(finished.trial_id)  # a trial run again starts afresh
+            for relative, data in files:
+                path = store.root.parent / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+        self.sink.done(finished)
+
+    async def _lost(self, a: _Actor, exc: BaseException) -> None:
+        """``a``'s worker died (killed by us, by the agent, or with its node): settle it."""
+        if a not in self.actors:
+            return  # settled by the first of its calls to fail
+        self.actors.remove(a)
+        text = str(exc)
+        if self.finished.is_set():
+            return
+        if not a.inflight:
+            self.idle_losses += 1
+            if self.idle_losses >= LOST_IDLE:
+                self.fatal = f"Ray workers keep dying with no trial running:\n{text}"
+                self.finished.set()
+                return
+        if a.kill_reason is None and "node" in text.lower() and "died" in text.lower():
+            self._requeue_node_lost(a, text)
+        else:
+            self._settle(a, a.kill_reason or _describe(text))
+        if self.queue:
+            assert self._tg is not None
+            self._tg.start_soon(self._spawn)
+        self._check_finished()
+
+    def _settle(self, a: _Actor, reason: str) -> None:
+        """Record the blamed trial; queue the others again (as suspects when nobody could be
+        blamed), first in line (the process executor's rule)."""
+        flights, a.inflight = a.inflight, {}
+        blame = a.kill_blame
+        if blame is None and len(flights) == 1:
+            blame = next(iter(flights))
+        for index in sorted(flights, reverse=True):
+            if index != blame:
+                self.queue.appendleft((index, True, blame is None))
+        if blame is not None and blame in flights:
+            error = TimeoutError(reason) if a.kill_timeout else AgentCrashed(reason)
+            self._record_lost(blame, flights[blame], error)
+
+    def _requeue_node_lost(self, a: _Actor, text: str) -> None:
+        """A machine went away: none of its trials is to blame. Run them again elsewhere; a
+        trial whose node keeps dying is not evaluable (the cluster's fault, not the agent's)."""
+        flights, a.inflight = a.inflight, {}
+        for index in sorted(flights, reverse=True):
+            self.node_losses[index] = self.node_losses.get(index, 0) + 1
+            if self.node_losses[index] > NODE_RETRIES:
+                error = HarnessError(f"its Ray node was lost {NODE_RETRIES + 1} times: {text}")
+                self._record_lost(index, flights[index], error)
+            else:
+                self.queue.appendleft((index, True, False))
+
+    def _record_lost(self, index: int, flight: _Flight, error: BaseException) -> None:
+        wall = time.monotonic() - flight.started
+        record = unfinished(self.plans[index], self.job, error, flight.started_at, wall)
+        self.sink.done(Finished.of(record))
+
+    def _check_finished(self) -> None:
+        if not self.queue and not any(a.inflight for a in self.actors):
+            self.finished.set()
+
+    # --- supervision -------------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        while True:
+            await anyio.sleep(TICK)
+            for a in list(self.actors):
+                if a.kill_reason is None and a.inflight:
+                    await self._look_at(a, time.monotonic())
+
+    async def _look_at(self, a: _Actor, now: float) -> None:
+        wall = self.job.wall_timeout
+        if not any(now - f.started > wall for f in a.inflight.values()):
+            return
+        blocked, blocker = False, -1
+        with anyio.move_on_after(1.0):
+            try:
+                blocked, blocker = await a.handle.blocker.options(concurrency_group=WATCH).remote()
+            except self.ray.exceptions.RayError:
+                return  # it is dying: its calls settle it
+        if blocker in a.inflight:
+            # The loop is held by this trial's code: it is the one to blame, at its deadline.
+            if now - a.inflight[blocker].started > wall:
+                self._kill(a, _timeout_text(wall, "its code blocked the event loop"), blocker)
+            return
+        overdue = [i for i, f in a.inflight.items() if now - f.started > wall + GRACE]
+        if overdue:
+            oldest = min(overdue, key=lambda i: a.inflight[i].started)
+            how = "the event loop was blocked" if blocked else "it ignored its cancellation"
+            self._kill(a, _timeout_text(wall, how), oldest)
+
+    def _kill(self, a: _Actor, reason: str, blame: int) -> None:
+        a.kill_reason, a.kill_blame, a.kill_timeout = reason, blame, True
+        assert self._tg is not None
+        self._tg.start_soon(self._terminate, a)
+
+    async def _terminate(self, a: _Actor) -> None:
+        """The actor kills its exec: agents and exits (its watch thread answers even while the
+        loop is blocked); Ray's kill follows in case it could not."""
+        a.handle.abort.options(concurrency_group=WATCH).remote()
+        await anyio.sleep(KILL_DELAY)
+        self.ray.kill(a.handle, no_restart=True)
+
+    async def _stop_all(self) -> None:
+        async def stop(a: _Actor) -> None:
+            with anyio.move_on_after(5):
+                try:
+                    await a.handle.close.remote()
+                except self.ray.exceptions.RayError:
+                    pass
+            self.ray.kill(a.handle, no_restart=True)
+
+        async with anyio.create_task_group() as tg:
+            for a in self.actors:
+                tg.start_soon(stop, a)
+        self.actors.clear()
+
+
+def _by_value(ray: Any) -> None:
+    """Scenario files' modules (their tools, their models) exist only in this process, under
+    names no worker can import (chaoseval.loading.files): they travel by value."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith(USER_MODULES) and module is not None:
+            ray.cloudpickle.register_pickle_by_value(module)
+
+
+def _timeout_text(wall: float, how: str) -> str:
+    return f"trial exceeded its time budget ({wall:g}s wall); {how}, so its Ray worker was killed"
+
+
+def _describe(text: str) -> str:
+    """Why an actor's worker died. Ray's own account names pids and addresses: it would make
+    two runs' journals differ, so it is not copied into the record."""
+    return "its Ray worker process died (os._exit, a signal, or a crash outside Python)"

@@ -1,0 +1,124 @@
+"""The Ray executor's actor: trials on a Ray worker, several at once on its event loop.
+
+Why an actor pool and not one Ray task per trial: a task holds a CPU for its whole life, so a
+node with 2 CPUs would run 2 trials at a time and none of the latency hiding ``-j 64`` buys;
+and each task would start the agent's run-wide session (the wire agents' model-channel server)
+afresh. An async actor runs many trials on one event loop, as a process executor's worker does,
+and keeps its session, its scenarios and its agent for every trial it is sent.
+
+A trial's channels (model, MCP, page servers) are started by ``run_trial`` itself, so they run
+beside it on this worker. Its artifacts are written to a store under this worker's temp dir and
+travel back as bytes with its journal line; the driver writes both (it is the journal's only
+writer, and its disk may be on another machine).
+
+The ``watch`` concurrency group runs on a thread of its own: it answers while a trial's code
+blocks the trials' event loop (it names that trial, so the driver blames the right one), and
+it kills the worker's exec: agents before the driver kills the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from chaoseval.engine.executors import worker
+from chaoseval.engine.executors.base import Finished, TrialJob
+from chaoseval.engine.executors.one import agent_session, run_one
+from chaoseval.engine.executors.reap import kill_descendants
+from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT
+from chaoseval.engine.trial import TrialPlan
+
+WATCH = "watch"  # the concurrency group of blocker() and abort()
+
+# A finished trial as it travels back: its Finished (the line, encoded here) and its artifact
+# files as (path relative to the journal's folder, bytes).
+Result = tuple[Finished, list[tuple[str, bytes]]]
+
+
+class TrialActor:
+    """One Ray worker's share of the run (the driver decorates it with ``ray.remote``)."""
+
+    def __init__(self, plans: Sequence[TrialPlan], job: TrialJob, store_name: str | None):
+        from chaoseval.store.artifacts import ArtifactStore
+
+        self.plans = plans
+        self.tmp = Path(tempfile.mkdtemp(prefix="chaoseval-ray-"))
+        # The same relative paths as the driver's store: <journal>.d/<trial>/<name>.
+        store = ArtifactStore(self.tmp / store_name) if store_name else None
+        self.job = replace(job, store=store)
+        self.shared = [time.monotonic(), -1.0]  # HEARTBEAT, BLOCKER (wire.py's layout)
+        self._ready: asyncio.Event | None = None
+        self._closing: asyncio.Event | None = None
+        self._serving: asyncio.Task[None] | None = None
+        self._failed: BaseException | None = None
+
+    async def _started(self) -> None:
+        """The agent's session and the heartbeat, started by the first trial: they live in a
+        task of their own, entered and left in it (anyio's scopes must be)."""
+        if self._serving is None:
+            self._ready, self._closing = asyncio.Event(), asyncio.Event()
+            self._serving = asyncio.get_running_loop().create_task(self._serve())
+            threading.Thread(
+                target=worker._watch,
+                args=(self.shared, threading.get_ident(), __file__),
+                daemon=True,
+            ).start()
+        assert self._ready is not None
+        await self._ready.wait()
+        if self._failed is not None:
+            raise self._failed
+
+    async def _serve(self) -> None:
+        assert self._ready is not None and self._closing is not None
+        try:
+            async with agent_session(self.job.agent):
+                self._ready.set()
+                while not self._closing.is_set():
+                    self.shared[HEARTBEAT] = time.monotonic()
+                    self.shared[BLOCKER] = -1
+                    await asyncio.sleep(worker.BEAT)
+        except Exception as exc:  # the session could not start: every trial says so
+            self._failed = exc
+            self._ready.set()
+
+    async def trial(self, index: int) -> Result:
+        await self._started()
+        record = await run_one(self.plans[index], self.job)  # records every outcome itself
+        files: list[tuple[str, bytes]] = []
+        store = self.job.store
+        if store is not None and record.artifacts:
+            for ref in record.artifacts:
+                path = store.root.parent / ref.path
+                files.append((ref.path, path.read_bytes()))
+            shutil.rmtree(path.parent, ignore_errors=True)  # shipped: not kept here too
+        finished = Finished.of(record)
+        finished.parsed = None  # the line is what travels
+        return finished, files
+
+    async def blocker(self) -> tuple[bool, int]:
+        """Whether the trials' event loop is blocked, and by which trial (-1: not known);
+        run in the ``watch`` group, on a thread of its own."""
+        if time.monotonic() - self.shared[HEARTBEAT] < worker.STALL:
+            return False, -1
+        return True, int(self.shared[BLOCKER])
+
+    async def abort(self) -> None:
+        """Kill what the trials started (exec: agents in sessions of their own), then this
+        worker (run in the ``watch`` group, just before the driver kills the actor)."""
+        kill_descendants(os.getpid())
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        os._exit(1)
+
+    async def close(self) -> None:
+        """Leave the agent's session; nothing is in flight any more."""
+        if self._closing is not None and self._serving is not None:
+            self._closing.set()
+            await self._serving
+        shutil.rmtree(self.tmp, ignore_errors=True)
