@@ -275,7 +275,12 @@ class _Pool:
                 self.fatal = f"Ray workers keep dying with no trial running:\n{text}"
                 self.finished.set()
                 return
-        if a.kill_reason is None and "node" in text.lower() and "died" in text.lower():
+        if getattr(exc, "actor_init_failed", False):
+            self.fatal = text  # its creation failed: an import, the plans, the runtime env
+            self.finished.set()
+            return
+        if a.kill_reason is None and _node_lost(self.ray, exc):
+            self.ray.kill(a.handle, no_restart=True)  # unavailable may still be running
             self._requeue_node_lost(a, text)
         else:
             self._settle(a, a.kill_reason or _describe(text))
@@ -386,6 +391,13 @@ def _by_value(ray: Any) -> None:
 
 def _timeout_text(wall: float, how: str) -> str:
     return f"trial exceeded its time budget ({wall:g}s wall); {how}, so its Ray worker was killed"
+
+
+def _node_lost(ray: Any, exc: BaseException) -> bool:
+    """Lost with its machine (dead, preempted, out of reach), not by anything its trials did."""
+    if isinstance(exc, ray.exceptions.ActorUnavailableError):
+        return True
+    return bool(getattr(exc, "preempted", False)) or "because its node has died" in str(exc)
 
 
 def _describe(text: str) -> str:

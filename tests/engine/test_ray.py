@@ -1,0 +1,124 @@
+"""--executor ray against a real local Ray (2 CPUs, started once for the module): the same
+journal as the local executors, resume across executors, user modules on the workers, and
+nothing an agent does to its Ray worker loses a trial."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaoseval.engine.executors.ray import RayExecutor
+from chaoseval.seams.agent import Episode
+from chaoseval.store import artifacts
+from tests.e2e.golden_journal import normalize
+from tests.engine.test_executors import Misbehaving, _run
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+# An agent class defined in a user module beside the run (--agent module:factory): a Ray
+# worker can unpickle it only if the runtime environment brought the module along.
+USER_AGENT = '''\
+from chaoseval.agents.simulated import SimulatedAgent
+from chaoseval.seams.agent import load_agent
+
+
+class UserAgent(SimulatedAgent):
+    """The resilient simulated agent, under a class only this module defines."""
+
+
+def make():
+    return UserAgent(load_agent("resilient").actor_cls)
+'''
+RUN = ["-s", "vending-*", "-p", "latency", "-p", "malformed", "--trials", "2", "--seed", "7"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A local Ray of 2 CPUs for the module: this process is its driver, a CLI joins it by
+    address. Shut down (by this driver, which started it) at the end."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    temp = tempfile.mkdtemp(prefix="chaoseval-test-ray-")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=temp,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def chaoseval(cwd: Path, *args: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "chaoseval", "run", *args, "--no-report", "--no-progress"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_ray_writes_the_default_executors_journal_and_resumes_it(tmp_path, cluster):
+    """Same seed, same journal (timestamps and durations aside), with a user module's agent:
+    on a Ray the CLI starts (PYTHONPATH), and resumed on a running cluster (working_dir)."""
+    (tmp_path / "ray_user_agent.py").write_text(USER_AGENT)
+    agent = ["--agent", "ray_user_agent:make", "--app-dir", str(tmp_path)]
+    chaoseval(tmp_path, *agent, *RUN, "--journal", "local.jsonl")
+    chaoseval(tmp_path, *agent, *RUN, "--journal", "ray.jsonl", "--executor", "ray")
+    local = normalize(tmp_path / "local.jsonl")
+    assert len(local) == 1 + 3 * 3 * 2  # the manifest, 3 scenarios x 3 cells x 2 trials
+    assert normalize(tmp_path / "ray.jsonl") == local
+    # Half of the local run's trials, then the rest on the cluster: --resume across executors.
+    lines = (tmp_path / "local.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "resumed.jsonl").write_text("".join(lines[:10]))
+    chaoseval(
+        tmp_path, *agent, *RUN, "--journal", "resumed.jsonl", "--resume",
+        "--ray-address", cluster,
+    )  # fmt: skip
+    assert normalize(tmp_path / "resumed.jsonl") == local
+
+
+class KillsItsWorker(Misbehaving):
+    """Misbehaving, plus a SIGKILL of its own process; a good trial leaves an artifact."""
+
+    async def run(self, episode: Episode) -> Any:
+        if episode.instruction == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if episode.instruction.startswith("ok") and (kept := artifacts.current()) is not None:
+            kept.write("note.txt", f"from pid {os.getpid()}")
+        return await super().run(episode)
+
+
+def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
+    """A blocked loop past its timeout, sys.exit, os._exit and SIGKILL: each a recorded
+    trial; the good trials that shared their workers run again, with their artifacts."""
+    behaviours = ["ok", "block", "exit", "hard-exit", "sigkill", "ok2"]
+    got = _run(
+        tmp_path, behaviours, trials=2, executor=RayExecutor(), agent=KillsItsWorker()
+    )
+    assert len(got) == 2 * len(behaviours)  # nothing lost, nothing twice
+    for i in range(2):
+        for ok in ("ok", "ok2"):
+            record = got[f"do-{ok}/clean/{i}"]
+            assert record.status == "passed"
+            [note] = record.artifacts
+            path = tmp_path / note.path  # written by the driver, from the worker's bytes
+            assert path.read_text().startswith("from pid ")
+            assert int(path.read_text().split()[-1]) != os.getpid()  # it ran on a worker
+        assert got[f"do-block/clean/{i}"].root_cause == "timeout"
+        for crash in ("exit", "hard-exit", "sigkill"):
+            assert got[f"do-{crash}/clean/{i}"].root_cause == "crash", crash
