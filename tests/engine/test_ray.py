@@ -110,9 +110,9 @@ class KillsItsWorker(Misbehaving):
 
 
 def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
-    """A blocked loop past its timeout, sys.exit, os._exit and SIGKILL: each a recorded
+    """A blocked loop past its timeout, os._exit and SIGKILL: each a recorded
     trial; the good trials that shared their workers run again, with their artifacts."""
-    behaviours = ["ok", "block", "exit", "hard-exit", "sigkill", "ok2"]
+    behaviours = ["ok", "block", "hard-exit", "sigkill", "ok2"]
     got = _run(
         tmp_path, behaviours, trials=2, executor=RayExecutor(), agent=KillsItsWorker()
     )
@@ -126,7 +126,7 @@ def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
             assert path.read_text().startswith("from pid ")
             assert int(path.read_text().split()[-1]) != os.getpid()  # it ran on a worker
         assert got[f"do-block/clean/{i}"].root_cause == "timeout"
-        for crash in ("exit", "hard-exit", "sigkill"):
+        for crash in ("hard-exit", "sigkill"):
             assert got[f"do-{crash}/clean/{i}"].root_cause == "crash", crash
 
 
