@@ -110,25 +110,29 @@ class KillsItsWorker(Misbehaving):
 
 
 def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
-    """A blocked loop past its timeout, os._exit and SIGKILL: each a recorded
+    """A blocked loop past its timeout, os._exit, SIGKILL and --max-memory: each a recorded
     trial; the good trials that shared their workers run again, with their artifacts."""
-    behaviours = ["ok", "block", "hard-exit", "sigkill", "ok2"]
+    behaviours = ["ok", "block", "hard-exit", "sigkill", "hog", "ok2"]
     got = _run(
-        tmp_path, behaviours, trials=2, executor=RayExecutor(), agent=KillsItsWorker()
+        tmp_path,
+        behaviours,
+        trials=1,  # each death costs a new Ray worker (seconds): one trial per behaviour
+        executor=RayExecutor(),
+        agent=KillsItsWorker(),
+        max_memory=350 * 2**20,  # a worker holds ~150 MB; the hog adds 400
     )
-    assert len(got) == 2 * len(behaviours)  # nothing lost, nothing twice
-    for i in range(2):
-        for ok in ("ok", "ok2"):
-            record = got[f"do-{ok}/clean/{i}"]
-            assert record.status == "passed"
-            [note] = record.artifacts
-            path = tmp_path / note.path  # written by the driver, from the worker's bytes
-            assert path.read_text().startswith("from pid ")
-            assert int(path.read_text().split()[-1]) != os.getpid()  # it ran on a worker
-        assert got[f"do-block/clean/{i}"].root_cause == "timeout"
-        for crash in ("hard-exit", "sigkill"):
-            assert got[f"do-{crash}/clean/{i}"].root_cause == "crash", crash
-
+    assert len(got) == len(behaviours)  # nothing lost, nothing twice
+    for ok in ("ok", "ok2"):
+        record = got[f"do-{ok}/clean/0"]
+        assert record.status == "passed"
+        [note] = record.artifacts
+        path = tmp_path / note.path  # written by the driver, from the worker's bytes
+        assert path.read_text().startswith("from pid ")
+        assert int(path.read_text().split()[-1]) != os.getpid()  # it ran on a worker
+    assert got["do-block/clean/0"].root_cause == "timeout"
+    for crash in ("hard-exit", "sigkill", "hog"):
+        assert got[f"do-{crash}/clean/0"].root_cause == "crash", crash
+    assert "--max-memory" in (got["do-hog/clean/0"].error or "")
 
 def test_a_stubborn_exec_agent_dies_with_its_killed_ray_worker(tmp_path, cluster):
     """Past its timeout, an exec: agent that ignores SIGTERM outlives its own grace: its actor

@@ -11,9 +11,10 @@ supervision is the process executor's, over Ray:
 
 - a trial past its wall timeout gets its actor killed and is recorded as a timeout (the one
   whose code blocks the actor's event loop when it is blocked, else the overdue one);
-- an actor whose worker process dies (``os._exit``, a signal) is an agent crash: with one
-  trial in flight, that trial's; with several, each is run again alone (``solo``) so the one
-  that kills its worker again is recorded;
+- an actor whose worker process dies (``os._exit``, a signal) or goes past ``--max-memory``
+  (its RSS, asked every tick) is an agent crash: with one trial in flight, that trial's; with
+  several, each is run again alone (``solo``) so the one that kills its worker again is
+  recorded;
 - the other trials of a lost actor are queued again, first in line; a trial lost with its
   node (a machine gone) is queued again, and after ``NODE_RETRIES`` losses recorded as not
   evaluable: never lost, never scored from half a run.
@@ -334,28 +335,34 @@ class _Pool:
                     await self._look_at(a, time.monotonic())
 
     async def _look_at(self, a: _Actor, now: float) -> None:
-        wall = self.job.wall_timeout
-        if not any(now - f.started > wall for f in a.inflight.values()):
-            return
-        blocked, blocker = False, -1
+        wall, limit = self.job.wall_timeout, self.job.max_memory
+        late = any(now - f.started > wall for f in a.inflight.values())
+        if not late and limit is None:
+            return  # nothing to ask the actor
+        blocked, blocker, rss = False, -1, -1
         with anyio.move_on_after(1.0):
             try:
-                blocked, blocker = await a.handle.blocker.options(concurrency_group=WATCH).remote()
+                status = await a.handle.blocker.options(concurrency_group=WATCH).remote()
+                blocked, blocker, rss = status
             except self.ray.exceptions.RayError:
                 return  # it is dying: its calls settle it
+        if limit is not None and rss > limit:
+            self._kill(a, _memory_text(rss, limit), None, timeout=False)
+            return
         if blocker in a.inflight:
             # The loop is held by this trial's code: it is the one to blame, at its deadline.
             if now - a.inflight[blocker].started > wall:
-                self._kill(a, _timeout_text(wall, "its code blocked the event loop"), blocker)
+                how = "its code blocked the event loop"
+                self._kill(a, _timeout_text(wall, how), blocker, timeout=True)
             return
         overdue = [i for i, f in a.inflight.items() if now - f.started > wall + GRACE]
         if overdue:
             oldest = min(overdue, key=lambda i: a.inflight[i].started)
             how = "the event loop was blocked" if blocked else "it ignored its cancellation"
-            self._kill(a, _timeout_text(wall, how), oldest)
+            self._kill(a, _timeout_text(wall, how), oldest, timeout=True)
 
-    def _kill(self, a: _Actor, reason: str, blame: int) -> None:
-        a.kill_reason, a.kill_blame, a.kill_timeout = reason, blame, True
+    def _kill(self, a: _Actor, reason: str, blame: int | None, *, timeout: bool) -> None:
+        a.kill_reason, a.kill_blame, a.kill_timeout = reason, blame, timeout
         assert self._tg is not None
         self._tg.start_soon(self._terminate, a)
 
@@ -387,6 +394,13 @@ def _by_value(ray: Any) -> None:
     for name, module in list(sys.modules.items()):
         if name.startswith(USER_MODULES) and module is not None:
             ray.cloudpickle.register_pickle_by_value(module)
+
+
+def _memory_text(rss: int, limit: int) -> str:
+    return (
+        f"its Ray worker went past --max-memory ({rss / 2**20:.0f} MB RSS > "
+        f"{limit / 2**20:.0f} MB)"
+    )
 
 
 def _timeout_text(wall: float, how: str) -> str:

@@ -31,6 +31,7 @@ from pathlib import Path
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import Finished, TrialJob
 from chaoseval.engine.executors.one import agent_session, run_one
+from chaoseval.engine.executors.process import _rss
 from chaoseval.engine.executors.reap import kill_descendants
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT
 from chaoseval.engine.trial import TrialPlan
@@ -102,12 +103,15 @@ class TrialActor:
         finished.parsed = None  # the line is what travels
         return finished, files
 
-    async def blocker(self) -> tuple[bool, int]:
-        """Whether the trials' event loop is blocked, and by which trial (-1: not known);
-        run in the ``watch`` group, on a thread of its own."""
+    async def blocker(self) -> tuple[bool, int, int]:
+        """Whether the trials' event loop is blocked, by which trial (-1: not known), and this
+        worker's RSS in bytes (-1: not known); run in the ``watch`` group, on a thread of its
+        own, so it answers while the loop is held."""
+        rss = _rss(os.getpid())
+        memory = -1 if rss is None else rss
         if time.monotonic() - self.shared[HEARTBEAT] < worker.STALL:
-            return False, -1
-        return True, int(self.shared[BLOCKER])
+            return False, -1, memory
+        return True, int(self.shared[BLOCKER]), memory
 
     async def abort(self) -> None:
         """Kill what the trials started (exec: agents in sessions of their own), then this
