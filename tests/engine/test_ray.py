@@ -160,3 +160,18 @@ def test_a_stubborn_exec_agent_dies_with_its_killed_ray_worker(tmp_path, cluster
     while any(alive(p) for p in started) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [p for p in started if alive(p)] == []
+
+
+def test_ray_address_with_another_executor_is_refused(tmp_path):
+    from typer.testing import CliRunner
+
+    from chaoseval.cli.app import app
+
+    result = CliRunner().invoke(
+        app,
+        ["run", "--agent", "naive", "-s", "vending-*", "--executor", "process",
+         "--ray-address", "127.0.0.1:1", "--journal", str(tmp_path / "j.jsonl")],
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "--ray-address runs trials on Ray" in result.output
+    assert not (tmp_path / "j.jsonl").exists()
