@@ -66,6 +66,14 @@ class Actor:
     async def page(self) -> str | None:
         return await self.episode.observe()
 
+    async def accessibility(self) -> str | None:
+        """The page as its accessibility tree (Playwright's aria-snapshot YAML, rendered from
+        the text DOM by chaoseval.engine.a11y): what browser-use-style agents read."""
+        from chaoseval.engine.a11y import aria_snapshot
+
+        page = await self.page()
+        return None if page is None else aria_snapshot(page)
+
     async def click(self, label: str, role: str = "button") -> Any:
         """Activate a UI element by its role and visible label (see chaoseval.engine.ui)."""
         from chaoseval.engine.ui import click_by_label

@@ -2,8 +2,9 @@
 
 ``browser-naive``, ``browser-resilient`` and ``browser-scripted`` (chaoseval.agents.browser_actor
 says how each clicks) run the scenario's reference solution with a BrowserActor. One browser
-per run (the agent's ``session``), a fresh browser context per trial, carrying the trial's
-time zone and, through Playwright's clock, its time (timers keep running: late banners and slow
+per run (the agent's ``session``), a fresh browser context per trial, sized as the trial's
+device (chaoseval.model.device), carrying the trial's time zone and, through Playwright's
+clock, its time (timers keep running: late banners and slow
 renders still fire). The page server (chaoseval.channels.browser) turns the page's clicks into
 the trial's click tool calls, so policy, budgets, ledger and judge are the text channel's.
 
@@ -26,16 +27,14 @@ from typing import TYPE_CHECKING, Any
 from chaoseval.agents.actor import Actor, run_solution
 from chaoseval.agents.browser_actor import BrowserActor, Style
 from chaoseval.channels.browser.chromium import chromium
-from chaoseval.channels.browser.server import serve_pages
+from chaoseval.channels.browser.server import serve_pages, trial_device
 from chaoseval.errors import HarnessError
 from chaoseval.model.records import AgentOutput
 from chaoseval.seams.agent import Episode
 from chaoseval.store import artifacts
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, ViewportSize
-
-VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
+    from playwright.async_api import Browser, BrowserContext
 
 
 def timezone_id(episode: Episode) -> str:
@@ -78,8 +77,10 @@ class BrowserAgent:
             if browser is None:
                 browser = await stack.enter_async_context(chromium())
             url = await stack.enter_async_context(serve_pages(episode))
+            # The trial's device: the scenario's, or the one the viewport perturbation drew.
+            device = trial_device(episode).playwright()
             context = await browser.new_context(
-                timezone_id=timezone_id(episode), viewport=VIEWPORT, locale="en-US"
+                timezone_id=timezone_id(episode), locale="en-US", **device
             )
             stack.push_async_callback(context.close)
             if self.trace:

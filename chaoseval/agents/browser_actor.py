@@ -67,7 +67,10 @@ CONTROLS = """
     const label = (el.getAttribute("aria-label") || el.textContent).trim();
     return {id: el.id, role: roleOf(el), visible: r.width > 0 && r.height > 0,
             label: label.replace(/\\s+/g, " "), x: r.x + r.width / 2, y: r.y + r.height / 2,
-            dialog: dialog ? dialog.id || "dialog" : null};
+            dialog: dialog ? dialog.id || "dialog" : null,
+            // a menu button whose menu is closed: what it would show
+            controls: el.getAttribute("aria-expanded") === "false"
+              ? el.getAttribute("aria-controls") || "" : null};
   });
 }
 """
@@ -183,7 +186,7 @@ class BrowserActor(Actor):
     async def _controls(self) -> list[Element]:
         found = await self.pw.evaluate(CONTROLS)
         return [
-            Element(c["id"], c["role"], c["label"], i, c["dialog"])
+            Element(c["id"], c["role"], c["label"], i, c["dialog"], controls=c["controls"])
             for i, c in enumerate(c for c in found if c["visible"])
         ]
 
@@ -198,11 +201,19 @@ class BrowserActor(Actor):
     async def _find(self, label: str, role: str) -> Element:
         loop = asyncio.get_running_loop()
         until = loop.time() + FIND_S
+        opened: set[str] = set()
         while True:
             outside = [e for e in await self._controls() if not e.dialog]
             found = choose(label, role, outside, fuzzy=self.style == "resilient")
             if found is not None:
                 return found
+            # Not in sight: a narrow layout may keep it behind a collapsed menu button.
+            menu = next((e for e in outside if e.controls is not None and e.id not in opened), None)
+            if menu is not None:
+                opened.add(menu.id)
+                await self._send(self._clicker(menu))
+                await self._settle()
+                continue
             if loop.time() >= until:
                 raise ToolError(f"no {role} labelled {label!r} on the page")
             await asyncio.sleep(0.2)

@@ -18,6 +18,10 @@ class      ``name``, ``to``: a class renamed on every element carrying it
 dialog     ``id``, ``button_id``, ``title``, ``body``, ``button``: an overlay over the page
 banner     ``at``, ``text``: a non-interactive block inserted at the top, pushing content down
 slow       ``ids``, ``at``: elements absent from the page until ``at``
+viewport   ``device`` (chaoseval.model.device.Viewport's fields), ``menus``: the narrow
+           layout, each action bar collapsed behind a menu button (``toggle_id``,
+           ``menu_id``, ``label``, ``anchor``: the page's own id of a control directly in
+           the bar, ``ids``: every control it hides, ``open``); applied before first paint
 =========  ==============================================================================
 """
 
@@ -28,7 +32,8 @@ import random
 import re
 from typing import Any
 
-from chaoseval.engine.ui import DIALOG_ROLES, Node, UiState, parse_html, role_of, serialize
+from chaoseval.engine.dom import Node, parse_html, serialize
+from chaoseval.engine.ui import DIALOG_ROLES, MenuPlan, UiState, role_of
 
 Op = dict[str, Any]
 
@@ -146,7 +151,88 @@ def browser_ops(state: UiState, now: float) -> list[Op]:
         if op["op"] == "dialog" and not (state.modal is not None and state.modal.open):
             continue
         copy = dict(op)
+        if op["op"] == "viewport":  # a menu opened stays open on the next load
+            copy["menus"] = [_menu(state.menus.get(m["toggle_id"]) or MenuPlan(**m))
+                             for m in op["menus"]]  # fmt: skip
         if "at" in op:
             copy["delay"] = max(0.0, float(op["at"]) - now)
         out.append(copy)
     return out
+
+
+# --- the narrow layout (viewport): action bars collapsed behind a menu button ---------------
+
+MENU_LABEL = "More actions"
+MENU_ICON = "\u2630"  # the hamburger a narrow layout shows instead of the bar
+NOT_COLLAPSED = {"#root", "html", "body"}
+
+
+def action_bars(page: str) -> list[tuple[str, list[str]]]:
+    """The page's action bars outside dialogs: (the page's own id of a button directly in the
+    bar, the ids of every control inside it), in page order."""
+    bars: list[tuple[str, list[str]]] = []
+
+    def visit(node: Node) -> None:
+        if node.attrs.get("role") in DIALOG_ROLES:
+            return
+        kids = [c for c in node.children if isinstance(c, Node)]
+        direct = [c.attrs["id"] for c in kids if role_of(c) == "button" and c.attrs.get("id")]
+        if direct and node.tag not in NOT_COLLAPSED:
+            inside = [n.attrs["id"] for n in node.walk()[1:] if role_of(n) and n.attrs.get("id")]
+            bars.append((direct[0] or "", [i or "" for i in inside]))
+            return
+        for c in kids:
+            visit(c)
+
+    visit(parse_html(page))
+    return bars
+
+
+def menu_plans(page: str, seed: int) -> list[MenuPlan]:
+    """One collapsed menu per action bar, its ids drawn from ``seed``."""
+    rng = random.Random(f"{seed}:menus")
+    plans = []
+    for anchor, ids in action_bars(page):
+        toggle = f"menu-{rng.getrandbits(24):06x}"
+        plans.append(MenuPlan(toggle, f"{toggle}-items", MENU_LABEL, ids, anchor=anchor))
+    return plans
+
+
+def collapse(page: str, menus: list[MenuPlan], aliases: dict[str, str]) -> str:
+    """The text DOM in its narrow layout: each bar's content moved into a container hidden
+    until its menu button opens it (the button first, as the page script builds it). A bar is
+    found by its anchor's own id, through ``aliases`` when a layout shift renamed it."""
+    if not menus:
+        return page
+    root = parse_html(page)
+    by_anchor = {m.anchor: m for m in menus}
+
+    def own(c: Node | str) -> str:
+        shown = c.attrs.get("id") or "" if isinstance(c, Node) else ""
+        return aliases.get(shown, shown)
+
+    for node in root.walk():
+        menu = next((by_anchor[own(c)] for c in node.children if own(c) in by_anchor), None)
+        if menu is None:
+            continue
+        toggle = Node(
+            "button",
+            {"id": menu.toggle_id, "aria-expanded": "true" if menu.open else "false",
+             "aria-controls": menu.menu_id, "aria-label": menu.label},
+            [MENU_ICON],
+        )  # fmt: skip
+        items = Node("div", {"id": menu.menu_id}, node.children)
+        if not menu.open:
+            items.attrs["hidden"] = None
+        node.children = [toggle, items]
+    return serialize(root)
+
+
+def viewport_op(device: dict[str, Any], menus: list[MenuPlan], fault: int | None) -> Op:
+    return {"op": "viewport", "device": device, "menus": [_menu(m) for m in menus],
+            "fault": fault}  # fmt: skip
+
+
+def _menu(m: MenuPlan) -> dict[str, Any]:
+    return {"toggle_id": m.toggle_id, "menu_id": m.menu_id, "label": m.label,
+            "anchor": m.anchor, "ids": m.ids, "open": m.open}  # fmt: skip

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from chaoseval.engine.judge import Verdict, judge
 from chaoseval.engine.toolbox import Received, StepBudgetExceeded, ToolBox, TrialState
 from chaoseval.engine.ui import render as render_page
+from chaoseval.engine.ui import ui_state
 from chaoseval.errors import HarnessError, PluginError, ScenarioError
 from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
 from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
@@ -397,6 +398,7 @@ class Observation:
         self._make_ctx = make_ctx
         self._clock = clock
         self._count = 0
+        ui_state(world).base = scenario.viewport  # the device its page is designed for
 
     def reference(self) -> str:
         """What an agent built against the app learned its selectors from: the unperturbed

@@ -19,88 +19,23 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from chaoseval.engine.dom import Node as Node
+from chaoseval.engine.dom import parse_html as parse_html
+from chaoseval.engine.dom import serialize as serialize
 from chaoseval.errors import ToolError
+from chaoseval.model.device import DESKTOP, Viewport
 from chaoseval.model.scenario import Scenario, ToolSpec, tool
 
 if TYPE_CHECKING:
     from chaoseval.model.world import World
     from chaoseval.seams.agent import Episode
 
-VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "source", "wbr"}
 ROLES = {"button", "link", "checkbox", "radio", "tab", "menuitem"}
 DIALOG_ROLES = {"dialog", "alertdialog"}
-
-# --- a tiny DOM: enough to parse, rewrite and re-serialize the pages scenarios ship ---------
-
-
-@dataclass
-class Node:
-    tag: str
-    attrs: dict[str, str | None] = field(default_factory=dict)
-    children: list[Node | str] = field(default_factory=list)
-
-    def text(self) -> str:
-        parts = [c if isinstance(c, str) else c.text() for c in self.children]
-        return " ".join(" ".join(parts).split())
-
-    def walk(self) -> list[Node]:
-        out: list[Node] = [self]
-        for c in self.children:
-            if isinstance(c, Node):
-                out.extend(c.walk())
-        return out
-
-
-class _TreeBuilder(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#root")
-        self.stack = [self.root]
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        node = Node(tag, dict(attrs))
-        self.stack[-1].children.append(node)
-        if tag not in VOID:
-            self.stack.append(node)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.stack[-1].children.append(Node(tag, dict(attrs)))
-
-    def handle_endtag(self, tag: str) -> None:
-        for i in range(len(self.stack) - 1, 0, -1):
-            if self.stack[i].tag == tag:
-                del self.stack[i:]
-                return
-
-    def handle_data(self, data: str) -> None:
-        self.stack[-1].children.append(data)
-
-
-def parse_html(page: str) -> Node:
-    builder = _TreeBuilder()
-    builder.feed(page)
-    builder.close()
-    return builder.root
-
-
-def serialize(node: Node | str) -> str:
-    if isinstance(node, str):
-        return html.escape(node, quote=False)
-    inner = "".join(serialize(c) for c in node.children)
-    if node.tag == "#root":
-        return inner
-    attrs = "".join(
-        f" {k}" if v is None else f' {k}="{html.escape(v, quote=True)}"'
-        for k, v in node.attrs.items()
-    )
-    if node.tag in VOID:
-        return f"<{node.tag}{attrs}>"
-    return f"<{node.tag}{attrs}>{inner}</{node.tag}>"
 
 
 def role_of(node: Node) -> str | None:
@@ -127,23 +62,30 @@ class Element:
     label: str
     index: int  # position among the page's interactive elements
     dialog: str | None = None  # id of the dialog it sits in
+    hidden_in: str | None = None  # id of the hidden (collapsed) container it sits in
+    controls: str | None = None  # the container it shows and hides (aria-controls)
 
 
 def elements(page: str | Node) -> list[Element]:
     root = parse_html(page) if isinstance(page, str) else page
     found: list[Element] = []
 
-    def visit(node: Node, dialog: str | None) -> None:
+    def visit(node: Node, dialog: str | None, hidden: str | None) -> None:
         if node.attrs.get("role") in DIALOG_ROLES:
             dialog = node.attrs.get("id") or "dialog"
+        if hidden is None and "hidden" in node.attrs:
+            hidden = node.attrs.get("id") or "hidden"
         role = role_of(node)
         if role is not None and node.attrs.get("id"):
-            found.append(Element(node.attrs["id"] or "", role, label_of(node), len(found), dialog))
+            found.append(
+                Element(node.attrs["id"] or "", role, label_of(node), len(found), dialog, hidden,
+                        node.attrs.get("aria-controls"))
+            )  # fmt: skip
         for c in node.children:
             if isinstance(c, Node):
-                visit(c, dialog)
+                visit(c, dialog, hidden)
 
-    visit(root, None)
+    visit(root, None, None)
     return found
 
 
@@ -243,6 +185,19 @@ class ModalPlan:
 
 
 @dataclass
+class MenuPlan:
+    """A narrow layout's collapsed menu: a toggle button and, behind it, controls named by the
+    page's own ids (chaoseval.engine.domops.collapse)."""
+
+    toggle_id: str
+    menu_id: str
+    label: str
+    ids: list[str]  # every control behind it
+    open: bool = False
+    anchor: str = ""  # a button directly in the bar: where the browser finds the bar
+
+
+@dataclass
 class UiState:
     layout: LayoutPlan | None = None
     modal: ModalPlan | None = None
@@ -252,6 +207,8 @@ class UiState:
     # replays them; hidden ids are not rendered before their trial time (slow_render).
     ops: list[dict[str, Any]] = field(default_factory=list)
     hidden: dict[str, float] = field(default_factory=dict)
+    menus: dict[str, MenuPlan] = field(default_factory=dict)  # by toggle id (viewport)
+    base: Viewport = DESKTOP  # the device the scenario's page is designed for
 
 
 def ui_state(world: World) -> UiState:
@@ -361,22 +318,42 @@ Action = Callable[..., dict[str, Any]]  # (world) -> {"action", "status", "ref"?
 
 
 def resolve(world: World, element_id: str) -> str | None:
-    """The page's own id for a clicked id, None for a dialog dismissal, or a ToolError."""
+    """The page's own id for a clicked id, None for a click the page handles itself (a
+    dialog dismissed, a menu opened), or a ToolError."""
+    target = page_action(world, element_id)
+    return target if isinstance(target, str) else None
+
+
+def page_action(world: World, element_id: str) -> str | dict[str, Any]:
+    """The page's own id for a clicked id; the click tool's answer for a click the page handles
+    itself (a dialog dismissed, a menu opened or closed); a ToolError when nothing is there to
+    click (covered by a dialog, renamed, not rendered yet, behind a collapsed menu)."""
     state = ui_state(world)
     modal = state.modal
     if modal is not None and modal.open:
         if element_id == modal.button_id:
             modal.open = False
-            return None
+            return {"action": "dismiss", "status": "dialog closed"}
         raise ToolError(
             f"click on #{element_id} intercepted: the dialog {modal.title!r} (#{modal.dialog_id})"
             " covers the page; dismiss it first"
         )
+    menu = state.menus.get(element_id)
+    if menu is not None:
+        menu.open = not menu.open
+        return {"action": "menu", "status": f"menu {'opened' if menu.open else 'closed'}"}
     if element_id in state.retired:
         raise ToolError(f"no element with id {element_id!r} on the page")
     if element_id in state.hidden and state.hidden[element_id] > world.clock.monotonic():
         raise ToolError(f"no element with id {element_id!r} on the page (yet)")
-    return state.aliases.get(element_id, element_id)
+    own = state.aliases.get(element_id, element_id)
+    for menu in state.menus.values():
+        if not menu.open and own in menu.ids:
+            raise ToolError(
+                f"#{element_id} is not visible: it is in the collapsed menu behind "
+                f"#{menu.toggle_id} ({menu.label!r}); open the menu first"
+            )
+    return own
 
 
 def set_status(table: str, key: str, *, expect: str, to: str, what: str) -> Action:
@@ -402,14 +379,9 @@ def click_tool(actions: dict[str, Action], writes: list[str]) -> ToolSpec:
 
     def click(world: World, element_id: str) -> dict[str, Any]:
         """Click the element with this id on the current page (see the page's HTML)."""
-        target = resolve(world, element_id)
-        if target is None:
-            return {
-                "element_id": element_id,
-                "action": "dismiss",
-                "status": "dialog closed",
-                "ref": None,
-            }
+        target = page_action(world, element_id)
+        if not isinstance(target, str):
+            return {"element_id": element_id, **target, "ref": None}  # the recorded key order
         action = actions.get(target)
         if action is None:
             raise ToolError(f"no clickable element with id {element_id!r} on the page")
@@ -454,6 +426,9 @@ async def click_by_label(
     target = chooser(label, role, outside)
     if target is None:
         raise ToolError(f"no {role} labelled {label!r} on the page")
+    toggle = next((e for e in outside if target.hidden_in and e.controls == target.hidden_in), None)
+    if toggle is not None:  # a narrow layout put it behind a menu: open the menu first
+        await actor.call("click", element_id=toggle.id)
     return await actor.call("click", element_id=target.id)
 
 

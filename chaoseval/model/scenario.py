@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 # Budgets and CheckResult are recorded in the journal, so they live with the records; a
 # scenario author imports them from here as before.
+from chaoseval.model.device import DESKTOP, Viewport
 from chaoseval.model.records import Budgets as Budgets
 from chaoseval.model.records import CheckResult as CheckResult
 from chaoseval.model.records import ScenarioInfo
@@ -221,6 +222,8 @@ class Scenario(BaseModel):
     freeze_time: bool = False  # run tool bodies under freezegun at the world's now
     memory: list[MemoryItem] = Field(default_factory=list)
     ui: str | None = None  # an HTML page given to the agent as its observation
+    # The device the page is designed for and seen on in a browser (a name, "WxH" or fields).
+    viewport: Viewport = DESKTOP
     # How often the simulated reference policy slips per decision at temperature 1.0.
     difficulty: float = Field(default=0.05, ge=0, le=1)
     source: str | None = None  # the file it was loaded from

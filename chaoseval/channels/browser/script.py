@@ -34,7 +34,10 @@ SCRIPT = r"""
   } catch (e) { /* no layout-shift entries in this browser: CLS stays unmeasured */ }
 
   const byId = (id) => document.getElementById(id);
-  const done = (op) => { C.applied.push(op.op); beacon({ fault: op.fault, op: op.op }); };
+  const done = (op, extra) => {
+    C.applied.push(op.op);
+    beacon(Object.assign({ fault: op.fault, op: op.op }, extra || {}));
+  };
   const ACT = {
     order(op) {
       const els = op.ids.map(byId).filter(Boolean);
@@ -84,6 +87,25 @@ SCRIPT = r"""
       wrap.append(box);
       document.body.append(wrap);
     },
+    viewport(op) {
+      // The narrow layout: each action bar's content behind a menu button, as at first paint.
+      for (const m of op.menus) {
+        const anchor = byId(m.anchor);
+        if (!anchor || !anchor.parentElement) continue;
+        const bar = anchor.parentElement;
+        const items = document.createElement("div");
+        items.id = m.menu_id;
+        items.hidden = !m.open;
+        while (bar.firstChild) items.append(bar.firstChild);
+        const toggle = document.createElement("button");
+        toggle.id = m.toggle_id;
+        toggle.setAttribute("aria-expanded", m.open ? "true" : "false");
+        toggle.setAttribute("aria-controls", m.menu_id);
+        toggle.setAttribute("aria-label", m.label);
+        toggle.textContent = "\u2630";
+        bar.append(toggle, items);
+      }
+    },
     banner(op) {
       const div = document.createElement("div");
       div.className = "chaoseval-banner";
@@ -94,8 +116,13 @@ SCRIPT = r"""
     },
   };
 
+  for (const op of cfg.ops) {
+    // Before anything else: a responsive layout is there from the first paint.
+    if (op.op === "viewport") { ACT.viewport(op); done(op, { width: window.innerWidth }); }
+  }
   const now = [];
   for (const op of cfg.ops) {
+    if (op.op === "viewport") continue;
     if (op.op === "slow") {
       // Out of the page before its first paint; back when its time comes.
       const held = op.ids.map(byId).filter(Boolean).map((el) => {
@@ -138,6 +165,12 @@ SCRIPT = r"""
     if (res.ok && res.result.action === "dismiss") {
       const overlay = el.closest("[data-chaoseval-overlay]");
       if (overlay) overlay.remove();
+    }
+    if (res.ok && res.result.action === "menu") {
+      const items = byId(el.getAttribute("aria-controls"));
+      const open = el.getAttribute("aria-expanded") !== "true";
+      el.setAttribute("aria-expanded", open ? "true" : "false");
+      if (items) items.hidden = !open;
     }
   });
 })();

@@ -10,7 +10,15 @@
   built against the app learned its selectors and positions from;
 - ``POST /click``     ``{"element_id"}``: the trial's ``click`` tool (policy, budgets, ledger and
   judge exactly as for any other tool call); ``{"ok", "result"}`` or ``{"ok": false, "error"}``;
-- ``POST /beacon``    ``{"fault", "cls", "shifts"}``: the script's reports.
+- ``POST /beacon``    ``{"fault", "cls", "shifts"}``: the script's reports (``width``: the
+  window width the page was laid out at, for the viewport's narrow layout);
+- ``GET  /device``    the device the trial's browser should be (chaoseval.model.device: the
+  scenario's ``viewport``, or the one the ``viewport`` perturbation drew for this trial), with
+  Playwright's ``new_context`` arguments under ``playwright``: ``exec:`` agents size their
+  browser from it before opening the page;
+- ``GET  /a11y``      the page as an accessibility tree (roles and names, Playwright's
+  aria-snapshot YAML; chaoseval.engine.a11y) rendered from the text DOM: a page observation
+  like ``GET /``, for agents that read the tree instead of the HTML.
 
 When the block ends, the page's Cumulative Layout Shift goes into the trajectory as a ``note``
 step (``tool="browser"``, ``result={"cls", "layout_shifts", "page_loads"}``), and into the
@@ -32,14 +40,19 @@ from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.browser.script import SCRIPT, SETTLE_MS
+from chaoseval.engine.a11y import aria_snapshot
 from chaoseval.engine.domops import browser_ops
 from chaoseval.engine.trial import Observation
 from chaoseval.engine.ui import ui_state
 from chaoseval.errors import AgentVisibleError, HarnessError
+from chaoseval.model.device import Viewport
 from chaoseval.seams.agent import Episode
 
-PATH = re.compile(r"^/ui/(?P<token>[A-Za-z0-9_-]+)/(?P<rest>[a-z]*)$")
+PATH = re.compile(r"^/ui/(?P<token>[A-Za-z0-9_-]+)/(?P<rest>[a-z0-9]*)$")
 BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
+# A responsive page lays out at the device's width (without it a mobile browser lays it out
+# 980 px wide and zooms out); before <html>, the parser puts it in the head.
+META = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 
 
 class PageApp:
@@ -72,6 +85,8 @@ class PageApp:
             ("GET", "reference"): self.reference,
             ("POST", "click"): self.click,
             ("POST", "beacon"): self.beacon,
+            ("GET", "device"): self.device,
+            ("GET", "a11y"): self.a11y,
         }.get(route)
         response = await handler(request) if handler else PlainTextResponse("not here", 404)
         await response(scope, receive, send)
@@ -91,10 +106,18 @@ class PageApp:
             f'<script id="chaoseval-config" type="application/json">{data}</script>'
             f"<script>{SCRIPT}</script>"
         )
-        return HTMLResponse(_before_body_end(obs.reference(), tail))
+        return HTMLResponse(META + _before_body_end(obs.reference(), tail))
+
+    async def device(self, request: Request) -> Response:
+        device = trial_device(self.episode)
+        return JSONResponse({**device.model_dump(), "playwright": device.playwright()})
+
+    async def a11y(self, request: Request) -> Response:
+        page = await self.observation.observe() or ""
+        return PlainTextResponse(aria_snapshot(page))
 
     async def reference(self, request: Request) -> Response:
-        return HTMLResponse(self.observation.reference())
+        return HTMLResponse(META + self.observation.reference())
 
     async def click(self, request: Request) -> Response:
         body = await _json(request)
@@ -121,6 +144,8 @@ class PageApp:
         ):
             self.observation.state.deliver([fault])
             self.delivered.add(fault)
+            if isinstance(body.get("width"), int | float):
+                faults[fault].detail["rendered_width"] = body["width"]
         return Response(status_code=204)
 
     def finish(self) -> None:
@@ -133,6 +158,22 @@ class PageApp:
             state.trajectory.faults[i].detail["cls"] = cls
         result = {"cls": cls, "layout_shifts": self.shifts, "page_loads": self.loads}
         state.trajectory.add_step("note", t=clock.monotonic(), tool="browser", result=result)
+
+
+def trial_device(episode: Episode) -> Viewport:
+    """The device the trial's page is seen on: a ``viewport``-like plugin's draw for this
+    trial (any observation plugin with ``device_for``), else the scenario's own."""
+    observation = episode._observe
+    if not isinstance(observation, Observation):
+        raise HarnessError("a device belongs to a scenario with a ui page")
+    link = episode.link
+    for plugin in link.plugins if link is not None else []:
+        draw = getattr(plugin, "device_for", None)
+        if plugin.channel == "observation" and draw is not None:
+            device = draw(link.run_seed, link.scenario, link.trial)  # type: ignore[union-attr]
+            if isinstance(device, Viewport):
+                return device
+    return ui_state(observation.world).base
 
 
 async def _json(request: Request) -> dict[str, Any]:

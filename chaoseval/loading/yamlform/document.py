@@ -75,7 +75,8 @@ class _Collector:
 TOP_KEYS = {
     "id", "description", "domain", "tags", "instruction", "tables", "generate", "target",
     "givens", "tools", "checks", "policy", "facts", "budgets", "solution", "reference_steps",
-    "start_time", "freeze_time", "memory", "ui", "difficulty", "perturbations", "contracts",
+    "start_time", "freeze_time", "memory", "ui", "viewport", "difficulty", "perturbations",
+    "contracts",
 }  # fmt: skip
 
 
@@ -145,6 +146,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "reference_steps": doc.get("reference_steps", solution[1]),
         "freeze_time": doc.get("freeze_time", False),
         "ui": compile_ui(root.get("ui"), source),
+        "viewport": doc.get("viewport", "desktop"),
         "difficulty": doc.get("difficulty", 0.05),
         "perturbations": perturbations,
         "source": source,
