@@ -43,7 +43,14 @@ NAMED_BY_CONTENT = {
     "button", "link", "heading", "radio", "checkbox", "tab", "menuitem", "option", "cell",
     "columnheader", "row", "switch", "treeitem",
 }  # fmt: skip
-PLAIN = re.compile(r"^[A-Za-z0-9 .,!?()'/\u2013\u2014+-]*[A-Za-z0-9.!?)]$|^[^\x00-\x7f]+$")
+INLINE = {
+    "a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "i", "kbd", "label",
+    "mark", "q", "s", "samp", "small", "span", "strong", "sub", "sup", "time", "u", "var",
+}  # fmt: skip
+QUOTE = re.compile(
+    r"^\s|\s$|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|^-|[\n:](\s|$)|\s#|[\n\r]"
+    r"|^[&*\],?!>|@\"'#%]|[{}`]|^\["
+)
 
 
 def _role(node: Node) -> str | None:
@@ -67,11 +74,13 @@ def _hidden(node: Node) -> bool:
 
 
 def _text(node: Node | str) -> str:
+    """The node's text as a browser joins it: inline elements run on, blocks are apart."""
     if isinstance(node, str):
         return node
     if node.tag in SKIP or _hidden(node):
         return ""
-    return " ".join(_text(c) for c in node.children)
+    pad = "" if node.tag in INLINE else " "
+    return pad + "".join(_text(c) for c in node.children) + pad
 
 
 def _squash(text: str) -> str:
@@ -103,8 +112,30 @@ def _states(node: Node, role: str) -> list[str]:
     return out
 
 
-def _quote(text: str) -> str:
-    return text if PLAIN.match(text) else json.dumps(text, ensure_ascii=False)
+def _needs_quotes(text: str) -> bool:
+    """Whether YAML would read ``text`` as something else (Playwright's rule)."""
+    return bool(
+        not text
+        or QUOTE.search(text)
+        or text.lower() in ("y", "n", "yes", "no", "true", "false", "on", "off", "null")
+        or _number(text)
+    )
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _value(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False) if _needs_quotes(text) else text
+
+
+def _key(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'" if _needs_quotes(text) else text
 
 
 Item = tuple[str, list["Item | str"]]  # (the line's head, its children) or a text
@@ -112,28 +143,38 @@ Item = tuple[str, list["Item | str"]]  # (the line's head, its children) or a te
 
 def _items(node: Node, by_id: dict[str, Node]) -> list[Item | str]:
     """A node's children as tree items: generic containers folded into their parent, runs of
-    text joined into one text item."""
+    text joined into one text item (inline elements run on, blocks are apart)."""
     out: list[Item | str] = []
+    text: list[str] = []
+
+    def flush() -> None:
+        joined = _squash("".join(text))
+        text.clear()
+        if joined:
+            out.append(joined)
+
     for child in node.children:
         if isinstance(child, str):
-            if child.strip():
-                if out and isinstance(out[-1], str):
-                    out[-1] = f"{out[-1]} {child}"
-                else:
-                    out.append(child)
+            text.append(child)
             continue
         if child.tag in SKIP or _hidden(child):
             continue
         role = _role(child)
-        if role is None:
-            for item in _items(child, by_id):
-                if isinstance(item, str) and out and isinstance(out[-1], str):
-                    out[-1] = f"{out[-1]} {item}"
-                else:
-                    out.append(item)
+        if role is not None:
+            flush()
+            out.append(_item(child, role, by_id))
             continue
-        out.append(_item(child, role, by_id))
-    return [_squash(i) if isinstance(i, str) else i for i in out]
+        pad = "" if child.tag in INLINE else " "
+        text.append(pad)
+        for item in _items(child, by_id):
+            if isinstance(item, str):
+                text.append(item)
+            else:
+                flush()
+                out.append(item)
+        text.append(pad)
+    flush()
+    return out
 
 
 def _item(node: Node, role: str, by_id: dict[str, Node]) -> Item:
@@ -153,15 +194,17 @@ def _lines(items: list[Item | str], depth: int) -> list[str]:
     out = []
     for item in items:
         if isinstance(item, str):
-            out.append(f"{pad}- text: {_quote(item)}")
+            out.append(f"{pad}- text: {_value(item)}")
             continue
         head, kids = item
-        if head.startswith("/url: ") or not kids:
-            out.append(f"{pad}- {head}")
+        if head.startswith("/url: "):
+            out.append(f"{pad}- /url: {_value(head[6:])}")
+        elif not kids:
+            out.append(f"{pad}- {_key(head)}")
         elif len(kids) == 1 and isinstance(kids[0], str):
-            out.append(f"{pad}- {head}: {_quote(kids[0])}")
+            out.append(f"{pad}- {_key(head)}: {_value(kids[0])}")
         else:
-            out.append(f"{pad}- {head}:")
+            out.append(f"{pad}- {_key(head)}:")
             out.extend(_lines(kids, depth + 1))
     return out
 

@@ -107,3 +107,29 @@ def test_the_device_and_the_accessibility_tree_in_chromium(chromium: Path) -> No
     assert '- button "Approve refund"' in clean["live"]
     assert '- button "Approve refund"' not in shifted["live"]
     assert '- button "More actions"' in shifted["live"]
+
+
+def test_every_bundled_page_reads_the_same_as_chromium_reads_it(chromium: Path) -> None:
+    """engine.a11y against Playwright's aria_snapshot() on each UI page, desktop and narrow."""
+    import asyncio
+
+    from chaoseval.engine.a11y import aria_snapshot
+    from chaoseval.engine.domops import collapse, menu_plans
+
+    pages = []
+    for scenario in (s for s in installed() if s.ui):
+        givens = scenario.build(1)[1]
+        page = str(givens.get("_ui_page") or (scenario.ui or "").format(**givens))
+        pages += [page, collapse(page, menu_plans(page, 3), {})]
+
+    async def read() -> list[str]:
+        async with launch() as browser:
+            tab = await browser.new_page()
+            out = []
+            for page in pages:
+                await tab.set_content(page)
+                out.append(await tab.locator("body").aria_snapshot())
+            return out
+
+    assert len(pages) >= 20
+    assert asyncio.run(read()) == [aria_snapshot(page) for page in pages]
