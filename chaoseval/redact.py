@@ -89,8 +89,8 @@ class Redactor:
 
 def _may_hold_credential(lowered: str) -> bool:
     """Whether HEADER or BEARER could match: each needs one of these words."""
-    return "authorization" in lowered or "bearer" in lowered or (
-        "api" in lowered and "key" in lowered
+    return (
+        "authorization" in lowered or "bearer" in lowered or ("api" in lowered and "key" in lowered)
     )
 
 

@@ -7,15 +7,22 @@ than k scored trials is listed as excluded for that k.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from chaoseval.analysis.metrics import Delta, Summary, TaskCounts, delta, summarize
 
 # CLEAN is re-exported: the analysis and render modules import it from here.
 from chaoseval.model.records import CLEAN as CLEAN
 from chaoseval.model.records import TrialRecord
+from chaoseval.store.columns import Group, Trials, as_group
+
+# What the functions here take: a group of a journal's rows, or records in memory.
+Records = Group | Trials | Sequence[TrialRecord]
 
 
 @dataclass
@@ -58,70 +65,107 @@ class CellResult:
         return self.perturbed and self.faults_delivered == 0
 
 
-def task_counts(records: Iterable[TrialRecord]) -> dict[str, tuple[int, int]]:
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in records:
-        entry = counts[r.scenario]
-        if r.scored:
-            entry[0] += 1
-            entry[1] += r.passed
-    return {t: (n, c) for t, (n, c) in counts.items()}
+def _first_seen(codes: np.ndarray) -> list[int]:
+    """The distinct codes in the order they first appear."""
+    uniq, first = np.unique(codes, return_index=True)
+    return [int(c) for c in uniq[np.argsort(first, kind="stable")]]
 
 
-def not_landed(records: Iterable[TrialRecord]) -> list[str]:
+def task_counts(records: Records) -> dict[str, tuple[int, int]]:
+    """Per task (first-seen order): scored trials n and passed c."""
+    g = as_group(records)
+    sc, st = g["scenario"], g["status"]
+    size = len(g.t.vocab["scenario"])
+    n = np.bincount(sc, weights=st != 2, minlength=size)
+    c = np.bincount(sc, weights=st == 0, minlength=size)
+    names = g.t.vocab["scenario"]
+    return {names[t]: (int(n[t]), int(c[t])) for t in _first_seen(sc)}
+
+
+def _perturbed(g: Group) -> np.ndarray:
+    """Per row: whether its trial ran under a perturbation."""
+    stacked = np.array([bool(p) for p in g.t.vocab["plugins"]] or [False])
+    codes = g["plugins"]
+    return np.where(codes >= 0, stacked[np.maximum(codes, 0)], False)
+
+
+def not_landed(records: Records) -> list[str]:
     """Tasks of a perturbed cell where no fault reached the agent in any trial.
 
     Such a task was not tested under the perturbation; scoring it would count an untested
     task as one that survived, so it is left out of the cell's metrics and listed instead.
     """
-    landed: dict[str, bool] = {}
-    for r in records:
-        if not r.perturbations:
-            return []
-        landed[r.scenario] = landed.get(r.scenario, False) or r.faults_delivered() > 0
-    return sorted(t for t, hit in landed.items() if not hit)
+    g = as_group(records)
+    if not len(g) or not _perturbed(g).all():
+        return []
+    sc = g["scenario"]
+    hit = np.bincount(sc, weights=g["delivered"] > 0, minlength=len(g.t.vocab["scenario"]))
+    names = g.t.vocab["scenario"]
+    return sorted(names[t] for t in _first_seen(sc) if not hit[t])
 
 
-def untouched_channels(records: Iterable[TrialRecord]) -> list[str]:
+def untouched_channels(records: Records) -> list[str]:
     """The channels no trial among ``records`` called: its model (a model request or call)
     and its tools (a tool call). Empty when there are no records."""
-    trials = list(records)
-    if not trials:
+    g = as_group(records)
+    if not len(g):
         return []
-    kinds = {s.kind for r in trials for s in r.trajectory.steps}
-    return [
-        name for kind, name in (("model", "its model"), ("tool", "its tools")) if kind not in kinds
-    ]
+    kinds = int(np.bitwise_or.reduce(g["kinds"]))
+    return [name for bit, name in ((1, "its model"), (2, "its tools")) if not kinds & bit]
 
 
-def landed_counts(records: Sequence[TrialRecord]) -> dict[str, tuple[int, int]]:
+def landed_counts(records: Records) -> dict[str, tuple[int, int]]:
     """Per-task (n, c) over the tasks the cell's perturbations reached."""
-    skip = set(not_landed(records))
-    return {t: nc for t, nc in task_counts(records).items() if t not in skip}
+    g = as_group(records)
+    skip = set(not_landed(g))
+    return {t: nc for t, nc in task_counts(g).items() if t not in skip}
+
+
+def in_tasks(g: Group, tasks: Iterable[str]) -> np.ndarray:
+    """Per row of ``g``: whether its task is one of ``tasks``."""
+    vocab = g.t.vocab["scenario"]
+    wanted = set(tasks)
+    codes = np.array([v in wanted for v in vocab] or [False])
+    return codes[g["scenario"]] if len(g) else np.zeros(0, bool)
+
+
+def veto_counts(g: Group) -> Counter[str]:
+    """Veto kinds over ``g``'s trials, in the order they first appear (as most_common breaks
+    ties)."""
+    first: list[tuple[int, int, str, int]] = []
+    for kind in ("safety", "hallucination"):
+        n = g[kind]
+        if n.any():
+            row = int(g.rows[int(np.argmax(n > 0))])
+            within = [k for k, _ in g.t.vetoes.get(row, [])].index(kind)
+            first.append((row, within, kind, int(n.sum())))
+    return Counter({kind: n for _, _, kind, n in sorted(first)})
 
 
 def _summary(counts: dict[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
     return summarize([TaskCounts(t, n, c) for t, (n, c) in sorted(counts.items())], ks)
 
 
-def cell_result(name: str, records: Sequence[TrialRecord], ks: Sequence[int]) -> CellResult:
-    counts = landed_counts(records)
-    missed = not_landed(records)
+def cell_result(name: str, records: Records, ks: Sequence[int]) -> CellResult:
+    g = as_group(records)
+    counts = landed_counts(g)
+    missed = not_landed(g)
     # Root causes and vetoes describe the same trials the metrics do: the tasks reached.
-    reached = [r for r in records if r.scenario not in missed]
+    reached = g.where(~in_tasks(g, missed))
+    failed = reached.where(reached["status"] == 1)
     return CellResult(
         cell=name,
         summary=_summary(counts, ks),
-        trials=len(records),
-        not_evaluable=sum(not r.scored for r in records),
-        root_causes=Counter(r.root_cause for r in reached if r.status == "failed" and r.root_cause),
-        vetoes=Counter(v.kind for r in reached for v in r.vetoes),
-        faults_injected=sum(len(r.trajectory.faults) for r in records),
-        faults_delivered=sum(r.faults_delivered() for r in records),
-        perturbed=any(r.perturbations for r in records),
+        trials=len(g),
+        not_evaluable=int((g["status"] == 2).sum()),
+        root_causes=Counter(c for c in failed.names("root_cause") if c),
+        vetoes=veto_counts(reached),
+        faults_injected=int(g["faults"].sum()),
+        faults_delivered=int(g["delivered"].sum()),
+        perturbed=bool(_perturbed(g).any()),
         counts=counts,
         not_landed=missed,
-        untouched=untouched_channels(r for r in records if r.scenario in missed),
+        untouched=untouched_channels(g.where(in_tasks(g, missed))),
     )
 
 
@@ -131,13 +175,32 @@ def _against_clean(result: CellResult, clean: CellResult, ks: Sequence[int]) -> 
     return delta(result.summary, _summary(same, ks))
 
 
-def by_cell(records: Sequence[TrialRecord], ks: Sequence[int]) -> list[CellResult]:
+def groups(records: Records, *columns: str) -> dict[Any, Group]:
+    """The rows of each distinct value of ``columns`` (a tuple of names when several), in the
+    order each first appears."""
+    g = as_group(records)
+    if not len(g):
+        return {}
+    key = np.zeros(len(g), np.int64)
+    for column in columns:
+        key = key * (len(g.t.vocab[column]) + 1) + g[column] + 1
+    order = np.argsort(key, kind="stable")
+    _, start = np.unique(key[order], return_index=True)
+    bounds = [*start[1:].tolist(), len(order)]
+    parts = [(int(order[s]), order[s:e]) for s, e in zip(start.tolist(), bounds, strict=True)]
+    out: dict[Any, Group] = {}
+    for _, rows in sorted(parts, key=lambda p: p[0]):
+        first = int(g.rows[rows[0]])
+        names = tuple(g.t.value(c, first) for c in columns)
+        out[names if len(columns) > 1 else names[0]] = Group(g.t, g.rows[rows])
+    return out
+
+
+def by_cell(records: Records, ks: Sequence[int]) -> list[CellResult]:
     """One result per cell, clean first, each with its degradation against clean."""
-    groups: dict[str, list[TrialRecord]] = defaultdict(list)
-    for record in records:
-        groups[record.cell].append(record)
-    order = [CLEAN] + [c for c in groups if c != CLEAN]
-    results = [cell_result(c, groups[c], ks) for c in order if c in groups]
+    cells = groups(records, "cell")
+    order = [CLEAN] + [c for c in cells if c != CLEAN]
+    results = [cell_result(c, cells[c], ks) for c in order if c in cells]
     clean = next((r for r in results if r.cell == CLEAN), None)
     if clean is not None:
         for r in results:
@@ -145,13 +208,10 @@ def by_cell(records: Sequence[TrialRecord], ks: Sequence[int]) -> list[CellResul
     return results
 
 
-def by_scenario_cell(
-    records: Sequence[TrialRecord], ks: Sequence[int]
-) -> dict[tuple[str, str], CellResult]:
-    groups: dict[tuple[str, str], list[TrialRecord]] = defaultdict(list)
-    for r in records:
-        groups[(r.scenario, r.cell)].append(r)
-    results = {key: cell_result(key[1], recs, ks) for key, recs in groups.items()}
+def by_scenario_cell(records: Records, ks: Sequence[int]) -> dict[tuple[str, str], CellResult]:
+    results = {
+        key: cell_result(key[1], g, ks) for key, g in groups(records, "scenario", "cell").items()
+    }
     for (scenario, _cell), result in results.items():
         clean = results.get((scenario, CLEAN))
         if clean is not None:

@@ -9,11 +9,11 @@ A browser trial is one whose trajectory holds the page server's ``note`` step
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from chaoseval.model.records import TrialRecord
+from chaoseval.analysis.aggregate import Records
+from chaoseval.store.columns import as_group
 
 __all__ = ["BrowserCell", "BrowserFailure", "BrowserView", "browser_view"]
 
@@ -41,45 +41,33 @@ class BrowserView:
     failures: list[BrowserFailure]
 
 
-def _cls(record: TrialRecord) -> float | None:
-    for step in record.trajectory.steps:
-        if step.kind == "note" and step.tool == "browser" and isinstance(step.result, dict):
-            return float(step.result.get("cls", 0.0))
-    return None
-
-
-def _screenshot(record: TrialRecord) -> str | None:
-    shots = [a for a in record.artifacts if a.name.endswith(".png")]
-    failed = [a for a in shots if a.name.startswith("failed")]  # the failing step, else the end
-    chosen = (failed or shots)[:1]
-    return chosen[0].path if chosen else None
-
-
-def browser_view(records: Iterable[TrialRecord]) -> BrowserView | None:
+def browser_view(records: Records) -> BrowserView | None:
     """None when no trial ran in a browser."""
-    groups: dict[str, list[tuple[TrialRecord, float]]] = defaultdict(list)
-    for r in records:
-        cls = _cls(r)
-        if cls is not None:
-            groups[r.cell].append((r, cls))
+    g = as_group(records)
+    t = g.t
+    wanted = set(g.rows.tolist()) if len(g) != len(t) else None
+    groups: dict[str, list[int]] = defaultdict(list)
+    for row in sorted(t.browser):
+        if wanted is None or row in wanted:
+            groups[t.value("cell", row)].append(row)
     if not groups:
         return None
     cells, failures = [], []
-    for cell, pairs in groups.items():
+    for cell, rows in groups.items():
         landed: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for r, _ in pairs:
-            for f in r.trajectory.faults:
-                landed[f.kind][0] += f.delivered
-                landed[f.kind][1] += 1
-            shot = _screenshot(r)
-            if r.status == "failed" and shot is not None:
-                cause = r.root_cause or r.error or "failed"
-                failures.append(BrowserFailure(r.trial_id, cell, cause, shot))
-        values = [c for _, c in pairs]
+        for row in rows:
+            _, faults, shot = t.browser[row]
+            for kind, delivered in faults:
+                landed[kind][0] += delivered
+                landed[kind][1] += 1
+            if int(t.col["status"][row]) == 1 and shot is not None:
+                cause = t.value("root_cause", row) or t.errors.get(row) or "failed"
+                failures.append(BrowserFailure(t.trial_id(row), cell, cause, shot))
+        values = [t.browser[row][0] for row in rows]
         cells.append(
             BrowserCell(
                 cell=cell,
-                trials=len(pairs),
+                trials=len(rows),
                 cls_mean=fmean(values),
                 cls_max=max(values),
                 landed={k: (d, n) for k, (d, n) in sorted(landed.items())},

@@ -4,16 +4,18 @@ module). A pure function of the journal: it reads the records and the manifest, 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
+import numpy as np
+
+from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, groups
 from chaoseval.analysis.browser import BrowserView, browser_view
 from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
-from chaoseval.analysis.measures import TrialMeasures, graceful_by_cell, measure
+from chaoseval.analysis.measures import Measures, graceful_by_cell, measure
 from chaoseval.analysis.noise import RunNoise, run_noise
 from chaoseval.analysis.process import (
     NOT_USED,
@@ -23,7 +25,7 @@ from chaoseval.analysis.process import (
     recorded_references,
 )
 from chaoseval.analysis.slices import Slices, ToolSlice, VetoItem, slices
-from chaoseval.model.records import TrialRecord
+from chaoseval.store.columns import Group, Trials, as_trials
 from chaoseval.store.journal import Journal
 
 __all__ = ["Analysis", "analysis_json", "analyze"]
@@ -54,7 +56,7 @@ class Analysis:
     plugins: dict[str, list[str]] = field(default_factory=dict)  # cell -> plugin names
     browser: BrowserView | None = None  # CLS, landed faults, screenshots of browser trials
     # Per scored trial: what it spent and how it ended under a degradation contract (gate).
-    measures: list[TrialMeasures] = field(default_factory=list)
+    measures: Measures = field(default_factory=lambda: measure([]))
 
     @property
     def k_main(self) -> int:
@@ -71,15 +73,13 @@ class Analysis:
         return Counter(v.kind for v in self.vetoes)
 
 
-def _by_cell_records(records: Iterable[TrialRecord]) -> dict[str, list[TrialRecord]]:
-    groups: dict[str, list[TrialRecord]] = defaultdict(list)
-    for r in records:
-        groups[r.cell].append(r)
-    return groups
+def _plugins(g: Group) -> list[str]:
+    sets = g.t.vocab["plugins"]
+    return sorted({p for code in np.unique(g["plugins"]).tolist() if code >= 0 for p in sets[code]})
 
 
 def analyze(
-    journal: Journal,
+    journal: Trials | Journal,
     ks: Sequence[int] | None = None,
     *,
     n_resamples: int = 10_000,
@@ -91,40 +91,39 @@ def analyze(
 
     Tool-call correctness and path efficiency use the reference runs the run recorded in its
     manifest; ``references=False`` leaves them off."""
-    ks = sorted(set(ks or journal.manifest.ks))
-    records = journal.records
+    t = as_trials(journal)
+    ks = sorted(set(ks or t.manifest.ks))
+    records = Group.all(t)
     cells = by_cell(records, ks)
-    groups = _by_cell_records(records)
-    warnings = list(journal.warnings)
-    degraded = degradation(cells, groups, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed)
-    refs = recorded_references(journal, warnings) if references else References(note=NOT_USED)
+    by = groups(records, "cell")
+    warnings = list(t.warnings)
+    degraded = degradation(cells, by, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed)
+    refs = recorded_references(t, warnings) if references else References(note=NOT_USED)
     sl: Slices = slices(records)
     curves, baselines = pass_hat_curves(cells)
-    m = journal.manifest
+    m = t.manifest
     return Analysis(
-        journal=str(journal.path),
+        journal=str(t.path),
         run_id=m.run_id,
         agent=m.agent,
         seed=m.seed,
         ks=ks,
         cells=cells,
         degradation=degraded,
-        noise=[run_noise(c.cell, groups[c.cell]) for c in cells],
+        noise=[run_noise(c.cell, by[c.cell]) for c in cells],
         root_causes={c.cell: c.root_causes for c in cells},
         by_tag=sl.by_tag,
         tag_trials=sl.tag_trials,
         by_tool=sl.by_tool,
         vetoes=sl.vetoes,
-        process={c.cell: process_metrics(c.cell, groups[c.cell], refs) for c in cells},
+        process={c.cell: process_metrics(c.cell, by[c.cell], refs) for c in cells},
         heatmap=heatmap(records, ks),
         curves=curves,
         baseline_curves=baselines,
-        scenarios=sorted({r.scenario for r in records}),
+        scenarios=sorted(set(records.names("scenario"))),
         warnings=warnings,
         reference_note=refs.note,
-        plugins={
-            c: sorted({p.name for r in rs for p in r.perturbations}) for c, rs in groups.items()
-        },
+        plugins={c: _plugins(g) for c, g in by.items()},
         browser=browser_view(records),
         measures=measure(records),
     )

@@ -21,14 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaoseval.analysis.aggregate import CLEAN, not_landed, task_counts
+import numpy as np
+
+from chaoseval.analysis.aggregate import CLEAN, Records, groups, not_landed, task_counts
 from chaoseval.analysis.degradation import (
     Comparison,
     adjust_by_metric,
     compare_drops,
     compare_metrics,
 )
-from chaoseval.model.records import TrialRecord
+from chaoseval.store.columns import Group, Trials, as_group, as_trials
 from chaoseval.store.journal import Journal
 
 __all__ = [
@@ -57,17 +59,18 @@ class Budget:
     sim_seconds: float
 
     @classmethod
-    def of(cls, label: str, records: Sequence[TrialRecord]) -> Budget:
+    def of(cls, label: str, records: Records) -> Budget:
+        g = as_group(records)
         return cls(
             label=label,
-            trials=len(records),
-            scored=sum(r.scored for r in records),
-            model_calls=sum(r.usage.model_calls for r in records),
-            tool_calls=sum(len(r.trajectory.tool_steps()) for r in records),
-            tokens=sum(r.usage.input_tokens + r.usage.output_tokens for r in records),
-            cost=math.fsum(r.usage.cost for r in records),
-            wall_seconds=math.fsum(r.wall_seconds for r in records),
-            sim_seconds=math.fsum(r.sim_seconds for r in records),
+            trials=len(g),
+            scored=int((g["status"] != 2).sum()),
+            model_calls=int(g["model_calls"].sum()),
+            tool_calls=int(g["tool_calls"].sum()),
+            tokens=int(g["tokens"].sum()),
+            cost=math.fsum(g["cost"].tolist()),
+            wall_seconds=math.fsum(g["wall_seconds"].tolist()),
+            sim_seconds=math.fsum(g["sim_seconds"].tolist()),
         )
 
     ROWS = (
@@ -196,7 +199,7 @@ class HarnessComparison:
         }
 
 
-def _labels(a: Journal, b: Journal) -> tuple[str, str]:
+def _labels(a: Trials, b: Trials) -> tuple[str, str]:
     la, lb = a.manifest.agent, b.manifest.agent
     if la == lb:
         la, lb = f"{la} ({Path(a.path).stem})", f"{lb} ({Path(b.path).stem})"
@@ -205,15 +208,13 @@ def _labels(a: Journal, b: Journal) -> tuple[str, str]:
     return la, lb
 
 
-def _group(records: Sequence[TrialRecord]) -> dict[str, list[TrialRecord]]:
-    out: dict[str, list[TrialRecord]] = {}
-    for r in records:
-        out.setdefault(r.cell, []).append(r)
-    return out
-
-
-def _paired(records: Sequence[TrialRecord], keep: set[tuple[str, str]]) -> list[TrialRecord]:
-    return [r for r in records if (r.cell, r.scenario) in keep]
+def _paired(t: Trials, keep: set[tuple[str, str]]) -> Group:
+    g = Group.all(t)
+    if not len(g):
+        return g
+    cells, tasks = t.vocab["cell"], t.vocab["scenario"]
+    pairs = np.array([[(c, s) in keep for s in tasks] for c in cells])
+    return g.where(pairs[g["cell"], g["scenario"]])
 
 
 def _first_significant(cmps: Sequence[Comparison]) -> Comparison | None:
@@ -264,7 +265,7 @@ def _verdict(c: CellComparison, labels: tuple[str, str], k: int) -> None:
     c.summary = f"{c.cell}: " + "; ".join(parts)
 
 
-def _warnings(a: Journal, b: Journal) -> list[str]:
+def _warnings(a: Trials, b: Trials) -> list[str]:
     warnings: list[str] = []
     if a.manifest.seed != b.manifest.seed:
         warnings.append(
@@ -277,9 +278,9 @@ def _warnings(a: Journal, b: Journal) -> list[str]:
 
 
 def _cell(
-    ga: Sequence[TrialRecord],
-    gb: Sequence[TrialRecord],
-    clean: tuple[Sequence[TrialRecord], Sequence[TrialRecord]] | None,
+    ga: Group,
+    gb: Group,
+    clean: tuple[Group, Group] | None,
     grid: Sequence[tuple[str, int | None]],
     labels: tuple[str, str],
     cell: str,
@@ -318,8 +319,8 @@ def _cell(
 
 
 def compare_journals(
-    a: Journal,
-    b: Journal,
+    a: Trials | Journal,
+    b: Trials | Journal,
     ks: Sequence[int] | None = None,
     *,
     n_resamples: int = 10_000,
@@ -327,11 +328,12 @@ def compare_journals(
     seed: int = 0,
 ) -> HarnessComparison:
     """Paired comparison of journal ``b`` against journal ``a`` (differences are ``b - a``)."""
+    a, b = as_trials(a), as_trials(b)
     ks = sorted(set(ks or (set(a.manifest.ks) & set(b.manifest.ks)) or [1]))
     la, lb = _labels(a, b)
-    ga, gb = _group(a.records), _group(b.records)
-    sa = {r.scenario for r in a.records}
-    sb = {r.scenario for r in b.records}
+    ga, gb = groups(a, "cell"), groups(b, "cell")
+    sa = set(Group.all(a).names("scenario"))
+    sb = set(Group.all(b).names("scenario"))
     common_cells = [c for c in ga if c in gb]
     common_cells.sort(key=lambda c: (c != CLEAN, c))
 
@@ -354,7 +356,7 @@ def compare_journals(
         b_path=str(b.path),
         ks=ks,
         cells=cells,
-        budgets=(Budget.of(la, _paired(a.records, keep)), Budget.of(lb, _paired(b.records, keep))),
+        budgets=(Budget.of(la, _paired(a, keep)), Budget.of(lb, _paired(b, keep))),
         only_in_a=sorted(sa - sb),
         only_in_b=sorted(sb - sa),
         cells_only_in_a=sorted(set(ga) - set(gb)),

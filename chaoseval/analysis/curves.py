@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, by_scenario_cell
+from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, by_scenario_cell
 from chaoseval.analysis.metrics import TaskCounts, summarize
-from chaoseval.model.records import TrialRecord
 
 __all__ = ["Curve", "heatmap", "pass_hat_curve", "pass_hat_curves"]
 
@@ -40,9 +39,7 @@ def pass_hat_curves(cells: Sequence[CellResult]) -> tuple[dict[str, Curve], dict
     return curves, baselines
 
 
-def heatmap(
-    records: Sequence[TrialRecord], ks: Sequence[int]
-) -> dict[tuple[str, str], float | None]:
+def heatmap(records: Records, ks: Sequence[int]) -> dict[tuple[str, str], float | None]:
     """(scenario, cell) -> change in pass^k (largest k) against clean on that scenario."""
     k_main = max(ks)
     per = by_scenario_cell(records, ks)

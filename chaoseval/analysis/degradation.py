@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, not_landed, task_counts
+from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, not_landed, task_counts
 from chaoseval.analysis.inference import paired_compare
 from chaoseval.analysis.metrics import per_task_metric
 from chaoseval.analysis.stats import Interval, TestResult, benjamini_hochberg, holm
-from chaoseval.model.records import TrialRecord
 from chaoseval.model.seeding import derive_seed
 
 __all__ = [
@@ -278,7 +277,7 @@ def metric_grid(ks: Sequence[int]) -> list[tuple[str, int | None]]:
 
 def degradation(
     cells: Sequence[CellResult],
-    groups: Mapping[str, Sequence[TrialRecord]],
+    groups: Mapping[str, Records],
     ks: Sequence[int],
     warnings: list[str],
     *,

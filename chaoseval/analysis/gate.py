@@ -226,14 +226,10 @@ def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
     if cells == []:
         known = ", ".join(c.cell for c in a.cells)
         return RuleResult(rule, False, None, f"no cell is or stacks {rule.cell!r}; cells: {known}")
-    groups = (
-        [("run", a.measures)]
-        if cells is None
-        else [(c, [m for m in a.measures if m.cell == c]) for c in cells]
-    )
+    groups = [("run", a.measures)] if cells is None else [(c, a.measures.select(c)) for c in cells]
     if rule.kind == "graceful" and rule.cell == "*":
         # Every cell a contract applied in: the others have nothing to degrade from.
-        groups = [(c, ms) for c, ms in groups if any(m.outcome for m in ms)] or groups
+        groups = [(c, ms) for c, ms in groups if ms.outcomes()] or groups
     check = OPS[rule.op]
     values: list[float] = []
     parts = []
@@ -246,7 +242,7 @@ def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
             if v is None:
                 why = " (no trial received a fault that a degradation contract names)"
         else:
-            v = aggregate(rule.agg or "mean", [m.value(rule.metric or "") for m in ms])
+            v = aggregate(rule.agg or "mean", ms.values(rule.metric or ""))
             why = f" over {len(ms)} trials"
         label = "graceful" if rule.kind == "graceful" else f"{rule.agg}({rule.metric})"
         parts.append(f"{label}[{cell}] = {_fmt(v)}{why}")

@@ -1,25 +1,27 @@
 """What each trial spent and how it ended under a degradation contract: the values gate rules
 such as ``mean(tool_calls) <= 6``, ``p95(latency) <= 30`` or ``graceful[timeout] == 1.0`` read.
 
-A pure function of the records. Trials that are not evaluable (a harness error, not the
+A pure function of the journal's columns. Trials that are not evaluable (a harness error, not the
 agent's doing) are left out, as they are of every other metric.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from chaoseval.model.records import TrialRecord
+from chaoseval.analysis.aggregate import Records
+from chaoseval.store.columns import Group, as_group
 
 __all__ = [
     "AGGREGATES",
     "METRICS",
     "Graceful",
+    "Measures",
     "TrialMeasures",
     "aggregate",
     "graceful",
@@ -33,7 +35,6 @@ __all__ = [
 METRICS = ("steps", "tool_calls", "tokens", "cost", "latency")
 AGGREGATES = ("mean", "p95")
 Outcome = Literal["recovered", "degraded", "failed"]
-_ACTIONS = frozenset({"tool", "model", "observation", "memory"})
 
 
 @dataclass(frozen=True)
@@ -55,31 +56,60 @@ class TrialMeasures:
         return float(getattr(self, metric))
 
 
-def measure(records: Iterable[TrialRecord]) -> list[TrialMeasures]:
-    out = []
-    for r in records:
-        if not r.scored:
-            continue
-        out.append(
-            TrialMeasures(
-                trial_id=r.trial_id,
-                scenario=r.scenario,
-                cell=r.cell,
-                steps=sum(s.kind in _ACTIONS for s in r.trajectory.steps),
-                tool_calls=len(r.trajectory.tool_steps()),
-                tokens=r.usage.input_tokens + r.usage.output_tokens,
-                cost=r.usage.cost,
-                latency=r.sim_seconds,
-                outcome=_outcome(r) if r.contracts else None,
-            )
-        )
-    return out
+_COLUMNS = {
+    "steps": "actions",
+    "tool_calls": "tool_calls",
+    "tokens": "tokens",
+    "cost": "cost",
+    "latency": "sim_seconds",
+}
+_OUTCOMES: tuple[Outcome, ...] = ("recovered", "degraded", "failed")
 
 
-def _outcome(r: TrialRecord) -> Outcome:
-    if not r.passed:
-        return "failed"
-    return "recovered" if all(c.passed for c in r.checks) else "degraded"
+@dataclass(frozen=True)
+class Measures:
+    """The scored trials' measures as columns (rows of a journal's table)."""
+
+    g: Group
+
+    def __len__(self) -> int:
+        return len(self.g)
+
+    def select(self, cell: str) -> Measures:
+        """The trials of one cell."""
+        return Measures(self.g.where(self.g["cell"] == _code(self.g, "cell", cell)))
+
+    def values(self, metric: str) -> list[float]:
+        return [float(x) for x in self.g[_COLUMNS[metric]].tolist()]
+
+    def outcomes(self) -> list[Outcome]:
+        """How each trial a contract applied to ended, in journal order."""
+        return [_OUTCOMES[o] for o in self.g["outcome"].tolist() if o >= 0]
+
+    def cells(self) -> list[str]:
+        """The cells in journal order, each once."""
+        return list(dict.fromkeys(self.g.names("cell")))
+
+    def __iter__(self) -> Iterator[TrialMeasures]:
+        t, cols = self.g.t, {m: self.values(m) for m in METRICS}
+        scen, cell, out = self.g.names("scenario"), self.g.names("cell"), self.g["outcome"].tolist()
+        for i, row in enumerate(self.g.rows.tolist()):
+            yield TrialMeasures(
+                t.trial_id(row), scen[i], cell[i],
+                int(cols["steps"][i]), int(cols["tool_calls"][i]), int(cols["tokens"][i]),
+                cols["cost"][i], cols["latency"][i], _OUTCOMES[out[i]] if out[i] >= 0 else None,
+            )  # fmt: skip
+
+
+def _code(g: Group, column: str, name: str) -> int:
+    vocab = g.t.vocab[column]
+    return vocab.index(name) if name in vocab else -2
+
+
+def measure(records: Records) -> Measures:
+    """The measures of the scored trials among ``records``."""
+    g = as_group(records)
+    return Measures(g.where(g["status"] != 2))
 
 
 def aggregate(how: str, values: Sequence[float]) -> float | None:
@@ -112,15 +142,18 @@ class Graceful:
         return {**self.__dict__, "rate": self.rate}
 
 
-def graceful_by_cell(measures: Sequence[TrialMeasures]) -> dict[str, Graceful]:
+def graceful_by_cell(measures: Measures) -> dict[str, Graceful]:
     """Each cell in which a contract applied to some trial, with its rate (first-seen order)."""
-    cells = dict.fromkeys(m.cell for m in measures if m.outcome is not None)
-    return {c: graceful(c, [m for m in measures if m.cell == c]) for c in cells}
+    hit = Measures(measures.g.where(measures.g["outcome"] >= 0))
+    return {c: graceful(c, measures.select(c)) for c in hit.cells()}
 
 
-def graceful(cell: str, measures: Iterable[TrialMeasures]) -> Graceful:
+def graceful(cell: str, measures: Measures | Iterable[TrialMeasures]) -> Graceful:
     """The rate over ``measures`` (pass them pooled over several cells to pool the rate)."""
-    ends = [m.outcome for m in measures if m.outcome is not None]
+    if isinstance(measures, Measures):
+        ends = measures.outcomes()
+    else:
+        ends = [m.outcome for m in measures if m.outcome is not None]
     return Graceful(
         cell, len(ends), ends.count("recovered"), ends.count("degraded"), ends.count("failed")
     )

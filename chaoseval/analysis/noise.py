@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from chaoseval.analysis.aggregate import Records
 from chaoseval.analysis.stats import NoiseFloor, noise_floor
-from chaoseval.model.records import TrialRecord
+from chaoseval.store.columns import as_group
 
 __all__ = ["SIZING_TARGETS", "RunNoise", "Sizing", "run_noise"]
 
@@ -58,14 +57,16 @@ class RunNoise:
         }
 
 
-def run_noise(cell: str, records: Sequence[TrialRecord]) -> RunNoise:
-    outcomes: dict[str, list[int]] = defaultdict(list)
-    for r in records:
-        outcomes.setdefault(r.scenario, [])
-        if r.scored:
-            outcomes[r.scenario].append(int(r.passed))
+def run_noise(cell: str, records: Records) -> RunNoise:
+    g = as_group(records)
+    scored = g["status"] != 2
+    passed = (g["status"] == 0).astype(np.int64)
+    sc = g["scenario"]
+    names = g.t.vocab["scenario"]
+    tasks = sorted({names[c] for c in np.unique(sc).tolist()})
+    code = {n: i for i, n in enumerate(names)}
     try:
-        floor = noise_floor([np.array(v) for _, v in sorted(outcomes.items())])
+        floor = noise_floor([passed[(sc == code[t]) & scored] for t in tasks])
     except ValueError as exc:
         return RunNoise(cell, None, str(exc))
     per_task = max(1, round(floor.mean_trials))

@@ -6,21 +6,26 @@ report never loads a scenario or runs a trial."""
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from chaoseval.model.records import ToolCall, TrialRecord
-from chaoseval.model.trajectory import Step
-from chaoseval.store.journal import Journal
+from chaoseval.analysis.aggregate import Records
+from chaoseval.model.records import ToolCall
+from chaoseval.store.columns import Group, Trials, as_group, trials_of
+from chaoseval.store.lite import ILLEGAL_ERRORS, RefCalls, call_key
 
-__all__ = ["ProcessMetrics", "References", "process_metrics", "recorded_references"]
+__all__ = [
+    "ILLEGAL_ERRORS",
+    "ProcessMetrics",
+    "References",
+    "process_metrics",
+    "recorded_references",
+]
 
-ILLEGAL_ERRORS = ("no tool named", "invalid arguments", "step budget")
 NOT_USED = "reference solutions not run (tool-call correctness and path efficiency off)"
 NOT_RECORDED = (
     "this journal records no reference solutions (written before chaoseval recorded them, or "
@@ -37,7 +42,7 @@ class References:
     note: str | None = None  # what is missing, for the process table
 
 
-def recorded_references(journal: Journal, warnings: list[str]) -> References:
+def recorded_references(journal: Trials, warnings: list[str]) -> References:
     """The reference calls and steps the run recorded in its manifest, and a note on what is
     missing; a reference that could not run becomes a warning."""
     recorded = journal.manifest.references
@@ -50,7 +55,8 @@ def recorded_references(journal: Journal, warnings: list[str]) -> References:
             warnings.append(f"reference solution of {sid} could not run: {ref.error}")
         elif ref.passed:
             out.calls[sid] = list(ref.calls)
-    missing = sorted({r.scenario for r in journal.records} - set(out.calls))
+    present = {journal.vocab["scenario"][c] for c in np.unique(journal.col["scenario"]).tolist()}
+    missing = sorted(present - set(out.calls))
     if missing:
         out.note = "no reference tool calls for: " + ", ".join(missing)
     return out
@@ -101,89 +107,67 @@ class ProcessMetrics:
         return out
 
 
-def _call_key(tool: str | None, args: Mapping[str, Any] | None) -> str:
-    return json.dumps([tool, args or {}], sort_keys=True, default=str)
-
-
 def _mean(xs: Sequence[float]) -> float | None:
     return math.fsum(xs) / len(xs) if xs else None
 
 
-@dataclass
-class _Tally:
-    """Per-trial ratios gathered over one cell's trials, averaged at the end."""
-
-    calls: int = 0
-    legal: int = 0
-    correct: list[float] = field(default_factory=list)
-    right: list[float] = field(default_factory=list)
-    cover: list[float] = field(default_factory=list)
-    efficiency: list[float] = field(default_factory=list)
-    steps: list[float] = field(default_factory=list)
-
-    def legality(self, r: TrialRecord, tool_steps: Sequence[Step]) -> None:
-        vetoed = {v.step for v in r.vetoes if v.kind == "safety" and v.step is not None}
-        for s in tool_steps:
-            self.calls += 1
-            err = (s.error or "").lower()
-            if s.index not in vetoed and not any(e in err for e in ILLEGAL_ERRORS):
-                self.legal += 1
-
-    def against_reference(self, tool_steps: Sequence[Step], ref: Sequence[ToolCall]) -> None:
-        ref_keys = {_call_key(c.tool, c.args) for c in ref}
-        ref_tools = {c.tool for c in ref}
-        keys = [_call_key(s.tool, s.args) for s in tool_steps]
-        self.correct.append(sum(k in ref_keys for k in keys) / len(keys))
-        self.right.append(sum(s.tool in ref_tools for s in tool_steps) / len(tool_steps))
-        if ref_keys:
-            self.cover.append(len(ref_keys & set(keys)) / len(ref_keys))
+def _defined(xs: np.ndarray) -> list[float]:
+    return [float(x) for x in xs[~np.isnan(xs)].tolist()]
 
 
-def _tally(records: Sequence[TrialRecord], refs: References) -> _Tally:
-    t = _Tally()
-    for r in records:
-        tool_steps = r.trajectory.tool_steps()
-        t.legality(r, tool_steps)
-        if r.scored:
-            t.steps.append(len(tool_steps))
-        ref = refs.calls.get(r.scenario)
-        if ref is not None and r.scored and tool_steps:
-            t.against_reference(tool_steps, ref)
-        ref_n = refs.steps.get(r.scenario)
-        if ref_n and r.passed and tool_steps:
-            t.efficiency.append(ref_n / len(tool_steps))
-    return t
+def _keys(calls: Sequence[ToolCall]) -> set[str]:
+    return {call_key(c.tool, c.args) for c in calls}
+
+
+def _table_keys(g: Group, scenario: str) -> set[str] | None:
+    ref = g.t.refs.get(scenario)
+    return ref.keys if ref is not None else None
 
 
 def process_metrics(
-    cell: str, records: Sequence[TrialRecord], references: References | None = None
+    cell: str, records: Records, references: References | None = None
 ) -> ProcessMetrics:
-    t = _tally(records, references or References())
-    n = len(records)
-    tokens = [r.usage.input_tokens + r.usage.output_tokens for r in records]
-    costs = [r.usage.cost for r in records]
-    sims = sorted(r.sim_seconds for r in records)
-    walls = [r.wall_seconds for r in records]
-    overheads = [r.channel_overhead for r in records if r.channel_overhead is not None]
+    g = as_group(records)
+    refs = references or References()
+    status, tool_calls = g["status"], g["tool_calls"]
+    scored = status != 2
+    # Reference steps per row (0: none declared); path efficiency over passed trials.
+    ref_steps = np.array([refs.steps.get(s) or 0 for s in g.t.vocab["scenario"]] or [0])
+    ref_n = ref_steps[g["scenario"]] if len(g) else np.zeros(0, np.int64)
+    eff = (ref_n > 0) & (status == 0) & (tool_calls > 0)
+    with_ref = np.array([s in refs.calls for s in g.t.vocab["scenario"]] or [False])
+    has_ref = with_ref[g["scenario"]] if len(g) else np.zeros(0, bool)
+    # Correctness was measured against the manifest's references while reading; against
+    # other references the group is measured again.
+    if any(_keys(c) != _table_keys(g, sid) for sid, c in refs.calls.items()):
+        own = {sid: RefCalls(_keys(c), {x.tool for x in c}) for sid, c in refs.calls.items()}
+        g = Group.all(trials_of(None, g.records(), refs=own))
+    correct = np.where(has_ref, g["correct"], np.nan)
+    n = len(g)
+    calls = int(tool_calls.sum())
+    tokens = g["tokens"].tolist()
+    costs = g["cost"].tolist()
+    sims = sorted(g["sim_seconds"].tolist())
+    walls = g["wall_seconds"].tolist()
     return ProcessMetrics(
         cell=cell,
         trials=n,
-        tool_calls=t.calls,
-        legality=t.legal / t.calls if t.calls else None,
-        correctness=_mean(t.correct),
-        right_tool=_mean(t.right),
-        coverage=_mean(t.cover),
-        path_efficiency=_mean(t.efficiency),
-        steps_mean=_mean(t.steps),
+        tool_calls=calls,
+        legality=int(g["legal"].sum()) / calls if calls else None,
+        correctness=_mean(_defined(correct)),
+        right_tool=_mean(_defined(np.where(has_ref, g["right_tool"], np.nan))),
+        coverage=_mean(_defined(np.where(has_ref, g["coverage"], np.nan))),
+        path_efficiency=_mean((ref_n[eff] / tool_calls[eff]).tolist()),
+        steps_mean=_mean(tool_calls[scored].tolist()),
         tokens_mean=math.fsum(tokens) / n if n else 0.0,
         tokens_total=int(sum(tokens)),
         cost_mean=math.fsum(costs) / n if n else 0.0,
         cost_total=math.fsum(costs),
-        model_calls=sum(r.usage.model_calls for r in records),
+        model_calls=int(g["model_calls"].sum()),
         sim_seconds_mean=math.fsum(sims) / n if n else 0.0,
         sim_seconds_p95=float(np.quantile(sims, 0.95)) if sims else 0.0,
         wall_seconds_mean=math.fsum(walls) / n if n else 0.0,
         wall_seconds_total=math.fsum(walls),
         sim_seconds_total=math.fsum(sims),
-        channel_overhead_mean=_mean(overheads),
+        channel_overhead_mean=_mean(_defined(g["channel_overhead"])),
     )

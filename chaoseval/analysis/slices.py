@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from chaoseval.analysis.aggregate import Records
 from chaoseval.model.records import TrialRecord
+from chaoseval.store.columns import Group, as_group, trials_of
+from chaoseval.store.lite import summarize
 
 __all__ = ["Slices", "ToolSlice", "VetoItem", "failing_tool", "slices"]
 
@@ -25,11 +29,7 @@ class VetoItem:
 
 def failing_tool(r: TrialRecord) -> str | None:
     """The tool most plausibly behind a failure: the first call that did not come back ok."""
-    steps = r.trajectory.tool_steps()
-    for s in steps:
-        if s.result_class not in (None, "ok"):
-            return s.tool
-    return steps[-1].tool if steps else None
+    return summarize(r, {}).failing_tool
 
 
 @dataclass
@@ -58,38 +58,42 @@ class Slices:
     vetoes: list[VetoItem]
 
 
-def _tool_calls(r: TrialRecord, by_tool: dict[str, ToolSlice]) -> None:
-    faults = r.trajectory.faults
-    for s in r.trajectory.tool_steps():
-        sl = by_tool[s.tool or "?"]
-        sl.calls += 1
-        sl.not_ok += s.result_class not in (None, "ok")
-        sl.faults_delivered += sum(faults[i].delivered for i in s.faults if i < len(faults))
-    if r.status == "failed":
-        tool = failing_tool(r)
-        if tool is not None:
-            by_tool[tool].failed_trials += 1
-            if r.root_cause:
-                by_tool[tool].causes[r.root_cause] += 1
+def _by_tool(g: Group) -> dict[str, ToolSlice]:
+    """Calls per tool: summed as the journal was read (a subset of it is read again)."""
+    if len(g) == len(g.t) and (g.rows == np.arange(len(g.t))).all():
+        tallies = g.t.by_tool
+    else:
+        tallies = trials_of(None, g.records()).by_tool
+    return {
+        tool: ToolSlice(v.calls, v.not_ok, v.faults_delivered, v.failed_trials, Counter(v.causes))
+        for tool, v in tallies.items()
+    }
 
 
-def slices(records: Iterable[TrialRecord]) -> Slices:
+def _by_tag(g: Group) -> tuple[dict[str, Counter[str]], dict[str, tuple[int, int]]]:
     by_tag: dict[str, Counter[str]] = defaultdict(Counter)
     tag_trials: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    by_tool: dict[str, ToolSlice] = defaultdict(ToolSlice)
+    tag_sets = [tags or (UNTAGGED,) for tags in g.t.vocab["tags"]]
+    causes = g.t.vocab["root_cause"]
+    tags, status, cause = g["tags"].tolist(), g["status"].tolist(), g["root_cause"].tolist()
+    for code, st, rc in zip(tags, status, cause, strict=True):
+        for tag in tag_sets[code] if code >= 0 else (UNTAGGED,):
+            if st != 2:
+                entry = tag_trials[tag]
+                entry[0] += 1
+                entry[1] += st == 1
+            if st == 1 and rc >= 0 and causes[rc]:
+                by_tag[tag][causes[rc]] += 1
+    return dict(by_tag), {t: (v[0], v[1]) for t, v in tag_trials.items()}
+
+
+def slices(records: Records) -> Slices:
+    g = as_group(records)
+    by_tag, tag_trials = _by_tag(g)
     vetoes: list[VetoItem] = []
-    for r in records:
-        for tag in r.scenario_tags or [UNTAGGED]:
-            if r.scored:
-                tag_trials[tag][0] += 1
-                tag_trials[tag][1] += r.status == "failed"
-            if r.status == "failed" and r.root_cause:
-                by_tag[tag][r.root_cause] += 1
-        _tool_calls(r, by_tool)
-        vetoes += [VetoItem(v.kind, r.trial_id, r.scenario, r.cell, v.detail) for v in r.vetoes]
-    return Slices(
-        by_tag=dict(by_tag),
-        tag_trials={t: (v[0], v[1]) for t, v in tag_trials.items()},
-        by_tool=dict(by_tool),
-        vetoes=vetoes,
-    )
+    wanted = set(g.rows.tolist()) if len(g) != len(g.t) else None
+    for row, items in g.t.vetoes.items():
+        if wanted is None or row in wanted:
+            tid, sc, cell = g.t.trial_id(row), g.t.value("scenario", row), g.t.value("cell", row)
+            vetoes += [VetoItem(kind, tid, sc, cell, detail) for kind, detail in items]
+    return Slices(by_tag=by_tag, tag_trials=tag_trials, by_tool=_by_tool(g), vetoes=vetoes)

@@ -13,14 +13,16 @@ delivered faults, answer); model calls are kept on the timeline only when they c
 from __future__ import annotations
 
 import shlex
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import overload
 
-from chaoseval.analysis.aggregate import not_landed
+from chaoseval.analysis.aggregate import Records, groups, not_landed
 from chaoseval.investigate.diverge import SemStep, common_prefix, label_divergence, semantic_step
 from chaoseval.model.records import CLEAN, TrialRecord
 from chaoseval.model.trajectory import Fault, Step, Trajectory
+from chaoseval.store.columns import Trials, as_group
 
 __all__ = [
     "FaultMark",
@@ -157,13 +159,41 @@ def _pair(failed: TrialRecord, clean: TrialRecord | None) -> TwinPair:
     return TwinPair(failed, clean, mine, twin, d, label, loose)
 
 
+class LazyPairs(Sequence[TwinPair]):
+    """The pairs of one cell, each laid out from its two records when it is looked at: a
+    report shows a few, so only those few trajectories are read again from the journal."""
+
+    def __init__(self, t: Trials, rows: list[tuple[int, int | None]]) -> None:
+        self._t = t
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, i: int) -> TwinPair: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[TwinPair]: ...
+    def __getitem__(self, i: int | slice) -> TwinPair | list[TwinPair]:
+        if isinstance(i, slice):
+            return [self._pair(*rows) for rows in self._rows[i]]
+        return self._pair(*self._rows[i])
+
+    def __iter__(self) -> Iterator[TwinPair]:
+        return (self._pair(*rows) for rows in self._rows)
+
+    def _pair(self, row: int, twin: int | None) -> TwinPair:
+        clean = self._t.record(twin) if twin is not None else None
+        return _pair(self._t.record(row), clean)
+
+
 @dataclass
 class TwinSet:
     """The failed trials of one perturbed cell (on the tasks its faults reached), each with its
     clean twin; the first ``detailed`` are the ones a report lays out side by side."""
 
     cell: str
-    pairs: list[TwinPair]
+    pairs: Sequence[TwinPair]
     detailed: int
     clean_passed: int  # failures whose clean twin passed: the ones the perturbation caused
     new_failure_causes: Counter[str]  # root causes of those
@@ -173,33 +203,44 @@ class TwinSet:
         return len(self.pairs)
 
 
-def twins(records: Sequence[TrialRecord], detailed: int | None = 3) -> dict[str, TwinSet]:
+def twins(records: Records, detailed: int | None = 3) -> dict[str, TwinSet]:
     """Per perturbed cell, its failed trials on the tasks it reached, each with its clean twin,
     failures the perturbation caused (clean twin passed) first; ``detailed`` per cell are meant
     for the side-by-side view (None: all)."""
-    clean = {(r.scenario, r.index): r for r in records if r.cell == CLEAN}
-    groups: dict[str, list[TrialRecord]] = defaultdict(list)
-    for r in records:
-        if r.cell != CLEAN:
-            groups[r.cell].append(r)
+    g = as_group(records)
+    t = g.t
+    by = groups(g, "cell")
+    clean: dict[tuple[int, int], int] = {}
+    if CLEAN in by:
+        c = by[CLEAN]
+        keys = zip(c["scenario"].tolist(), c["index"].tolist(), strict=True)
+        clean = dict(zip(keys, c.rows.tolist(), strict=True))  # the last one wins, as before
+    status = t.col["status"]
+    names = t.vocab["scenario"]
     out: dict[str, TwinSet] = {}
-    for cell, rs in groups.items():
+    for cell, rs in by.items():
+        if cell == CLEAN:
+            continue
         missed = set(not_landed(rs))  # not tested there: a failure is not the fault's doing
-        failed = [r for r in rs if r.status == "failed" and r.scenario not in missed]
+        f = rs.where(rs["status"] == 1)
+        failed = [
+            (sc, i, row)
+            for sc, i, row in zip(
+                f["scenario"].tolist(), f["index"].tolist(), f.rows.tolist(), strict=True
+            )
+            if names[sc] not in missed
+        ]
         if not failed:
             continue
-        failed.sort(key=lambda r: (not _twin_passed(clean, r), r.scenario, r.index))
-        new = [r for r in failed if _twin_passed(clean, r)]
+        twin = {row: clean.get((sc, i)) for sc, i, row in failed}
+        ok = {row: tw is not None and int(status[tw]) == 0 for row, tw in twin.items()}
+        failed.sort(key=lambda x: (not ok[x[2]], names[x[0]], x[1]))
+        new = [row for _, _, row in failed if ok[row]]
         out[cell] = TwinSet(
             cell,
-            [_pair(r, clean.get((r.scenario, r.index))) for r in failed],
+            LazyPairs(t, [(row, twin[row]) for _, _, row in failed]),
             len(failed) if detailed is None else min(detailed, len(failed)),
             len(new),
-            Counter(r.root_cause or "unknown" for r in new),
+            Counter(t.value("root_cause", row) or "unknown" for row in new),
         )
     return out
-
-
-def _twin_passed(clean: dict[tuple[str, int], TrialRecord], r: TrialRecord) -> bool:
-    twin = clean.get((r.scenario, r.index))
-    return twin is not None and twin.status == "passed"

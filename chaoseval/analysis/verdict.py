@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult
+from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, groups
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.twins import TwinSet, twins
-from chaoseval.model.records import TrialRecord
+from chaoseval.store.columns import Group, as_group, as_trials
+from chaoseval.store.journal import Journal
 
 __all__ = ["CellVerdict", "Verdict", "build_verdict", "short_labels", "verdict_json"]
 
@@ -181,8 +182,14 @@ def _drop_size(c: CellVerdict) -> float:
     return d.estimate if d is not None else 0.0
 
 
-def _absorbed(records: Sequence[TrialRecord]) -> Counter[str]:
-    return Counter(r.cell for r in records for f in r.trajectory.faults if f.detail.get("absorbed"))
+def _absorbed(records: Records) -> Counter[str]:
+    g = as_group(records)
+    out: Counter[str] = Counter()
+    for cell, rows in groups(g, "cell").items():
+        n = int(rows["absorbed"].sum())
+        if n:
+            out[cell] = n
+    return out
 
 
 def _headline_change(a: Analysis, cell: str) -> tuple[str, Comparison | None, Direction]:
@@ -225,14 +232,15 @@ def _cell_verdict(
 
 
 def build_verdict(
-    a: Analysis, records: Sequence[TrialRecord], twins_per_cell: int | None = 3
+    a: Analysis, records: Records | Journal, twins_per_cell: int | None = 3
 ) -> Verdict:
     """The verdict of one analysed journal; ``twins_per_cell`` failed trials per cell get their
     clean twin laid out (None: all of them)."""
     names = [c.cell for c in a.cells]
     labels = short_labels(names, a.plugins)
-    tw = twins(records, twins_per_cell)
-    absorbed = _absorbed(records)
+    g = Group.all(as_trials(records)) if isinstance(records, Journal) else as_group(records)
+    tw = twins(g, twins_per_cell)
+    absorbed = _absorbed(g)
     cells = [
         _cell_verdict(c, a, labels[c.cell], tw.get(c.cell), absorbed[c.cell])
         for c in a.cells

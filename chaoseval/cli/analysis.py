@@ -15,21 +15,23 @@ from chaoseval.cli._common import ConfigPath, console, fail, settings
 from chaoseval.errors import ChaosevalError, ConfigError
 
 if TYPE_CHECKING:
-    from chaoseval.store.journal import Journal
+    from chaoseval.store.columns import Trials
 
 FORMATS = ("table", "json", "markdown", "html", "junit")
 
 
 def load(
     path: Path, source: str | None = None, scorer: str | None = None, errors_as: str = "source"
-) -> Journal:
-    """A chaoseval journal, or (with ``source``) a tau-bench / Inspect AI results file."""
+) -> Trials:
+    """A chaoseval journal, or (with ``source``) a tau-bench / Inspect AI results file, as
+    columns (a journal is read line by line; its trajectories are read again only for the
+    trials a view shows)."""
+    from chaoseval.store.columns import as_trials, read_trials
     from chaoseval.store.importers import load_source
-    from chaoseval.store.journal import read_journal
 
     if source is None:
-        return read_journal(path)
-    return load_source(source, path, scorer=scorer, errors_as=errors_as)
+        return read_trials(path)
+    return as_trials(load_source(source, path, scorer=scorer, errors_as=errors_as))
 
 
 # With --from: how a trial that crashed before it was scored counts (store/importing.py).
@@ -85,7 +87,7 @@ def report_impl(
     if format == "junit":
         _emit(render_junit(data, a), output, "JUnit XML")
         return
-    v = build_verdict(a, data.records, twins or None)
+    v = build_verdict(a, data, twins or None)
     if format == "table" and output is None:
         print_report(data, console, ks, a, v)
         print_analysis(a, console, v.labels)
@@ -162,14 +164,12 @@ def report_cmd(
     vetoes, process, and failed trials beside their clean twins."""
     try:
         journal = journal or settings(config).default_journal()
-        report_impl(
-            journal, format, output, k, source, scorer, twins=twins, errors_as=errors_as
-        )
+        report_impl(journal, format, output, k, source, scorer, twins=twins, errors_as=errors_as)
     except ChaosevalError as exc:
         fail(exc)
 
 
-def _check_ks(data: Journal, k: list[int] | None) -> list[int]:
+def _check_ks(data: Trials, k: list[int] | None) -> list[int]:
     ks = sorted(set(k or data.manifest.ks))
     bad = [x for x in ks if x < 1]
     if bad:

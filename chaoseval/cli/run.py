@@ -222,7 +222,7 @@ def run_cmd(
     from chaoseval.engine.runner import run
     from chaoseval.engine.toolbox import UnknownTools
     from chaoseval.render.report import print_report
-    from chaoseval.store.journal import read_journal
+    from chaoseval.store.columns import read_trials
 
     path = journal or Path("chaoseval.jsonl")
     try:
@@ -237,7 +237,7 @@ def run_cmd(
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        kept = len(read_journal(path).records) if path.is_file() else 0
+        kept = len(read_trials(path)) if path.is_file() else 0
         err.print(
             f"[bold yellow]interrupted:[/] {kept} finished trial(s) are in {path}; "
             f"run the same command with --resume to carry on"
@@ -249,7 +249,7 @@ def run_cmd(
     )
     _end_notes(result, unknown, path)
     if report:
-        print_report(read_journal(path), console)
+        print_report(read_trials(path), console)
 
 
 def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:

@@ -19,10 +19,10 @@ def summary_cmd(
 ) -> None:
     """Per perturbation: each journal's mean, pass^k and change against its clean baseline."""
     from chaoseval.render.summary import print_summary
-    from chaoseval.store.journal import read_journal
+    from chaoseval.store.columns import read_trials
 
     try:
-        print_summary([read_journal(p) for p in journals], console, k)
+        print_summary([read_trials(p) for p in journals], console, k)
     except ChaosevalError as exc:
         fail(exc)
 

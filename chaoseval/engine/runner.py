@@ -26,7 +26,8 @@ from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
 from chaoseval.store.artifacts import ArtifactStore
-from chaoseval.store.journal import Journal, JournalWriter, read_journal
+from chaoseval.store.columns import KeptTrials, Trials, read_trials
+from chaoseval.store.journal import JournalWriter
 
 CLEAN_CELL = Cell(name=CLEAN)
 PACKAGES = ("anyio", "pydantic", "numpy", "hypothesis", "faker", "freezegun", "tenacity", "respx")
@@ -144,7 +145,7 @@ def plan(config: RunConfig) -> list[TrialPlan]:
     ]
 
 
-def _resumed(config: RunConfig, manifest: RunManifest) -> Journal | None:
+def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
     """The journal this run continues (``--resume`` on a non-empty journal), else None.
 
     Refuses to replace an existing journal without ``--overwrite`` and to continue one that a
@@ -160,7 +161,7 @@ def _resumed(config: RunConfig, manifest: RunManifest) -> Journal | None:
         )
     if not config.resume:
         return None
-    old = read_journal(path)
+    old = read_trials(path)  # columns, line by line: never the whole journal's records
     if old.manifest.config_key() != manifest.config_key():
         raise ConfigError(
             f"{path} was written by a different run configuration (agent, model, seed, "
@@ -171,7 +172,7 @@ def _resumed(config: RunConfig, manifest: RunManifest) -> Journal | None:
 
 async def _start(
     config: RunConfig, store: ArtifactStore | None
-) -> tuple[RunManifest, dict[str, TrialRecord], JournalWriter | None]:
+) -> tuple[RunManifest, KeptTrials, JournalWriter | None]:
     """The run's manifest, the trials a resumed journal already holds, and the journal writer.
 
     A new manifest records the scenarios' reference runs; a resumed one keeps its own (and its
@@ -181,18 +182,17 @@ async def _start(
     if old is not None:
         manifest = old.manifest
         manifest.trials = max(manifest.trials, config.trials)
-        done = {r.trial_id: r for r in old.records if r.status != "not_evaluable"}
-        return manifest, done, JournalWriter(old.path, None, truncate_cut_off=True)
+        return manifest, KeptTrials(old), JournalWriter(old.path, None, truncate_cut_off=True)
     if config.references:
         manifest.references = await reference_runs(config.scenarios, config.seed)
     if config.journal is None:
-        return manifest, {}, None
+        return manifest, KeptTrials(), None
     path = Path(config.journal)
     if path.exists():
         path.unlink()
     if store is not None:
         store.clear()  # a replaced journal takes its trials' artifacts with it
-    return manifest, {}, JournalWriter(path, manifest, truncate_cut_off=False)
+    return manifest, KeptTrials(), JournalWriter(path, manifest, truncate_cut_off=False)
 
 
 def _wall_timeout(config: RunConfig) -> float:
@@ -267,8 +267,8 @@ async def run_matrix(
 
     todo = [p for p in plans if p.trial_id not in done]
     budget = Budget(config.budget_cost, config.budget_tokens)
-    for kept_record in done.values():
-        budget.add(kept_record)  # run totals: what the resumed trials spent counts
+    for cost, tokens in done.spent():
+        budget.spend(cost, tokens)  # run totals: what the resumed trials spent counts
     sink = _Collector(config, budget, writer, on_record)
     progress = config.progress
     try:

@@ -19,6 +19,7 @@ from chaoseval.analysis.aggregate import CLEAN, CellResult, by_scenario_cell
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.gate import OPS, Rule, RuleResult, evaluate
 from chaoseval.analysis.verdict import short_labels
+from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
 __all__ = ["render_junit", "rule_cells"]
@@ -116,12 +117,14 @@ def _close(suite: ET.Element, tests: int, failures: int, skipped: int) -> None:
     suite.set("errors", "0")
 
 
-def render_junit(journal: Journal, a: Analysis, gate: Sequence[RuleResult] | None = None) -> str:
+def render_junit(
+    journal: Trials | Journal, a: Analysis, gate: Sequence[RuleResult] | None = None
+) -> str:
     """JUnit XML of one analysed journal; ``gate`` given (even empty): judged by those rules
     only."""
     root = ET.Element("testsuites", name=f"chaoseval {journal.manifest.agent}")
     labels = short_labels([c.cell for c in a.cells], a.plugins)
-    per = by_scenario_cell(journal.records, a.ks)
+    per = by_scenario_cell(as_trials(journal), a.ks)
     significant = {
         cell
         for cell, comps in a.degradation.items()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -14,6 +15,7 @@ from chaoseval.analysis.build import Analysis, analyze
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.tables import delta_cell
 from chaoseval.render.verdict import print_twins, print_verdict
+from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
 REPORT_SCHEMA_VERSION = 1
@@ -54,10 +56,11 @@ def _cell_json(r: CellResult, name: str) -> dict[str, Any]:
     }
 
 
-def json_report(journal: Journal, ks: Sequence[int] | None = None) -> dict[str, Any]:
+def json_report(journal: Trials | Journal, ks: Sequence[int] | None = None) -> dict[str, Any]:
+    journal = as_trials(journal)
     ks = list(ks or journal.manifest.ks)
-    cells = by_cell(journal.records, ks)
-    per = by_scenario_cell(journal.records, ks)
+    cells = by_cell(journal, ks)
+    per = by_scenario_cell(journal, ks)
     m = journal.manifest
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -78,7 +81,7 @@ def json_report(journal: Journal, ks: Sequence[int] | None = None) -> dict[str, 
     }
 
 
-def root_cause_legend(journal: Journal, names: set[str]) -> str:
+def root_cause_legend(journal: Trials | Journal, names: set[str]) -> str:
     """What the root causes seen mean, from the manifest (no plugin needs to be installed)."""
     known = {c.name: c for c in journal.manifest.root_causes}
     seen = [known[name] for name in sorted(names & set(known))]
@@ -86,7 +89,7 @@ def root_cause_legend(journal: Journal, names: set[str]) -> str:
     return "Root causes:\n" + "\n".join(lines) if lines else ""
 
 
-def _cell_table(a: Analysis, v: Verdict, journal: Journal) -> Table:
+def _cell_table(a: Analysis, v: Verdict, journal: Trials) -> Table:
     m = journal.manifest
     ks = a.ks
     table = Table(
@@ -169,11 +172,12 @@ def _cell_notes(cells: Sequence[CellResult], console: Console) -> None:
             )
 
 
-def _not_evaluable(journal: Journal, cells: Sequence[CellResult], console: Console) -> None:
+def _not_evaluable(journal: Trials, cells: Sequence[CellResult], console: Console) -> None:
     ne = sum(r.not_evaluable for r in cells)
     if not ne:
         return
-    errors = sorted({(r.trial_id, r.error) for r in journal.records if not r.scored})
+    rows = np.flatnonzero(journal.col["status"] == 2).tolist()
+    errors = sorted({(journal.trial_id(row), journal.errors.get(row)) for row in rows})
     console.print(
         f"[bold yellow]{ne} trial(s) not evaluable (harness or plugin errors, not counted "
         "against the agent):[/]"
@@ -185,7 +189,7 @@ def _not_evaluable(journal: Journal, cells: Sequence[CellResult], console: Conso
 
 
 def print_report(
-    journal: Journal,
+    journal: Trials | Journal,
     console: Console,
     ks: Sequence[int] | None = None,
     analysis: Analysis | None = None,
@@ -193,11 +197,12 @@ def print_report(
 ) -> None:
     """The verdict, the per-cell table (changes marked significant or not), root causes and
     vetoes per cell, and the first failed trials of each cell beside their clean twins."""
+    journal = as_trials(journal)
     ks = list(ks or journal.manifest.ks)
     for w in journal.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     a = analysis or analyze(journal, ks, n_resamples=2_000, references=False)
-    v = verdict or build_verdict(a, journal.records)
+    v = verdict or build_verdict(a, journal)
     print_verdict(v, console)
     console.print(_cell_table(a, v, journal))
     cells = a.cells

@@ -10,6 +10,7 @@ from rich.table import Table
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
 from chaoseval.analysis.build import analyze
 from chaoseval.analysis.degradation import Comparison
+from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
 
@@ -30,7 +31,7 @@ def _marked(x: float | None, cmp: Comparison | None) -> str:
     return f"[bold red]{text}[/]" if x < 0 else f"[blue]{text}[/]"
 
 
-def _significance(j: Journal, ks: list[int], k: int) -> dict[tuple[str, str], Comparison]:
+def _significance(j: Trials, ks: list[int], k: int) -> dict[tuple[str, str], Comparison]:
     a = analyze(j, ks, n_resamples=2_000, references=False)
     wanted = {"mean", f"pass^{k}"}
     return {
@@ -38,13 +39,16 @@ def _significance(j: Journal, ks: list[int], k: int) -> dict[tuple[str, str], Co
     }
 
 
-def print_summary(journals: Sequence[Journal], console: Console, k: int | None = None) -> None:
-    k = k or max(journals[0].manifest.ks)
+def print_summary(
+    journals: Sequence[Trials | Journal], console: Console, k: int | None = None
+) -> None:
+    tables = [as_trials(j) for j in journals]
+    k = k or max(tables[0].manifest.ks)
     results: list[dict[str, CellResult]] = []
     tests: list[dict[tuple[str, str], Comparison]] = []
-    for j in journals:
+    for j in tables:
         ks = sorted(set(j.manifest.ks) | {k})
-        results.append({r.cell: r for r in by_cell(j.records, ks)})
+        results.append({r.cell: r for r in by_cell(j, ks)})
         tests.append(_significance(j, ks, k))
     cells: list[str] = []
     for res in results:
@@ -55,7 +59,7 @@ def print_summary(journals: Sequence[Journal], console: Console, k: int | None =
         title_justify="left",
     )
     table.add_column("perturbation")
-    for j in journals:
+    for j in tables:
         table.add_column(f"{j.manifest.agent}\nmean (Δ)", justify="right")
         table.add_column(f"{j.manifest.agent}\npass^{k} (Δ)", justify="right")
         table.add_column(f"{j.manifest.agent}\ntasks reached", justify="right")

@@ -79,9 +79,7 @@ def make_executor(name: str | Executor | None) -> Executor:
     chosen = name or "inprocess"
     factory = EXECUTORS.get(chosen)
     if factory is None:
-        raise ConfigError(
-            f"--executor {chosen!r} is not one of {', '.join(sorted(EXECUTORS))}"
-        )
+        raise ConfigError(f"--executor {chosen!r} is not one of {', '.join(sorted(EXECUTORS))}")
     return factory()
 
 

@@ -240,9 +240,7 @@ class _Pool:
                 self.queue.appendleft((index, True, blame is None))
         if blame is not None and blame in flights:
             flight = flights[blame]
-            error: BaseException = (
-                TimeoutError(reason) if w.kill_timeout else AgentCrashed(reason)
-            )
+            error: BaseException = TimeoutError(reason) if w.kill_timeout else AgentCrashed(reason)
             self.sink.done(Finished.of(self._unfinished(blame, flight, error)))
 
     def _unfinished(self, index: int, flight: _Flight, error: BaseException) -> TrialRecord:

@@ -1,0 +1,486 @@
+"""A journal read as columns: one pass, line by line, a few bytes per trial.
+
+What the reports need of each trial (its task, cell, index, seed, status, root cause, fault
+counts, what it spent, how it ended under a contract, ...) goes into numpy arrays; strings are
+stored once and referred to by number. The slices no column can hold (calls per tool, veto
+items, browser pages) are summed or kept beside them as the lines go by. A trial's full record
+(its trajectory) is read again only when a view shows that trial (:meth:`Trials.record`: a seek
+to its line), so the memory of a report does not grow with the trajectories it never shows.
+
+The reader keeps :func:`chaoseval.store.journal.read_journal`'s rules: a manifest line first
+(the first one counts), a trial re-run later replaces its earlier line in the earlier line's
+place, a half-written last line is ignored with a warning, and every other error names
+``file:line``.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+import numpy as np
+from pydantic import ValidationError
+
+from chaoseval.errors import JournalError
+from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
+from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, call_key, summarize
+
+__all__ = [
+    "NUMERIC",
+    "Group",
+    "KeptTrials",
+    "ToolTally",
+    "Trials",
+    "as_group",
+    "as_trials",
+    "read_trials",
+    "trials_of",
+]
+
+# The numeric columns, in TrialSummary.values order, with their dtypes (array typecodes).
+NUMERIC: tuple[tuple[str, str], ...] = (
+    ("index", "q"),
+    ("seed", "q"),
+    ("status", "b"),  # 0 passed, 1 failed, 2 not evaluable
+    ("faults", "i"),
+    ("delivered", "i"),
+    ("absorbed", "i"),
+    ("kinds", "b"),  # bit 0: a model step, bit 1: a tool step
+    ("actions", "i"),  # tool, model, observation and memory steps
+    ("tool_calls", "i"),
+    ("legal", "i"),  # tool calls that were legal (no safety veto, known tool, ...)
+    ("correct", "d"),  # against the reference; NaN without one
+    ("right_tool", "d"),
+    ("coverage", "d"),
+    ("tokens", "q"),
+    ("cost", "d"),
+    ("model_calls", "q"),
+    ("sim_seconds", "d"),
+    ("wall_seconds", "d"),
+    ("channel_overhead", "d"),  # NaN when not recorded
+    ("outcome", "b"),  # -1 no contract applied, else recovered / degraded / failed
+    ("safety", "i"),  # veto counts
+    ("hallucination", "i"),
+)
+# Strings stored once, numbered in a per-column vocabulary.
+CODED = ("scenario", "cell", "root_cause", "tags", "plugins")
+
+
+@dataclass
+class ToolTally:
+    calls: int = 0
+    not_ok: int = 0
+    faults_delivered: int = 0
+    failed_trials: int = 0
+    causes: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class Trials:
+    """The trials of one journal as columns (``col``), in journal order, one row per trial."""
+
+    path: Path
+    manifest: RunManifest
+    col: dict[str, np.ndarray]
+    vocab: dict[str, list[Any]]  # CODED column -> its values (code i is vocab[name][i])
+    warnings: list[str] = field(default_factory=list)
+    cut_off_line: int | None = None
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    odd_ids: dict[int, str] = field(default_factory=dict)  # rows whose id is not s/c/i
+    errors: dict[int, str] = field(default_factory=dict)  # error of rows that did not pass
+    vetoes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    browser: dict[int, tuple[float, tuple[tuple[str, bool], ...], str | None]] = field(
+        default_factory=dict
+    )
+    by_tool: dict[str, ToolTally] = field(default_factory=dict)
+    records: list[TrialRecord] | None = None  # an in-memory journal (imports): no file to seek
+    refs: dict[str, RefCalls] = field(default_factory=dict)  # what "correct" was measured on
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def names(self, column: str) -> list[Any]:
+        """A coded column's value for every row (short vocabularies: the lists share items)."""
+        vocab = self.vocab[column]
+        return [vocab[i] if i >= 0 else None for i in self.col[column].tolist()]
+
+    def value(self, column: str, row: int) -> Any:
+        code = int(self.col[column][row])
+        return self.vocab[column][code] if code >= 0 else None
+
+    def trial_id(self, row: int) -> str:
+        odd = self.odd_ids.get(row)
+        if odd is not None:
+            return odd
+        index = int(self.col["index"][row])
+        return f"{self.value('scenario', row)}/{self.value('cell', row)}/{index}"
+
+    def rows(self, column: str, name: Any) -> np.ndarray:
+        """The rows whose coded ``column`` is ``name``."""
+        try:
+            code = self.vocab[column].index(name)
+        except ValueError:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(self.col[column] == code)
+
+    def record(self, row: int) -> TrialRecord:
+        """The full record of one trial, read again from its line."""
+        if self.records is not None:
+            return self.records[row]
+        with self.path.open("rb") as fh:
+            fh.seek(int(self.offsets[row]))
+            line = fh.readline()
+        return TrialRecord.model_validate_json(line)
+
+    def iter_records(self, rows: Iterable[int]) -> Iterator[TrialRecord]:
+        """Full records of ``rows``, one at a time (never all of them in memory)."""
+        if self.records is not None:
+            yield from (self.records[r] for r in rows)
+            return
+        with self.path.open("rb") as fh:
+            for row in rows:
+                fh.seek(int(self.offsets[row]))
+                yield TrialRecord.model_validate_json(fh.readline())
+
+
+class _Builder:
+    """Columns as growing arrays; a re-run trial's row is overwritten in place."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.manifest: RunManifest | None = None
+        self.refs: dict[str, RefCalls] = {}
+        self.numeric = {name: array(code) for name, code in NUMERIC}
+        self.coded = {name: array("i") for name in CODED}
+        self.vocab: dict[str, dict[Any, int]] = {name: {} for name in CODED}
+        self.offsets = array("q")
+        self.row_of: dict[str, int] = {}
+        self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
+        self.early: list[tuple[int, int]] = []  # (offset, line) of trials before the manifest
+        self.rerun = False
+
+    def set_manifest(self, manifest: RunManifest) -> None:
+        self.manifest = manifest
+        for sid, ref in (manifest.references or {}).items():
+            if ref.error is None and ref.passed:
+                keys = {call_key(c.tool, c.args) for c in ref.calls}
+                self.refs[sid] = RefCalls(keys, {c.tool for c in ref.calls})
+
+    def _code(self, column: str, value: Any) -> int:
+        if value is None:
+            return -1
+        table = self.vocab[column]
+        code = table.get(value)
+        if code is None:
+            code = table[value] = len(table)
+        return code
+
+    def add(self, r: Any, offset: int, key: Any = None) -> None:
+        """One trial, in the row of ``key`` (its trial id unless given)."""
+        s = summarize(r, self.refs)
+        tid = r.trial_id if key is None else key
+        row = self.row_of.get(tid)
+        if row is None:
+            row = self.row_of[tid] = len(self.offsets)
+            self.offsets.append(offset)
+            for name, _ in NUMERIC:
+                self.numeric[name].append(0)
+            for name in CODED:
+                self.coded[name].append(-1)
+        else:  # a re-run: the sums per tool are made again at the end, in journal order
+            self.offsets[row] = offset
+            self.rerun = True
+        self._fill(row, r, s)
+        if not self.rerun:
+            self._tally(s, r)
+
+    def _fill(self, row: int, r: Any, s: TrialSummary) -> None:
+        for (name, _), v in zip(NUMERIC, s.values, strict=True):
+            self.numeric[name][row] = v
+        plugins = tuple(p.name for p in r.perturbations)
+        for name, v in zip(
+            CODED, (r.scenario, r.cell, r.root_cause, tuple(r.scenario_tags), plugins), strict=True
+        ):
+            self.coded[name][row] = self._code(name, v)
+        t = self.t
+        t.odd_ids.pop(row, None)
+        if r.trial_id != f"{r.scenario}/{r.cell}/{r.index}":
+            t.odd_ids[row] = r.trial_id
+        t.errors.pop(row, None)
+        if r.status != "passed" and r.error is not None:
+            t.errors[row] = r.error
+        t.vetoes.pop(row, None)
+        if s.vetoes:
+            t.vetoes[row] = s.vetoes
+        t.browser.pop(row, None)
+        if s.cls is not None and s.browser is not None:
+            t.browser[row] = (s.cls, *s.browser)
+
+    def _tally(self, s: TrialSummary, r: Any) -> None:
+        by_tool = self.t.by_tool
+        for tool, calls, not_ok, dlv in s.tools:
+            tally = by_tool.setdefault(tool, ToolTally())
+            tally.calls += calls
+            tally.not_ok += not_ok
+            tally.faults_delivered += dlv
+        if r.status == "failed" and s.failing_tool is not None:
+            tally = by_tool.setdefault(s.failing_tool, ToolTally())
+            tally.failed_trials += 1
+            if r.root_cause:
+                tally.causes[r.root_cause] += 1
+
+    def build(self, need_manifest: bool = True) -> Trials:
+        if self.manifest is None and need_manifest:
+            raise JournalError(f"{self.path}: no manifest line; this is not a chaoseval journal")
+        t = self.t
+        t.manifest = self.manifest  # type: ignore[assignment]  # None only for bare records
+        t.col = {name: np.frombuffer(a, dtype=a.typecode) for name, a in self.numeric.items()}
+        t.col.update({n: np.frombuffer(a, dtype=a.typecode) for n, a in self.coded.items()})
+        t.vocab = {name: list(table) for name, table in self.vocab.items()}
+        t.offsets = np.frombuffer(self.offsets, dtype=np.int64)
+        t.vetoes = dict(sorted(t.vetoes.items()))
+        t.refs = self.refs
+        return t
+
+
+def _bad_json(path: Path, number: int, line: bytes) -> JournalError:
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        return JournalError(
+            f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}). "
+            "The journal is corrupt there; remove that line to keep the rest."
+        )
+    return JournalError(f"{path}:{number}: not valid JSON. The journal is corrupt there.")
+
+
+def _slow(path: Path, number: int, line: bytes, b: _Builder) -> TrialRecord | None:
+    """A line the fast decoder refused: read as read_journal reads it (same messages)."""
+    data = json.loads(line)
+    kind = data.get("type") if isinstance(data, dict) else None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version is not None and version > SCHEMA_VERSION:
+        raise JournalError(
+            f"{path}:{number}: schema_version {version} is newer than this chaoseval "
+            f"understands ({SCHEMA_VERSION}); upgrade chaoseval"
+        )
+    try:
+        if kind == "manifest":
+            if b.manifest is None:
+                b.set_manifest(RunManifest.model_validate(data))
+            return None
+        if kind == "trial":
+            return TrialRecord.model_validate(data)
+        raise JournalError(f"{path}:{number}: unknown record type {kind!r}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise JournalError(
+            f"{path}:{number}: invalid {kind} record at {where}: {first['msg']}"
+        ) from None
+
+
+def _decode(path: Path, number: int, line: bytes, b: _Builder) -> Any | None:
+    """The line's trial (a LiteRecord, or a TrialRecord when only pydantic reads it)."""
+    try:
+        r = DECODER.decode(line)
+    except msgspec.DecodeError:
+        return _slow(path, number, line, b)
+    if r.type != "trial" or r.schema_version > SCHEMA_VERSION or r.status not in _STATUS:
+        return _slow(path, number, line, b)
+    return r
+
+
+_STATUS = frozenset({"passed", "failed", "not_evaluable"})
+
+
+def _lines(fh: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
+    offset = 0
+    for number, line in enumerate(fh, start=1):
+        yield number, offset, line
+        offset += len(line)
+
+
+def read_trials(path: str | Path) -> Trials:
+    """The journal at ``path`` as columns, read line by line."""
+    path = Path(path)
+    if not path.exists():
+        raise JournalError(
+            f"{path}: no such journal; write one with 'chaoseval run --journal {path}'"
+        )
+    if path.is_dir():
+        raise JournalError(
+            f"{path} is a directory, not a journal; give the .jsonl file that "
+            "'chaoseval run --journal' wrote"
+        )
+    b = _Builder(path)
+    with path.open("rb") as fh:
+        for number, offset, line in _lines(fh):
+            if not line.strip():
+                continue
+            if not line.endswith(b"\n"):  # only the last line can lack its newline
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError:
+                    b.t.cut_off_line = number
+                    b.t.warnings.append(
+                        f"{path}:{number}: last line is cut off mid-record (an interrupted "
+                        "write); it is ignored. 'chaoseval run --resume' re-runs that trial."
+                    )
+                    continue
+            try:
+                r = _decode(path, number, line, b)
+            except json.JSONDecodeError:
+                raise _bad_json(path, number, line) from None
+            if r is None:
+                continue
+            if b.manifest is None:
+                b.early.append((offset, number))
+            _add(b, r, offset)
+    _early(b)
+    if b.rerun:
+        _retally(b)
+    return b.build()
+
+
+def _add(b: _Builder, r: Any, offset: int) -> None:
+    b.add(r, offset)
+
+
+def _retally(b: _Builder) -> None:
+    """The sums per tool again over the rows' final lines: a re-run trial counts once, where
+    its first line was (as read_journal orders it)."""
+    b.t.by_tool = {}
+    with b.path.open("rb") as fh:
+        for offset in b.offsets:
+            fh.seek(offset)
+            line = fh.readline()
+            try:
+                r: Any = DECODER.decode(line)
+            except msgspec.DecodeError:
+                r = TrialRecord.model_validate_json(line)
+            b._tally(summarize(r, {}), r)
+
+
+def _early(b: _Builder) -> None:
+    """Trials written before the manifest were summed without its reference calls: redo."""
+    if not b.early or b.manifest is None or not b.refs:
+        return
+    with b.path.open("rb") as fh:
+        for offset, _ in b.early:
+            fh.seek(offset)
+            r = TrialRecord.model_validate_json(fh.readline())
+            if b.offsets[b.row_of[r.trial_id]] == offset:
+                b.add(r, offset)
+
+
+def trials_of(
+    manifest: RunManifest | None,
+    records: Iterable[TrialRecord],
+    path: Path = Path("."),
+    warnings: list[str] | None = None,
+    refs: dict[str, RefCalls] | None = None,
+) -> Trials:
+    """Columns of records already in memory (an imported results file, a test's records)."""
+    b = _Builder(path)
+    if manifest is not None:
+        b.set_manifest(manifest)
+    b.refs.update(refs or {})
+    # A journal's records: a re-run replaces its trial; records alone are taken as they are.
+    kept: dict[Any, TrialRecord] = {}
+    for i, r in enumerate(records):
+        kept[r.trial_id if manifest is not None else i] = r
+    for i, r in enumerate(kept.values()):
+        b.add(r, i, key=i)
+    t = b.build(need_manifest=manifest is not None)  # records alone: only columns are read
+    t.records = list(kept.values())
+    t.warnings = list(warnings or [])
+    return t
+
+
+def as_trials(journal: Any) -> Trials:
+    """``journal`` as columns: Trials as they are, a read_journal ``Journal`` converted."""
+    if isinstance(journal, Trials):
+        return journal
+    t = trials_of(journal.manifest, journal.records, Path(journal.path), journal.warnings)
+    t.cut_off_line = journal.cut_off_line
+    return t
+
+
+@dataclass(frozen=True)
+class Group:
+    """Some rows of a Trials table: one cell, one task in one cell, ..."""
+
+    t: Trials
+    rows: np.ndarray
+
+    @classmethod
+    def all(cls, t: Trials) -> Group:
+        return cls(t, np.arange(len(t)))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        out: np.ndarray = self.t.col[column][self.rows]
+        return out
+
+    def where(self, mask: np.ndarray) -> Group:
+        return Group(self.t, self.rows[mask])
+
+    def names(self, column: str) -> list[Any]:
+        vocab = self.t.vocab[column]
+        return [vocab[i] if i >= 0 else None for i in self[column].tolist()]
+
+    def records(self) -> Iterator[TrialRecord]:
+        return self.t.iter_records(self.rows.tolist())
+
+
+def as_group(x: Any) -> Group:
+    """A Group as it is; Trials as all their rows; a sequence of TrialRecords as columns."""
+    if isinstance(x, Group):
+        return x
+    if isinstance(x, Trials):
+        return Group.all(x)
+    return Group.all(trials_of(None, list(x)))
+
+
+class KeptTrials(Mapping[str, TrialRecord]):
+    """The trials a resumed run keeps (every one that is not ``not_evaluable``), by trial id.
+
+    Built from the columns: a record is read from its line only when asked for (a run that
+    keeps its records in memory); what the kept trials spent comes from the columns."""
+
+    def __init__(self, t: Trials | None = None) -> None:
+        self._t = t
+        self._rows: dict[str, int] = {}
+        if t is not None:
+            for row in np.flatnonzero(t.col["status"] != 2).tolist():
+                self._rows[t.trial_id(row)] = row
+
+    def __getitem__(self, trial_id: str) -> TrialRecord:
+        assert self._t is not None  # an empty mapping has no keys
+        return self._t.record(self._rows[trial_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, trial_id: object) -> bool:
+        return trial_id in self._rows
+
+    def spent(self) -> Iterator[tuple[float, int]]:
+        """(cost, tokens) of each kept trial."""
+        if self._t is None:
+            return iter(())
+        rows = list(self._rows.values())
+        costs, tokens = self._t.col["cost"][rows].tolist(), self._t.col["tokens"][rows].tolist()
+        return zip(costs, tokens, strict=True)

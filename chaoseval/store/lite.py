@@ -1,0 +1,239 @@
+"""The part of a trial line the reports read, decoded without building the record.
+
+msgspec decodes a journal line into these structs and skips every field they do not declare
+(step results stay undecoded bytes), several times faster than validating a ``TrialRecord`` and
+without its ~26 KB of Python objects. A line these structs refuse is handed to pydantic, so a
+corrupt record gets the same ``file:line`` message it always got, and a line pydantic accepts
+in lax mode is still read.
+
+:func:`summarize` turns a record (a :class:`LiteRecord` or a ``TrialRecord``: the same field
+names) into the per-trial values of :mod:`chaoseval.store.columns`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+__all__ = ["ILLEGAL_ERRORS", "LiteRecord", "RefCalls", "TrialSummary", "call_key", "summarize"]
+
+ILLEGAL_ERRORS = ("no tool named", "invalid arguments", "step budget")
+_ACTIONS = frozenset({"tool", "model", "observation", "memory"})
+STATUS = {"passed": 0, "failed": 1, "not_evaluable": 2}
+OUTCOMES = ("recovered", "degraded", "failed")
+
+
+class _Name(msgspec.Struct):
+    name: str
+
+
+class _Artifact(msgspec.Struct):
+    name: str
+    path: str
+
+
+class _Check(msgspec.Struct):
+    passed: bool
+
+
+class _Veto(msgspec.Struct):
+    kind: str
+    detail: str
+    step: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+class _Step(msgspec.Struct):
+    index: int
+    kind: str
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    result_class: str | None = None
+    result: msgspec.Raw = msgspec.Raw(b"null")
+    error: str | None = None
+    faults: list[int] = []
+
+
+class _Fault(msgspec.Struct):
+    perturbation: str
+    channel: str
+    kind: str
+    detail: dict[str, Any] = {}
+    step: int | None = None
+    delivered: bool = False
+
+
+class _Trajectory(msgspec.Struct):
+    steps: list[_Step] = []
+    faults: list[_Fault] = []
+
+
+class LiteRecord(msgspec.Struct):
+    """A trial line's fields that reports read; the required ones of ``TrialRecord`` are
+    declared too, so a line missing one is refused here and gets pydantic's message."""
+
+    type: str
+    run_id: str
+    trial_id: str
+    scenario: str
+    cell: str
+    index: int
+    seed: int
+    world_seed: int
+    agent: str
+    model: msgspec.Raw
+    status: str
+    started_at: str
+    schema_version: int = 0
+    scenario_tags: list[str] = []
+    perturbations: list[_Name] = []
+    root_cause: str | None = None
+    error: str | None = None
+    checks: list[_Check] = []
+    vetoes: list[_Veto] = []
+    trajectory: _Trajectory = msgspec.field(default_factory=_Trajectory)
+    usage: _Usage = msgspec.field(default_factory=_Usage)
+    sim_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    artifacts: list[_Artifact] = []
+    contracts: list[msgspec.Raw] = []
+    channel_overhead: float | None = None
+
+
+DECODER = msgspec.json.Decoder(LiteRecord)
+
+
+def call_key(tool: str | None, args: Mapping[str, Any] | None) -> str:
+    """A tool call as the reference comparison keys it (tool and arguments, order-free)."""
+    return json.dumps([tool, args or {}], sort_keys=True, default=str)
+
+
+@dataclass
+class RefCalls:
+    """A scenario's passed reference solution: its call keys and tool names."""
+
+    keys: set[str]
+    tools: set[str | None]
+
+
+@dataclass
+class TrialSummary:
+    """One trial as the columns hold it, plus the parts kept beside them."""
+
+    values: tuple[Any, ...]  # in the order of columns.NUMERIC
+    tools: list[tuple[str, int, int, int]] = field(default_factory=list)  # tool, calls, !ok, dlv
+    failing_tool: str | None = None
+    vetoes: list[tuple[str, str]] = field(default_factory=list)  # kind, detail
+    cls: float | None = None
+    browser: tuple[tuple[tuple[str, bool], ...], str | None] | None = None  # faults, screenshot
+
+
+def _result(value: Any) -> Any:
+    return msgspec.json.decode(value) if isinstance(value, msgspec.Raw) else value
+
+
+def _cls(r: Any) -> float | None:
+    for s in r.trajectory.steps:
+        if s.kind == "note" and s.tool == "browser":
+            result = _result(s.result)
+            if isinstance(result, dict):
+                return float(result.get("cls", 0.0))
+    return None
+
+
+def _screenshot(r: Any) -> str | None:
+    shots = [a for a in r.artifacts if a.name.endswith(".png")]
+    failed = [a for a in shots if a.name.startswith("failed")]  # the failing step, else the end
+    chosen = (failed or shots)[:1]
+    return str(chosen[0].path) if chosen else None
+
+
+def _tools(r: Any, tool_steps: Sequence[Any]) -> tuple[list[tuple[str, int, int, int]], str | None]:
+    faults = r.trajectory.faults
+    out = []
+    failing = None
+    for s in tool_steps:
+        not_ok = s.result_class not in (None, "ok")
+        dlv = sum(faults[i].delivered for i in s.faults if i < len(faults))
+        out.append((s.tool or "?", 1, int(not_ok), dlv))
+        if not_ok and failing is None:
+            failing = s.tool
+    if failing is None and tool_steps:
+        failing = tool_steps[-1].tool
+    return out, failing
+
+
+def _reference(tool_steps: Sequence[Any], ref: RefCalls | None) -> tuple[float, float, float]:
+    nan = float("nan")
+    if ref is None or not tool_steps:
+        return nan, nan, nan
+    keys = [call_key(s.tool, s.args) for s in tool_steps]
+    correct = sum(k in ref.keys for k in keys) / len(keys)
+    right = sum(s.tool in ref.tools for s in tool_steps) / len(tool_steps)
+    cover = len(ref.keys & set(keys)) / len(ref.keys) if ref.keys else nan
+    return correct, right, cover
+
+
+def _outcome(r: Any) -> int:
+    if not r.contracts:
+        return -1
+    if r.status != "passed":
+        return 2
+    return 0 if all(c.passed for c in r.checks) else 1
+
+
+def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
+    """The per-trial values of one record (see columns.NUMERIC for their order)."""
+    traj = r.trajectory
+    steps = traj.steps
+    tool_steps = [s for s in steps if s.kind == "tool"]
+    kinds = {s.kind for s in steps}
+    vetoed = {v.step for v in r.vetoes if v.kind == "safety" and v.step is not None}
+    legal = sum(
+        s.index not in vetoed and not any(e in (s.error or "").lower() for e in ILLEGAL_ERRORS)
+        for s in tool_steps
+    )
+    scored = r.status != "not_evaluable"
+    correct, right, cover = _reference(tool_steps, refs.get(r.scenario) if scored else None)
+    u = r.usage
+    values = (
+        r.index,
+        r.seed,
+        STATUS[r.status],
+        len(traj.faults),
+        sum(f.delivered for f in traj.faults),
+        sum(bool(f.detail.get("absorbed")) for f in traj.faults),
+        ("model" in kinds) | ("tool" in kinds) << 1,
+        sum(s.kind in _ACTIONS for s in steps),
+        len(tool_steps),
+        legal,
+        correct,
+        right,
+        cover,
+        u.input_tokens + u.output_tokens,
+        u.cost,
+        u.model_calls,
+        r.sim_seconds,
+        r.wall_seconds,
+        float("nan") if r.channel_overhead is None else r.channel_overhead,
+        _outcome(r),
+        sum(v.kind == "safety" for v in r.vetoes),
+        sum(v.kind == "hallucination" for v in r.vetoes),
+    )
+    tools, failing = _tools(r, tool_steps)
+    out = TrialSummary(values, tools, failing, [(v.kind, v.detail) for v in r.vetoes])
+    out.cls = _cls(r)
+    if out.cls is not None:
+        faults = tuple((f.kind, bool(f.delivered)) for f in traj.faults)
+        out.browser = (faults, _screenshot(r))
+    return out
