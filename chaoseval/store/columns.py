@@ -164,6 +164,9 @@ class _Builder:
         self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
         self.early: list[tuple[int, int]] = []  # (offset, line) of trials before the manifest
         self.rerun = False
+        self.chunk: list[tuple[Any, ...]] = []  # rows not yet in the arrays
+        self.override: dict[int, tuple[Any, ...]] = {}  # re-run rows' final values
+        self.arrays = [*self.numeric.values(), *self.coded.values()]
 
     def set_manifest(self, manifest: RunManifest) -> None:
         self.manifest = manifest
@@ -186,39 +189,51 @@ class _Builder:
         s = summarize(r, self.refs)
         tid = r.trial_id if key is None else key
         row = self.row_of.get(tid)
+        plugins = tuple(p.name for p in r.perturbations)
+        codes = (
+            self._code("scenario", r.scenario),
+            self._code("cell", r.cell),
+            self._code("root_cause", r.root_cause),
+            self._code("tags", tuple(r.scenario_tags)),
+            self._code("plugins", plugins),
+        )
         if row is None:
             row = self.row_of[tid] = len(self.offsets)
             self.offsets.append(offset)
-            for name, _ in NUMERIC:
-                self.numeric[name].append(0)
-            for name in CODED:
-                self.coded[name].append(-1)
-        else:  # a re-run: the sums per tool are made again at the end, in journal order
+            self.chunk.append((*s.values, *codes))
+            if len(self.chunk) >= 4096:
+                self.flush()
+        else:  # a re-run: its row is overwritten at the end; the sums per tool made again
             self.offsets[row] = offset
             self.rerun = True
+            self.override[row] = (*s.values, *codes)
+            self._forget(row)
         self._fill(row, r, s)
         if not self.rerun:
             self._tally(s, r)
 
-    def _fill(self, row: int, r: Any, s: TrialSummary) -> None:
-        for (name, _), v in zip(NUMERIC, s.values, strict=True):
-            self.numeric[name][row] = v
-        plugins = tuple(p.name for p in r.perturbations)
-        for name, v in zip(
-            CODED, (r.scenario, r.cell, r.root_cause, tuple(r.scenario_tags), plugins), strict=True
-        ):
-            self.coded[name][row] = self._code(name, v)
+    def flush(self) -> None:
+        """Rows gathered so far into the arrays, one column at a time (C loops, not Python)."""
+        if not self.chunk:
+            return
+        columns = zip(*self.chunk, strict=True)
+        for target, values in zip(self.arrays, columns, strict=True):
+            target.extend(values)
+        self.chunk = []
+
+    def _forget(self, row: int) -> None:
         t = self.t
-        t.odd_ids.pop(row, None)
+        for side in (t.odd_ids, t.errors, t.vetoes, t.browser):
+            side.pop(row, None)
+
+    def _fill(self, row: int, r: Any, s: TrialSummary) -> None:
+        t = self.t
         if r.trial_id != f"{r.scenario}/{r.cell}/{r.index}":
             t.odd_ids[row] = r.trial_id
-        t.errors.pop(row, None)
-        if r.status != "passed" and r.error is not None:
+        if r.error is not None and r.status != "passed":
             t.errors[row] = r.error
-        t.vetoes.pop(row, None)
         if s.vetoes:
             t.vetoes[row] = s.vetoes
-        t.browser.pop(row, None)
         if s.cls is not None and s.browser is not None:
             t.browser[row] = (s.cls, *s.browser)
 
@@ -238,6 +253,10 @@ class _Builder:
     def build(self, need_manifest: bool = True) -> Trials:
         if self.manifest is None and need_manifest:
             raise JournalError(f"{self.path}: no manifest line; this is not a chaoseval journal")
+        self.flush()
+        for row, values in self.override.items():
+            for target, v in zip(self.arrays, values, strict=True):
+                target[row] = v
         t = self.t
         t.manifest = self.manifest  # type: ignore[assignment]  # None only for bare records
         t.col = {name: np.frombuffer(a, dtype=a.typecode) for name, a in self.numeric.items()}
