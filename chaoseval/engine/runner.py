@@ -26,8 +26,9 @@ from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
 from chaoseval.store.artifacts import ArtifactStore
-from chaoseval.store.columns import KeptTrials, Trials, read_trials
+from chaoseval.store.columns import Trials, read_trials
 from chaoseval.store.journal import JournalWriter
+from chaoseval.store.kept import KeptTrials
 
 CLEAN_CELL = Cell(name=CLEAN)
 PACKAGES = ("anyio", "pydantic", "numpy", "hypothesis", "faker", "freezegun", "tenacity", "respx")
