@@ -93,6 +93,16 @@ def _all_succeed(n: int, c: int, k: int) -> float:
     return prod
 
 
+def _prefix(top: int, n: int, kmax: int) -> list[float]:
+    """``_all_succeed(n, top, k)`` for every k in 0 .. kmax, in one pass (the same products)."""
+    out = [1.0]
+    prod = 1.0
+    for j in range(kmax):
+        prod = 0.0 if top - j <= 0 or prod == 0.0 else prod * ((top - j) / (n - j))
+        out.append(prod)
+    return out
+
+
 def _all_succeed_exact(n: int, c: int, k: int) -> Fraction:
     prod = Fraction(1)
     for j in range(k):
@@ -264,13 +274,18 @@ def summarize(tasks: Iterable[TaskCounts], ks: Sequence[int]) -> Summary:
     pass_hat: dict[int, float | None] = {}
     excluded: dict[int, list[str]] = {}
     included: dict[int, int] = {}
+    # Each task's products for k = 0 .. the largest k it takes, once: a pass^k curve asks for
+    # every k up to n, and the same products term by term give the same floats.
+    kmax = max(k_list, default=0)
+    hats = {t.task: _prefix(t.c, t.n, min(kmax, t.n)) for t in scored}
+    ats = {t.task: _prefix(t.n - t.c, t.n, min(kmax, t.n)) for t in scored}
     for k in k_list:
         eligible = [t for t in scored if t.n >= k]
         excluded[k] = [t.task for t in scored if t.n < k]
         included[k] = len(eligible)
         if eligible:
-            pass_at[k] = math.fsum(pass_at_k(t.n, t.c, k) for t in eligible) / len(eligible)
-            pass_hat[k] = math.fsum(pass_hat_k(t.n, t.c, k) for t in eligible) / len(eligible)
+            pass_at[k] = math.fsum(1.0 - ats[t.task][k] for t in eligible) / len(eligible)
+            pass_hat[k] = math.fsum(hats[t.task][k] for t in eligible) / len(eligible)
         else:
             pass_at[k] = pass_hat[k] = None
     return Summary(

@@ -467,4 +467,3 @@ def as_group(x: Any) -> Group:
     if isinstance(x, Trials):
         return Group.all(x)
     return Group.all(trials_of(None, list(x)))
-

@@ -40,6 +40,6 @@ def test_a_radio_choice_is_saved_only_by_the_save_button() -> None:
         assert world.get("tickets", "ticket_id", tid)["team"] == "general"
         click.fn(world, element_id="save-team")
         assert world.get("tickets", "ticket_id", tid)["team"] == "billing"
-        assert "Team: <span id=\"team\">billing</span>" in render(scenario, world)
+        assert 'Team: <span id="team">billing</span>' in render(scenario, world)
         with pytest.raises(ToolError, match="no clickable element"):
             click.fn(world, element_id="team-finance")

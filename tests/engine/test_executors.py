@@ -79,7 +79,7 @@ class Misbehaving:
             os._exit(3)
         elif what == "hog":
             hoard = bytearray(400 * 2**20)  # RSS well past the limit the test sets
-            hoard[:: 4096] = b"x" * len(hoard[:: 4096])
+            hoard[::4096] = b"x" * len(hoard[::4096])
             await anyio.sleep(5)
         await episode.tools.call("ping")
         return AgentOutput(answer="ok")
