@@ -39,10 +39,13 @@ chromium: $(STAMP)
 	$(BIN)/python -c "import sys; from chaoseval.channels.browser.chromium import ensure_chromium; sys.exit(ensure_chromium())"
 
 # The layout faults in real headless Chromium: hard-coded selectors against role/label locators.
-# Four of the UI tasks (a browser trial costs seconds): the whole `tag:ui` set is in the main
-# matrix above, and `chaoseval run --agent browser-resilient -s 'tag:ui' ...` runs it in Chromium.
+# Eight of the UI tasks, one trial each (a browser trial costs seconds): with exact sign-flip
+# tests Holm-adjusted over four cells, eight tasks is the fewest at which `compare` can call a
+# cell's difference (2/2^8 x 4 < 0.05). The whole `tag:ui` set is in the main matrix above, and
+# `chaoseval run --agent browser-resilient -s 'tag:ui' ...` runs it in Chromium.
 BROWSER := -s ui-refund-admin -s ui-checkout -s ui-ticket-escalate -s ui-plan-downgrade \
-           -p layout_shift -p modal -p slow_render --trials 2 --seed 7
+           -s ui-return-approve -s ui-user-suspend -s ui-invoice-void -s ui-security-2fa \
+           -p layout_shift -p modal -p slow_render -p viewport --trials 1 --seed 7
 
 demo: $(STAMP) chromium
 	mkdir -p $(OUT)
