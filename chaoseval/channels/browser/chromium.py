@@ -2,6 +2,17 @@
 
 ``ensure_chromium()`` installs the system package when it is missing and we may (root, apt-get):
 the tests and ``make test`` share it. ``chromium()`` launches it headless for a block.
+
+Browser features chaoseval relies on, each exercised by tests/browser against Debian's Chromium
+(156 here): Playwright's clock installed with timers running, ``timezone_id``, tracing,
+``layout-shift`` performance entries, device emulation (``viewport``, ``device_scale_factor``,
+``is_mobile``, ``has_touch``: the page sees the width, pixel ratio and touch points asked for)
+and ``locator.aria_snapshot()``. What needed care: with ``is_mobile`` a page without a
+``<meta name="viewport">`` is laid out 980 px wide and zoomed out, as phones do, so the page
+server adds one; ``aria_snapshot()`` marks ``[expanded]`` only when true, so a closed menu
+button reads like any button (the text rendering, chaoseval.engine.a11y, does the same).
+Playwright's named device descriptors (``playwright.devices``) are not used: several default to
+WebKit and carry Safari user agents; chaoseval.model.device names its own.
 """
 
 from __future__ import annotations
