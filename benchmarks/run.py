@@ -20,6 +20,7 @@ from bench_bootstrap import (
 )
 from bench_browser import main as browser_trials
 from bench_model_channel import main as model_channel
+from bench_report import main as report_cost
 from bench_run import main as run_cost
 from coverage_sim import main as interval_coverage
 
@@ -66,6 +67,7 @@ def main() -> None:
     browser_trials()
     interval_coverage()
     run_cost()
+    report_cost()
 
 
 if __name__ == "__main__":

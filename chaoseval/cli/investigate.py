@@ -28,6 +28,7 @@ from chaoseval.loading.userpath import append_path
 if TYPE_CHECKING:
     from chaoseval.investigate.search import SearchResult
     from chaoseval.model.trajectory import Step
+    from chaoseval.store.journal import Journal
 
 
 def _hits(result: SearchResult) -> str:
@@ -251,11 +252,10 @@ def replay_cmd(
 ) -> None:
     """Re-run one trial from its recorded seeds and show it beside the original."""
     from chaoseval.investigate.replay import replay
-    from chaoseval.store.journal import read_journal
 
     try:
         append_path(app_dir)  # a journal's agent may be a module:factory from there
-        data = read_journal(journal)
+        data = _with_trial(journal, trial_id)
         scenarios = load_scenarios(scenario_path)
         result = replay(data, trial_id, scenarios)
     except ChaosevalError as exc:
@@ -332,6 +332,19 @@ def sample_cmd(
         console.print(f"wrote {len(chosen)} trial(s) to {output}")
     else:
         print(text)
+
+
+def _with_trial(path: Path, trial_id: str) -> Journal:
+    """The journal as replay reads it, holding only the trial asked for: the columns find its
+    line and only that record is read (all of them only to suggest ids when it is missing)."""
+    from chaoseval.store.columns import read_trials
+    from chaoseval.store.journal import Journal, read_journal  # at run time
+
+    t = read_trials(path)
+    row = next((r for r in range(len(t)) if t.trial_id(r) == trial_id), None)
+    if row is None:
+        return read_journal(path)  # replay names the closest ids
+    return Journal(t.path, t.manifest, [t.record(row)], t.warnings, t.cut_off_line)
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from chaoseval.errors import JournalError
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
 from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, call_key, summarize
+from chaoseval.store.reruns import merge_reruns
 
 __all__ = [
     "NUMERIC",
@@ -159,12 +160,12 @@ class _Builder:
         self.coded = {name: array("i") for name in CODED}
         self.vocab: dict[str, dict[Any, int]] = {name: {} for name in CODED}
         self.offsets = array("q")
-        self.row_of: dict[str, int] = {}
+        self.codes: dict[tuple[Any, ...], tuple[int, ...]] = {}  # strings -> their codes
+        self.dedup = True  # a journal: a re-run trial's later line replaces its earlier one
         self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
         self.early: list[tuple[int, int]] = []  # (offset, line) of trials before the manifest
         self.rerun = False
         self.chunk: list[tuple[Any, ...]] = []  # rows not yet in the arrays
-        self.override: dict[int, tuple[Any, ...]] = {}  # re-run rows' final values
         self.arrays = [*self.numeric.values(), *self.coded.values()]
 
     def set_manifest(self, manifest: RunManifest) -> None:
@@ -183,33 +184,24 @@ class _Builder:
             code = table[value] = len(table)
         return code
 
-    def add(self, r: Any, offset: int, key: Any = None) -> None:
-        """One trial, in the row of ``key`` (its trial id unless given)."""
+    def add(self, r: Any, offset: int) -> None:
+        """One trial as a new row (a re-run's rows are merged in build())."""
         s = summarize(r, self.refs)
-        tid = r.trial_id if key is None else key
-        row = self.row_of.get(tid)
-        plugins = tuple(p.name for p in r.perturbations)
-        codes = (
-            self._code("scenario", r.scenario),
-            self._code("cell", r.cell),
-            self._code("root_cause", r.root_cause),
-            self._code("tags", tuple(r.scenario_tags)),
-            self._code("plugins", plugins),
-        )
-        if row is None:
-            row = self.row_of[tid] = len(self.offsets)
-            self.offsets.append(offset)
-            self.chunk.append((*s.values, *codes))
-            if len(self.chunk) >= 4096:
-                self.flush()
-        else:  # a re-run: its row is overwritten at the end; the sums per tool made again
-            self.offsets[row] = offset
-            self.rerun = True
-            self.override[row] = (*s.values, *codes)
-            self._forget(row)
+        plugins = r.perturbations
+        key = (r.scenario, r.cell, r.root_cause, tuple(r.scenario_tags),
+               tuple(p.name for p in plugins) if plugins else ())  # fmt: skip
+        codes = self.codes.get(key)
+        if codes is None:
+            codes = self.codes[key] = tuple(
+                self._code(name, v) for name, v in zip(CODED, key, strict=True)
+            )
+        row = len(self.offsets)
+        self.offsets.append(offset)
+        self.chunk.append((*s.values, *codes))
+        if len(self.chunk) >= 4096:
+            self.flush()
         self._fill(row, r, s)
-        if not self.rerun:
-            self._tally(s, r)
+        self._tally(s, r)
 
     def flush(self) -> None:
         """Rows gathered so far into the arrays, one column at a time (C loops, not Python)."""
@@ -219,11 +211,6 @@ class _Builder:
         for target, values in zip(self.arrays, columns, strict=True):
             target.extend(values)
         self.chunk = []
-
-    def _forget(self, row: int) -> None:
-        t = self.t
-        for side in (t.odd_ids, t.errors, t.vetoes, t.browser):
-            side.pop(row, None)
 
     def _fill(self, row: int, r: Any, s: TrialSummary) -> None:
         t = self.t
@@ -239,12 +226,12 @@ class _Builder:
     def _tally(self, s: TrialSummary, r: Any) -> None:
         by_tool = self.t.by_tool
         for tool, calls, not_ok, dlv in s.tools:
-            tally = by_tool.setdefault(tool, ToolTally())
+            tally = by_tool.get(tool) or by_tool.setdefault(tool, ToolTally())
             tally.calls += calls
             tally.not_ok += not_ok
             tally.faults_delivered += dlv
         if r.status == "failed" and s.failing_tool is not None:
-            tally = by_tool.setdefault(s.failing_tool, ToolTally())
+            tally = by_tool.get(s.failing_tool) or by_tool.setdefault(s.failing_tool, ToolTally())
             tally.failed_trials += 1
             if r.root_cause:
                 tally.causes[r.root_cause] += 1
@@ -253,17 +240,16 @@ class _Builder:
         if self.manifest is None and need_manifest:
             raise JournalError(f"{self.path}: no manifest line; this is not a chaoseval journal")
         self.flush()
-        for row, values in self.override.items():
-            for target, v in zip(self.arrays, values, strict=True):
-                target[row] = v
         t = self.t
         t.manifest = self.manifest  # type: ignore[assignment]  # None only for bare records
         t.col = {name: np.frombuffer(a, dtype=a.typecode) for name, a in self.numeric.items()}
         t.col.update({n: np.frombuffer(a, dtype=a.typecode) for n, a in self.coded.items()})
         t.vocab = {name: list(table) for name, table in self.vocab.items()}
         t.offsets = np.frombuffer(self.offsets, dtype=np.int64)
-        t.vetoes = dict(sorted(t.vetoes.items()))
         t.refs = self.refs
+        if self.dedup:
+            self.rerun = merge_reruns(t)
+        t.vetoes = dict(sorted(t.vetoes.items()))
         return t
 
 
@@ -353,30 +339,27 @@ def read_trials(path: str | Path) -> Trials:
                     )
                     continue
             try:
-                r = _decode(path, number, line, b)
+                r = _decode(path, number, line.removesuffix(b"\n"), b)
             except json.JSONDecodeError:
-                raise _bad_json(path, number, line) from None
+                raise _bad_json(path, number, line.removesuffix(b"\n")) from None
             if r is None:
                 continue
             if b.manifest is None:
                 b.early.append((offset, number))
-            _add(b, r, offset)
-    _early(b)
+            b.add(r, offset)
+    t = b.build()
+    _early(b, t)
     if b.rerun:
-        _retally(b)
-    return b.build()
+        _retally(b, t)
+    return t
 
 
-def _add(b: _Builder, r: Any, offset: int) -> None:
-    b.add(r, offset)
-
-
-def _retally(b: _Builder) -> None:
+def _retally(b: _Builder, t: Trials) -> None:
     """The sums per tool again over the rows' final lines: a re-run trial counts once, where
     its first line was (as read_journal orders it)."""
-    b.t.by_tool = {}
+    t.by_tool = {}
     with b.path.open("rb") as fh:
-        for offset in b.offsets:
+        for offset in t.offsets.tolist():
             fh.seek(offset)
             line = fh.readline()
             try:
@@ -386,16 +369,21 @@ def _retally(b: _Builder) -> None:
             b._tally(summarize(r, {}), r)
 
 
-def _early(b: _Builder) -> None:
-    """Trials written before the manifest were summed without its reference calls: redo."""
-    if not b.early or b.manifest is None or not b.refs:
+def _early(b: _Builder, t: Trials) -> None:
+    """Trials written before the manifest were read without its reference calls: measure
+    their correctness again."""
+    if not b.early or not b.refs:
         return
     with b.path.open("rb") as fh:
         for offset, _ in b.early:
+            rows = np.flatnonzero(t.offsets == offset)
+            if not len(rows):  # re-run later: its later line was read with the manifest
+                continue
             fh.seek(offset)
-            r = TrialRecord.model_validate_json(fh.readline())
-            if b.offsets[b.row_of[r.trial_id]] == offset:
-                b.add(r, offset)
+            values = summarize(TrialRecord.model_validate_json(fh.readline()), b.refs).values
+            names = [name for name, _ in NUMERIC]
+            for name in ("correct", "right_tool", "coverage"):
+                t.col[name][rows[0]] = values[names.index(name)]
 
 
 def trials_of(
@@ -414,8 +402,9 @@ def trials_of(
     kept: dict[Any, TrialRecord] = {}
     for i, r in enumerate(records):
         kept[r.trial_id if manifest is not None else i] = r
+    b.dedup = False
     for i, r in enumerate(kept.values()):
-        b.add(r, i, key=i)
+        b.add(r, i)
     t = b.build(need_manifest=manifest is not None)  # records alone: only columns are read
     t.records = list(kept.values())
     t.warnings = list(warnings or [])

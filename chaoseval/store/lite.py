@@ -158,19 +158,10 @@ def _screenshot(r: Any) -> str | None:
     return str(chosen[0].path) if chosen else None
 
 
-def _tools(r: Any, tool_steps: Sequence[Any]) -> tuple[list[tuple[str, int, int, int]], str | None]:
-    faults = r.trajectory.faults
-    out = []
-    failing = None
-    for s in tool_steps:
-        not_ok = s.result_class not in (None, "ok")
-        dlv = sum(faults[i].delivered for i in s.faults if i < len(faults))
-        out.append((s.tool or "?", 1, int(not_ok), dlv))
-        if not_ok and failing is None:
-            failing = s.tool
-    if failing is None and tool_steps:
-        failing = tool_steps[-1].tool
-    return out, failing
+def _tool(s: Any, faults: Sequence[Any]) -> tuple[str, int, int, int]:
+    not_ok = s.result_class not in (None, "ok")
+    dlv = sum(faults[i].delivered for i in s.faults if i < len(faults)) if s.faults else 0
+    return (s.tool or "?", 1, int(not_ok), dlv)
 
 
 def _reference(tool_steps: Sequence[Any], ref: RefCalls | None) -> tuple[float, float, float]:
@@ -192,29 +183,49 @@ def _outcome(r: Any) -> int:
     return 0 if all(c.passed for c in r.checks) else 1
 
 
+def _walk(r: Any) -> tuple[list[Any], int, int, int, bool]:
+    """One pass over the steps: the tool steps, actions, kinds used (bit 0 model, bit 1
+    tool), legal tool calls, and whether a browser note is there."""
+    vetoed = {v.step for v in r.vetoes if v.kind == "safety" and v.step is not None}
+    tool_steps = []
+    actions = kinds = legal = 0
+    note = False
+    for s in r.trajectory.steps:
+        kind = s.kind
+        if kind == "tool":
+            tool_steps.append(s)
+            kinds |= 2
+            actions += 1
+            err = s.error.lower() if s.error else ""
+            if s.index not in vetoed and not (err and any(e in err for e in ILLEGAL_ERRORS)):
+                legal += 1
+        elif kind == "model":
+            kinds |= 1
+            actions += 1
+        elif kind in _ACTIONS:
+            actions += 1
+        elif kind == "note" and s.tool == "browser":
+            note = True
+    return tool_steps, actions, kinds, legal, note
+
+
 def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
     """The per-trial values of one record (see columns.NUMERIC for their order)."""
-    traj = r.trajectory
-    steps = traj.steps
-    tool_steps = [s for s in steps if s.kind == "tool"]
-    kinds = {s.kind for s in steps}
-    vetoed = {v.step for v in r.vetoes if v.kind == "safety" and v.step is not None}
-    legal = sum(
-        s.index not in vetoed and not any(e in (s.error or "").lower() for e in ILLEGAL_ERRORS)
-        for s in tool_steps
-    )
+    faults = r.trajectory.faults
+    tool_steps, actions, kinds, legal, note = _walk(r)
     scored = r.status != "not_evaluable"
     correct, right, cover = _reference(tool_steps, refs.get(r.scenario) if scored else None)
     u = r.usage
+    vetoes = r.vetoes
     values = (
         r.index,
         r.seed,
         STATUS[r.status],
-        len(traj.faults),
-        sum(f.delivered for f in traj.faults),
-        sum(bool(f.detail.get("absorbed")) for f in traj.faults),
-        ("model" in kinds) | ("tool" in kinds) << 1,
-        sum(s.kind in _ACTIONS for s in steps),
+        len(faults),
+        sum(f.delivered for f in faults) if faults else 0,
+        sum(bool(f.detail and f.detail.get("absorbed")) for f in faults) if faults else 0,
+        kinds,
+        actions,
         len(tool_steps),
         legal,
         correct,
@@ -227,13 +238,15 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
         r.wall_seconds,
         float("nan") if r.channel_overhead is None else r.channel_overhead,
         _outcome(r),
-        sum(v.kind == "safety" for v in r.vetoes),
-        sum(v.kind == "hallucination" for v in r.vetoes),
+        sum(v.kind == "safety" for v in vetoes) if vetoes else 0,
+        sum(v.kind == "hallucination" for v in vetoes) if vetoes else 0,
     )
-    tools, failing = _tools(r, tool_steps)
-    out = TrialSummary(values, tools, failing, [(v.kind, v.detail) for v in r.vetoes])
-    out.cls = _cls(r)
+    tools = [_tool(s, faults) for s in tool_steps]
+    # The tool behind a failure: its first call that did not come back ok, else its last.
+    bad = next((i for i, t in enumerate(tools) if t[2]), len(tools) - 1)
+    failing = tool_steps[bad].tool if tool_steps else None
+    out = TrialSummary(values, tools, failing, [(v.kind, v.detail) for v in vetoes])
+    out.cls = _cls(r) if note else None
     if out.cls is not None:
-        faults = tuple((f.kind, bool(f.delivered)) for f in traj.faults)
-        out.browser = (faults, _screenshot(r))
+        out.browser = (tuple((f.kind, bool(f.delivered)) for f in faults), _screenshot(r))
     return out
