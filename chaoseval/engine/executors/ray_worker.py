@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -46,9 +48,18 @@ Result = tuple[Finished, list[tuple[str, bytes]]]
 class TrialActor:
     """One Ray worker's share of the run (the driver decorates it with ``ray.remote``)."""
 
-    def __init__(self, plans: Sequence[TrialPlan], job: TrialJob, store_name: str | None):
+    def __init__(self, payload: bytes, paths: Sequence[str], store_name: str | None):
         from chaoseval.store.artifacts import ArtifactStore
 
+        # The driver's import path first (its --app-dir, a test's directory), then the plans
+        # and the agent, whose classes may live there: so they are pickled as bytes, not
+        # handed to Ray as arguments it would unpickle before this constructor runs.
+        for path in paths:
+            if path not in sys.path:
+                sys.path.append(path)
+        plans: Sequence[TrialPlan]
+        job: TrialJob
+        plans, job = pickle.loads(payload)
         self.plans = plans
         self.tmp = Path(tempfile.mkdtemp(prefix="chaoseval-ray-"))
         # The same relative paths as the driver's store: <journal>.d/<trial>/<name>.
