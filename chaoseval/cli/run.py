@@ -261,6 +261,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
     from chaoseval.model.records import ModelSettings
 
     _check_journal(s.journal, flags["resume"])
+    executor = _executor(flags, s.agent, s.app_dir)  # a wrong pair is said before any loading
     ks = s.ks()
     agent = _agent(s.agent, s.app_dir, flags["model_endpoint"], flags["model_key_env"])
     clock_notice(agent, s.agent)
@@ -281,7 +282,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         budget_cost=flags["budget_cost"],
         budget_tokens=flags["budget_tokens"],
         progress=_progress(flags["progress"]),
-        executor=_executor(flags, s.agent, s.app_dir) or default_executor(agent),
+        executor=executor or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
         keep_records=False,  # the journal holds them: memory stays flat
     )

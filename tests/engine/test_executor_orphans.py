@@ -11,8 +11,8 @@ import pytest
 
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.engine.runner import RunConfig, run
-from chaoseval.loading.files import installed, select
 from chaoseval.store.journal import read_journal
+from tests.engine.test_executors import _scenario
 
 # Ignores SIGTERM, starts a child of its own (same group), says both pids, then sleeps.
 STUBBORN = """\
@@ -42,7 +42,9 @@ def test_a_stubborn_exec_agent_dies_with_its_killed_worker(tmp_path):
     script.write_text(STUBBORN)
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(pids))}"
     config = RunConfig(
-        scenarios=select(installed(), ["vending-refund-not-dispensed"]),
+        # No generated world: building it starts no freezegun walk of every loaded module,
+        # which can hold a worker's loop past this short timeout once many modules are loaded.
+        scenarios=[_scenario("stubborn")],
         # Its own grace (SIGTERM, then SIGKILL) outlasts the executor's: the worker is killed
         # while the agent still ignores SIGTERM, which used to leave it orphaned.
         agent=ProcessAgent(command, grace=30),

@@ -19,6 +19,7 @@ it kills the worker's exec: agents before the driver kills the worker.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import pickle
 import shutil
@@ -45,6 +46,17 @@ WATCH = "watch"  # the concurrency group of blocker() and abort()
 Result = tuple[Finished, list[tuple[str, bytes]]]
 
 
+def _warm(plans: Sequence[TrialPlan]) -> None:
+    """Load now what a first trial would load on its own clock: a fresh Ray worker, unlike a
+    forked one, has imported nothing yet (the journal's encoder, the cells' plugins), and a
+    trial whose imports hold the event loop past a short timeout would be blamed for it."""
+    from chaoseval.engine.trial import instantiate
+
+    importlib.import_module("chaoseval.store.journal")
+    for cell in {id(plan.cell): plan.cell for plan in plans}.values():
+        instantiate(cell)
+
+
 class TrialActor:
     """One Ray worker's share of the run (the driver decorates it with ``ray.remote``)."""
 
@@ -61,6 +73,7 @@ class TrialActor:
         job: TrialJob
         plans, job = pickle.loads(payload)
         self.plans = plans
+        _warm(plans)
         self.tmp = Path(tempfile.mkdtemp(prefix="chaoseval-ray-"))
         # The same relative paths as the driver's store: <journal>.d/<trial>/<name>.
         store = ArtifactStore(self.tmp / store_name) if store_name else None
