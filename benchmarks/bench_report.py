@@ -29,7 +29,9 @@ TRIALS = int(os.environ.get("CHAOSEVAL_BENCH_REPORT_TRIALS", 1_000_000))
 STEPS = 3
 WRITE_CAP = 240.0  # seconds to write one journal
 PART_CAP = 300.0  # seconds one command may take before it is stopped and reported as such
-TARGETS = {"report": (60.0, 500), "compare": (120.0, 500)}  # seconds, MB
+# Seconds and MB (None: the issue sets no memory target). summary reads two journals as
+# compare does, gate one as report does: they are held to those targets.
+TARGETS: dict[str, tuple[float, int | None]] = {"report": (60.0, 500), "compare": (120.0, None)}
 
 
 def _child(part: str, args: list[str]) -> None:
@@ -103,18 +105,16 @@ def _write(where: Path, name: str, seed: int) -> tuple[Path, int] | None:
     return None
 
 
-def _line(what: str, n: int, r: dict[str, Any] | None, target: tuple[float, int] | None) -> None:
+def _line(what: str, n: int, r: dict[str, Any] | None, target: tuple[float, int | None]) -> None:
     if r is None:
         return
     mem = f"peak RSS {_mb(r['peak_rss'])} main, {_mb(r['tree_peak'])} process tree"
-    if target is None:
-        print(f"  {what} on {n:,} trials: {r['seconds']:.1f} s; {mem} (no target of its own)")
-        return
     seconds, mb = target
-    ok = r["seconds"] < seconds and r["tree_peak"] < mb * 2**20
+    ok = r["seconds"] < seconds and (mb is None or r["tree_peak"] < mb * 2**20)
+    wanted = f"< {seconds:.0f} s" + (f" and < {mb} MB" if mb else "")
     print(
         f"  {what} on {n:,} trials: {r['seconds']:.1f} s, {mem} "
-        f"({'meets' if ok else 'MISSES'} the < {seconds:.0f} s and < {mb} MB target)"
+        f"({'meets' if ok else 'MISSES'} the {wanted} target)"
     )
 
 
@@ -135,9 +135,10 @@ def main() -> None:
         _line(f"compare (two journals, {nb:,} trials in the other)", n,
               measure("compare", str(ja), str(jb), "-f", "json", "-o", out),
               TARGETS["compare"])  # fmt: skip
-        _line("summary (both journals)", n, measure("summary", str(ja), str(jb)), None)
+        _line("summary (both journals)", n, measure("summary", str(ja), str(jb)),
+              TARGETS["compare"])  # fmt: skip
         _line("gate 'pass^3 >= 0.1'", n, measure("gate", str(ja), "--rule", "pass^3 >= 0.1"),
-              None)  # fmt: skip
+              TARGETS["report"])  # fmt: skip
     finally:
         shutil.rmtree(where, ignore_errors=True)
     print(f"  bench itself: {time.perf_counter() - started:.0f} s")

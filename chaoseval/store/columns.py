@@ -45,7 +45,7 @@ __all__ = [
 
 # The numeric columns, in TrialSummary.values order, with their dtypes (array typecodes).
 NUMERIC: tuple[tuple[str, str], ...] = (
-    ("index", "q"),
+    ("index", "i"),
     ("seed", "q"),
     ("status", "b"),  # 0 passed, 1 failed, 2 not evaluable
     ("faults", "i"),
@@ -60,7 +60,7 @@ NUMERIC: tuple[tuple[str, str], ...] = (
     ("coverage", "d"),
     ("tokens", "q"),
     ("cost", "d"),
-    ("model_calls", "q"),
+    ("model_calls", "i"),
     ("sim_seconds", "d"),
     ("wall_seconds", "d"),
     ("channel_overhead", "d"),  # NaN when not recorded
