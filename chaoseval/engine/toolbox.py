@@ -118,6 +118,11 @@ class ToolBox:
         self._trial = trial
         self._count = 0
         self.specs: dict[str, ToolSpec] = {t.name: t for t in scenario.tools}
+        # With no tool-channel plugin, what the agent gets is exactly what ``_base`` returned,
+        # so the JSON text ``_base`` made of it serves the excerpt, the judge and the result
+        # check too (one encoding per call, not four).
+        self._plain = not any(p.channel == "tool" for p in plugins)
+        self._last: tuple[Any, str] | None = None
         # Wall seconds inside ``call`` (the tool and its injected faults): a wire channel
         # subtracts them from its handler's time to find its own overhead.
         self.busy_seconds = 0.0
@@ -244,9 +249,13 @@ class ToolBox:
             state.harness_errors.append(exc)
             self._finish(step, contexts, started, "harness_error", error=str(exc), deliver=False)
             raise
-        result_class = "ok" if self._valid(self.specs.get(name), result) else "malformed"
-        self._finish(step, contexts, started, result_class, result=result)
-        state.received.append(Received(_as_text(result), _as_text(args)))
+        last, self._last = self._last, None
+        text = last[1] if self._plain and last is not None and last[0] is result else None
+        if text is None:
+            text = _as_text(result)
+        result_class = "ok" if self._valid(self.specs.get(name), result, text) else "malformed"
+        self._finish(step, contexts, started, result_class, result=result, text=text)
+        state.received.append(Received(text, _as_text(args)))
         return result
 
     def _finish(
@@ -257,6 +266,7 @@ class ToolBox:
         result_class: str,
         *,
         result: Any = None,
+        text: str | None = None,
         error: str | None = None,
         deliver: bool = True,
     ) -> None:
@@ -265,7 +275,7 @@ class ToolBox:
         step.result_class = result_class
         step.error = error
         step.latency = self._world.clock.monotonic() - started
-        step.result = _excerpt(result)
+        step.result = _excerpt(result, text)
         held = _HELD.get()
         if deliver and held is not None:
             held.extend(fired)  # a wire channel delivers them when it writes the outcome
@@ -273,11 +283,11 @@ class ToolBox:
             self._state.deliver(fired)
 
     @staticmethod
-    def _valid(spec: ToolSpec | None, result: Any) -> bool:
+    def _valid(spec: ToolSpec | None, result: Any, text: str) -> bool:
         if spec is None or spec.returns is None:
             return True
         try:
-            _validate(spec.returns, result)
+            _validate(spec.returns, result, text)
         except (ValidationError, TypeError, ValueError):
             return False
         return True
@@ -316,10 +326,13 @@ class ToolBox:
                     )
                 )
         try:
-            # A copy, so the agent can never mutate the world through a returned object.
-            return json.loads(json.dumps(result, default=str))
+            text = _TEXT.encode(result)
         except (TypeError, ValueError) as exc:
             raise ScenarioError(f"tool {call.tool!r} returned non-JSON data: {exc}") from exc
+        # A copy, so the agent can never mutate the world through a returned object.
+        copied = json.loads(text)
+        self._last = (copied, copied if isinstance(copied, str) else text)  # as _as_text has it
+        return copied
 
 
 class UnknownTools:
@@ -361,11 +374,12 @@ def unknown_tool_note(records: Iterable[TrialRecord], scenarios: Iterable[Scenar
     return tally.note()
 
 
-def _validate(model: type[BaseModel], result: Any) -> BaseModel:
+def _validate(model: type[BaseModel], result: Any, text: str | None = None) -> BaseModel:
+    """``text``: ``result`` as JSON already (its default=str never fires on a JSON copy)."""
     if not isinstance(result, dict):
         raise TypeError(f"expected a JSON object, got {type(result).__name__}")
     # JSON mode: dates arrive as strings, as they would over the wire.
-    return model.model_validate_json(json.dumps(result), strict=True)
+    return model.model_validate_json(json.dumps(result) if text is None else text, strict=True)
 
 
 def validate_result(spec: ToolSpec, result: Any) -> Any:
@@ -387,17 +401,21 @@ def _brief(exc: Exception) -> str:
     return str(exc)[:300]
 
 
+# json.dumps(value, default=str) builds a new encoder per call; this one is made once.
+_TEXT = json.JSONEncoder(default=str)
+
+
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, default=str)
+        return _TEXT.encode(value)
     except (TypeError, ValueError):
         return repr(value)
 
 
-def _excerpt(result: Any) -> Any:
-    text = _as_text(result)
+def _excerpt(result: Any, text: str | None = None) -> Any:
+    text = _as_text(result) if text is None else text
     if len(text) <= EXCERPT:
         return result
     return text[:EXCERPT] + f"...[{len(text)} chars]"

@@ -7,6 +7,7 @@ and the judge turns what happened into a verdict; ``_record`` writes it down.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,7 +65,12 @@ def trial_seed(run_seed: int, plan: TrialPlan) -> int:
 
 def world_seed(run_seed: int, scenario: Scenario) -> int:
     """Shared by every trial and cell of a scenario: repeats and arms see the same world."""
-    return derive_seed(run_seed, scenario.id, "world")
+    return _world_seed(run_seed, scenario.id)
+
+
+@functools.lru_cache(maxsize=1024)  # the same for every trial of a scenario: hashed once
+def _world_seed(run_seed: int, scenario_id: str) -> int:
+    return derive_seed(run_seed, scenario_id, "world")
 
 
 def instantiate(cell: Cell) -> list[Perturbation[Any]]:
@@ -280,9 +286,13 @@ async def _run_agent(
     clock = trial.clock
     agent_error: BaseException | None = None
     try:
-        with anyio.fail_after(wall_timeout) as scope, clock.deadline(trial.trial_timeout):
+        # anyio.fail_after, without its generator wrapper (one per trial adds up).
+        scope = anyio.CancelScope(deadline=anyio.current_time() + wall_timeout)
+        with scope, clock.deadline(trial.trial_timeout):
             trial.state.stop = scope.cancel
             trial.raw = await agent.run(episode)
+        if scope.cancelled_caught and anyio.current_time() >= scope.deadline:
+            raise TimeoutError
         if scope.cancel_called and trial.state.budget_exceeded:
             raise StepBudgetExceeded("the agent kept calling tools past its step budget")
         trial.output = _coerce(trial.raw)

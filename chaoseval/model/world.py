@@ -177,6 +177,7 @@ class WorldTemplate:
         self._data = (tables, givens)
         try:
             self._blob: bytes | None = pickle.dumps(self._data, protocol=pickle.HIGHEST_PROTOCOL)
+            self._givens_blob = pickle.dumps(givens, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # a lambda or a lock in the world: deepcopy handles what it can
             self._blob = None
 
@@ -193,6 +194,9 @@ class WorldTemplate:
 
     def givens(self) -> dict[str, Any]:
         """A copy of the givens of its own (the agent's task), apart from the world's."""
+        if self._blob is not None:
+            copied: dict[str, Any] = pickle.loads(self._givens_blob)
+            return copied
         return copy.deepcopy(self._data[1])
 
     @contextmanager

@@ -16,8 +16,7 @@ no journal (nothing is stored then).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,28 +54,27 @@ class ArtifactStore:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def trial(self, trial_id: str) -> TrialArtifacts:
-        """A trial's artifacts, its directory emptied (a re-run trial starts afresh).
-
-        Most trials store nothing: with no store on disk yet there is nothing to empty, and
-        one ``stat`` is all a trial pays (not a path built and a ``rmtree`` tried)."""
-        directory = self.root / trial_dir_name(trial_id) if self.root.exists() else None
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)
-        return TrialArtifacts(self, trial_id, directory)
+        """A trial's artifacts. Most trials store nothing, so they touch no file at all: the
+        trial's directory is emptied when its first artifact is written (a re-run trial
+        replaces what an earlier attempt left; one that writes nothing leaves it, and its
+        record lists none of it)."""
+        return TrialArtifacts(self, trial_id)
 
 
 @dataclass
 class TrialArtifacts:
     store: ArtifactStore
     trial_id: str
-    given_directory: Path | None = None  # None: worked out when the first artifact is written
+    _directory: Path | None = None  # worked out (and emptied) when the first artifact is written
     refs: list[Artifact] = field(default_factory=list)
 
     @property
     def directory(self) -> Path:
-        if self.given_directory is None:
-            self.given_directory = self.store.root / trial_dir_name(self.trial_id)
-        return self.given_directory
+        """The trial's directory, emptied of an earlier attempt's files on first use."""
+        if self._directory is None:
+            self._directory = self.store.root / trial_dir_name(self.trial_id)
+            shutil.rmtree(self._directory, ignore_errors=True)
+        return self._directory
 
     def write(self, name: str, text: str, *, size: int | None = None) -> Artifact:
         """Store ``text`` as ``name``: redacted, cut to the limit; ``size`` is the full size
@@ -117,16 +115,27 @@ _current: ContextVar[TrialArtifacts | None] = ContextVar("chaoseval_artifacts", 
 _trial_id: ContextVar[str | None] = ContextVar("chaoseval_trial_id", default=None)
 
 
-@contextmanager
-def binding(store: ArtifactStore | None, trial_id: str) -> Iterator[TrialArtifacts | None]:
-    """The trial's artifacts for the block (its task's context: concurrent trials never mix)."""
-    trial = store.trial(trial_id) if store is not None else None
-    tokens = (_current.set(trial), _trial_id.set(trial_id))
-    try:
-        yield trial
-    finally:
-        _current.reset(tokens[0])
-        _trial_id.reset(tokens[1])
+class _Binding:
+    __slots__ = ("_tokens", "_trial", "_trial_id")
+
+    def __init__(self, trial: TrialArtifacts | None, trial_id: str):
+        self._trial, self._trial_id = trial, trial_id
+
+    def __enter__(self) -> TrialArtifacts | None:
+        self._tokens = (_current.set(self._trial), _trial_id.set(self._trial_id))
+        return self._trial
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._tokens[0])
+        _trial_id.reset(self._tokens[1])
+
+
+def binding(
+    store: ArtifactStore | None, trial_id: str
+) -> AbstractContextManager[TrialArtifacts | None]:
+    """The trial's artifacts for the block (its task's context: concurrent trials never mix).
+    A class, not a generator context manager: every trial enters one."""
+    return _Binding(store.trial(trial_id) if store is not None else None, trial_id)
 
 
 def current() -> TrialArtifacts | None:
