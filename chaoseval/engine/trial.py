@@ -51,8 +51,8 @@ class TrialPlan:
     cell: Cell
     index: int
 
-    @property
-    def trial_id(self) -> str:
+    @functools.cached_property
+    def trial_id(self) -> str:  # asked for several times per trial
         return f"{self.scenario.id}/{self.cell.name}/{self.index}"
 
 
@@ -241,6 +241,8 @@ async def _setup(
         return call
 
     async def setup(channel: Channel, value: Any) -> Any:
+        if not any(p.channel == channel for p in plugins):
+            return value  # no plugin on the channel: the chain would be the identity
         return await build_chain(channel, plugins, identity, make_ctx)(value)
 
     # Scalars only: a shallow copy is a deep one (and pydantic's deepcopy costs ~20 us).
@@ -313,7 +315,8 @@ async def _run_agent(
         agent_error = exc
     output = trial.output
     if output is not None:
-        output.usage = output.usage if output.usage.model_calls else episode.usage
+        if not output.usage.model_calls:
+            output.usage = episode.usage
         trial.state.trajectory.add_step(
             "answer", t=clock.monotonic(), data=AnswerData(gave_up=output.gave_up)
         )

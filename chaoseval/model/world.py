@@ -134,6 +134,13 @@ class World:
         if self.__dict__.pop(_OWNED, False):
             _reaper().submit(shutil.rmtree, self.__dict__[_TMPDIR], True)
 
+    # ``with world:`` releases it at the end, even when the trial fails.
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
 
 _REAPER: ThreadPoolExecutor | None = None
 
@@ -199,14 +206,11 @@ class WorldTemplate:
             return copied
         return copy.deepcopy(self._data[1])
 
-    @contextmanager
-    def world(self, clock: Clock, seed: int) -> Iterator[World]:
+    def world(self, clock: Clock, seed: int) -> World:
+        """A fresh World of its own copies, to use as ``with template.world(...) as world:``
+        (released at the end of the block)."""
         tables, givens = self._copy()
-        world = World(tables=tables, clock=clock, seed=seed, givens=givens)
-        try:
-            yield world
-        finally:
-            world.release()
+        return World(tables=tables, clock=clock, seed=seed, givens=givens)
 
 
 _TEMPLATES: OrderedDict[tuple[int, int], tuple[object, WorldTemplate]] = OrderedDict()

@@ -29,7 +29,8 @@ async def run_one(plan: TrialPlan, job: TrialJob) -> TrialRecord:
             wall_timeout=job.wall_timeout,
             trial_timeout=job.trial_timeout,
         )
-    record.artifacts = list(kept.refs) if kept is not None else []
+    if kept is not None and kept.refs:  # the field's default is already empty
+        record.artifacts = list(kept.refs)
     return record
 
 
