@@ -17,8 +17,9 @@ import anyio
 from chaoseval.engine.budget import Budget
 from chaoseval.engine.executors import Executor, Finished, TrialJob, make_executor
 from chaoseval.engine.judge import possible_root_causes
+from chaoseval.engine.matrix import Plans
 from chaoseval.engine.references import reference_runs
-from chaoseval.engine.trial import TrialPlan, instantiate
+from chaoseval.engine.trial import instantiate
 from chaoseval.errors import ConfigError
 from chaoseval.model.clock import ClockMode
 from chaoseval.model.records import CLEAN, Cell, ModelSettings, RunManifest, TrialRecord
@@ -131,19 +132,15 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
     )
 
 
-def plan(config: RunConfig) -> list[TrialPlan]:
+def plan(config: RunConfig) -> Plans:
+    """Every trial of the matrix, made on demand (a million trials are no million objects)."""
     if config.trials < 1:
         raise ConfigError(f"--trials must be at least 1 (got {config.trials})")
     if not config.scenarios:
         raise ConfigError("no scenarios selected")
     for cell in config.all_cells():
         instantiate(cell)  # unknown plugins and bad parameters stop the run before it starts
-    return [
-        TrialPlan(s, c, i)
-        for c in config.all_cells()
-        for s in config.scenarios
-        for i in range(config.trials)
-    ]
+    return Plans(config.all_cells(), config.scenarios, config.trials)
 
 
 def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
@@ -266,7 +263,7 @@ async def run_matrix(
     store = None if config.journal is None else ArtifactStore.for_journal(Path(config.journal))
     manifest, done, writer = await _start(config, store)
 
-    todo = [p for p in plans if p.trial_id not in done]
+    todo = plans.without(done)
     budget = Budget(config.budget_cost, config.budget_tokens)
     for cost, tokens in done.spent():
         budget.spend(cost, tokens)  # run totals: what the resumed trials spent counts

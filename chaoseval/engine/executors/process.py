@@ -26,7 +26,6 @@ import os
 import signal
 import socket
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
 from chaoseval.engine.executors.one import unfinished
+from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.reap import kill_tree
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
 from chaoseval.engine.trial import TrialPlan
@@ -106,9 +106,7 @@ class _Pool:
         self.plans, self.job, self.sink = plans, job, sink
         self.size, self.slots = size, slots
         # (plan index, queued again, suspect): a trial queued again skips the budget gate.
-        self.queue: deque[tuple[int, bool, bool]] = deque(
-            (i, False, False) for i in range(len(plans))
-        )
+        self.queue = TrialQueue(len(plans))
         self.workers: list[_Worker] = []
         self.ctx = multiprocessing.get_context("fork")
         self.finished = anyio.Event()

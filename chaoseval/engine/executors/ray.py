@@ -34,7 +34,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +45,7 @@ from anyio.abc import TaskGroup
 
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
 from chaoseval.engine.executors.one import unfinished
+from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.ray_worker import WATCH, Result, TrialActor
 from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import ConfigError, HarnessError
@@ -164,9 +164,7 @@ class _Pool:
         self.size, self.slots = size, slots
         self.paths: list[str] = []  # the driver's import path, for a Ray on this machine
         # (plan index, queued again, suspect): a trial queued again skips the budget gate.
-        self.queue: deque[tuple[int, bool, bool]] = deque(
-            (i, False, False) for i in range(len(plans))
-        )
+        self.queue = TrialQueue(len(plans))
         self.node_losses: dict[int, int] = {}
         self.actors: list[_Actor] = []
         self.finished = anyio.Event()

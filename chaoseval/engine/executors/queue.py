@@ -1,0 +1,37 @@
+"""The plan indices a worker pool still has to hand out, without a tuple per trial."""
+
+from __future__ import annotations
+
+from collections import deque
+
+Item = tuple[int, bool, bool]  # (plan index, queued again, suspect)
+
+
+class TrialQueue:
+    """Plan indices in order, after any queued again: the deque operations the pools use,
+    over a counter for the fresh ones (a million-trial run holds no million tuples)."""
+
+    def __init__(self, count: int):
+        self._again: deque[Item] = deque()
+        self._next, self._count = 0, count
+
+    def __len__(self) -> int:
+        return len(self._again) + self._count - self._next
+
+    def __getitem__(self, i: int) -> Item:
+        """The first item (the only one the pools look at before taking it)."""
+        if i != 0 or not self:
+            raise IndexError(i)
+        return self._again[0] if self._again else (self._next, False, False)
+
+    def popleft(self) -> Item:
+        if self._again:
+            return self._again.popleft()
+        if self._next >= self._count:
+            raise IndexError("pop from an empty queue")
+        self._next += 1
+        return (self._next - 1, False, False)
+
+    def appendleft(self, item: Item) -> None:
+        """Queue a trial again, first in line."""
+        self._again.appendleft(item)
