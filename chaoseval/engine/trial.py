@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 from pydantic import ValidationError
 
 from chaoseval.engine.judge import Verdict, judge
 from chaoseval.engine.toolbox import Received, StepBudgetExceeded, ToolBox, TrialState
 from chaoseval.engine.ui import render as render_page
 from chaoseval.engine.ui import ui_state
+from chaoseval.engine.walltime import WallLimit
 from chaoseval.errors import HarnessError, PluginError, ScenarioError
 from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
 from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
@@ -53,7 +53,12 @@ class TrialPlan:
 
     @functools.cached_property
     def trial_id(self) -> str:  # asked for several times per trial
-        return f"{self.scenario.id}/{self.cell.name}/{self.index}"
+        return make_trial_id(self.scenario.id, self.cell.name, self.index)
+
+
+def make_trial_id(scenario: str, cell: str, index: int) -> str:
+    """``scenario/cell/index``: stable across runs of the same matrix."""
+    return f"{scenario}/{cell}/{index}"
 
 
 def trial_seed(run_seed: int, plan: TrialPlan) -> int:
@@ -288,14 +293,13 @@ async def _run_agent(
     clock = trial.clock
     agent_error: BaseException | None = None
     try:
-        # anyio.fail_after, without its generator wrapper (one per trial adds up).
-        scope = anyio.CancelScope(deadline=anyio.current_time() + wall_timeout)
-        with scope, clock.deadline(trial.trial_timeout):
-            trial.state.stop = scope.cancel
+        limit = WallLimit(wall_timeout)  # anyio.fail_after, without a loop timer per trial
+        with limit, clock.deadline(trial.trial_timeout):
+            trial.state.stop = limit.scope.cancel
             trial.raw = await agent.run(episode)
-        if scope.cancelled_caught and anyio.current_time() >= scope.deadline:
+        if limit.expired and limit.scope.cancelled_caught:
             raise TimeoutError
-        if scope.cancel_called and trial.state.budget_exceeded:
+        if limit.scope.cancel_called and trial.state.budget_exceeded:
             raise StepBudgetExceeded("the agent kept calling tools past its step budget")
         trial.output = _coerce(trial.raw)
     except HarnessError as exc:
