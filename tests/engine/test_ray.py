@@ -175,3 +175,11 @@ def test_ray_address_with_another_executor_is_refused(tmp_path):
     assert result.exit_code != 0
     assert "--ray-address runs trials on Ray" in result.output
     assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_without_ray_installed_the_run_says_how_to_get_it(monkeypatch, tmp_path):
+    from chaoseval.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if not installed
+    with pytest.raises(ConfigError, match=r"chaoseval\[ray\]"):
+        _run(tmp_path, ["ok"], executor="ray")
