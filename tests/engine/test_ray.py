@@ -133,6 +133,9 @@ def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
     for crash in ("hard-exit", "sigkill", "hog"):
         assert got[f"do-{crash}/clean/0"].root_cause == "crash", crash
     assert "--max-memory" in (got["do-hog/clean/0"].error or "")
+    # The workers killed mid-trial could not clean up after themselves; the run did.
+    run_id = read_journal(tmp_path / "j.jsonl").manifest.run_id
+    assert not (Path(tempfile.gettempdir()) / f"chaoseval-ray-run-{run_id}").exists()
 
 def test_a_stubborn_exec_agent_dies_with_its_killed_ray_worker(tmp_path, cluster):
     """Past its timeout, an exec: agent that ignores SIGTERM outlives its own grace: its actor

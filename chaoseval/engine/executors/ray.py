@@ -179,10 +179,12 @@ class _Pool:
         _by_value(self.ray)
         self.remote = self.ray.remote(concurrency_groups={WATCH: 2})(TrialActor)
         payload = self.ray.cloudpickle.dumps((self.plans, self.job), protocol=5)
+        temp_root = f"chaoseval-ray-run-{self.job.run_id}"  # the actors' files, per node
         self.shared = (
             self.ray.put(payload),
             self.paths,
             None if store is None else store.root.name,
+            temp_root,
         )
         try:
             async with anyio.create_task_group() as tg:
@@ -195,6 +197,7 @@ class _Pool:
         finally:
             with anyio.CancelScope(shield=True):
                 await self._stop_all()
+            shutil.rmtree(Path(tempfile.gettempdir()) / temp_root, ignore_errors=True)
         if self.fatal is not None:
             raise HarnessError(f"a Ray worker could not run the agent:\n{self.fatal}")
 

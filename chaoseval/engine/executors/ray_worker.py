@@ -60,7 +60,9 @@ def _warm(plans: Sequence[TrialPlan]) -> None:
 class TrialActor:
     """One Ray worker's share of the run (the driver decorates it with ``ray.remote``)."""
 
-    def __init__(self, payload: bytes, paths: Sequence[str], store_name: str | None):
+    def __init__(
+        self, payload: bytes, paths: Sequence[str], store_name: str | None, temp_root: str
+    ):
         from chaoseval.store.artifacts import ArtifactStore
 
         # The driver's import path first (its --app-dir, a test's directory), then the plans
@@ -74,7 +76,11 @@ class TrialActor:
         plans, job = pickle.loads(payload)
         self.plans = plans
         _warm(plans)
-        self.tmp = Path(tempfile.mkdtemp(prefix="chaoseval-ray-"))
+        # Under the run's root on this node: the driver removes the root at the end, so a
+        # worker killed mid-trial (which cannot clean up) leaves nothing on the driver's node.
+        root = Path(tempfile.gettempdir()) / temp_root
+        root.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix="actor-", dir=root))
         # The same relative paths as the driver's store: <journal>.d/<trial>/<name>.
         store = ArtifactStore(self.tmp / store_name) if store_name else None
         self.job = replace(job, store=store)
