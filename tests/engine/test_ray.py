@@ -5,6 +5,7 @@ nothing an agent does to its Ray worker loses a trial."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,6 +64,7 @@ def cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def chaoseval(cwd: Path, *args: str) -> None:
