@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,10 +50,12 @@ class TrialPlan:
     scenario: Scenario
     cell: Cell
     index: int
+    # Asked for several times per trial: made once (a cached_property takes a lock per use).
+    trial_id: str = field(init=False, repr=False, compare=False)
 
-    @functools.cached_property
-    def trial_id(self) -> str:  # asked for several times per trial
-        return make_trial_id(self.scenario.id, self.cell.name, self.index)
+    def __post_init__(self) -> None:
+        tid = make_trial_id(self.scenario.id, self.cell.name, self.index)
+        object.__setattr__(self, "trial_id", tid)
 
 
 def make_trial_id(scenario: str, cell: str, index: int) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import weakref
+from collections.abc import Callable
 from types import TracebackType
 
 import anyio
@@ -31,16 +32,17 @@ class WallLimit:
         self._timer: _Timer | None = None
         self.deadline = math.inf
         self.expired = False
-        self.scope = anyio.CancelScope()
 
     def __enter__(self) -> WallLimit:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # another anyio backend: the scope's own deadline
+            self.scope = anyio.CancelScope()
             self.scope.deadline = self.deadline = anyio.current_time() + self._seconds
         else:
             self.deadline = loop.time() + self._seconds
             self._timer = _timer_of(loop)
+            self.scope = self._timer.scope_type()
         self.scope.__enter__()
         if self._timer is not None:
             self._timer.add(self)
@@ -67,6 +69,9 @@ class _Timer:
         self._limits: dict[int, WallLimit] = {}
         self._handle: asyncio.TimerHandle | None = None
         self._at = math.inf
+        # anyio.CancelScope() asks which backend runs (sniffio) on every call; on one loop
+        # the answer never changes, so its scope class is looked up once.
+        self.scope_type: Callable[[], anyio.CancelScope] = type(anyio.CancelScope())
 
     def add(self, limit: WallLimit) -> None:
         self._limits[id(limit)] = limit
