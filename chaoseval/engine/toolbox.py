@@ -250,10 +250,11 @@ class ToolBox:
             self._finish(step, contexts, started, "harness_error", error=str(exc), deliver=False)
             raise
         last, self._last = self._last, None
-        text = last[1] if self._plain and last is not None and last[0] is result else None
-        if text is None:
-            text = _as_text(result)
-        result_class = "ok" if self._valid(self.specs.get(name), result, text) else "malformed"
+        # Only _base's own text is known to be plain JSON (_as_text falls back to str() and
+        # repr(), which must not let a plugin's non-JSON result pass the result check).
+        known = last[1] if self._plain and last is not None and last[0] is result else None
+        text = _as_text(result) if known is None else known
+        result_class = "ok" if self._valid(self.specs.get(name), result, known) else "malformed"
         self._finish(step, contexts, started, result_class, result=result, text=text)
         state.received.append(Received(text, _as_text(args)))
         return result
@@ -283,7 +284,7 @@ class ToolBox:
             self._state.deliver(fired)
 
     @staticmethod
-    def _valid(spec: ToolSpec | None, result: Any, text: str) -> bool:
+    def _valid(spec: ToolSpec | None, result: Any, text: str | None) -> bool:
         if spec is None or spec.returns is None:
             return True
         try:
