@@ -5,7 +5,7 @@ The journals are written in bulk from template lines (tests/store/journal_maker.
 calls and three model calls per trial, about 1.8 KB a line, 50 tasks x 5 cells), never by
 running trials. Each command runs in its own process under a time cap while this process
 samples the memory of its process tree (bench_run.TreeSampler); the command's process reports
-its own peak (``ru_maxrss``). When writing the journals takes longer than its cap, the bench
+its own peak (VmHWM). When writing the journals takes longer than its cap, the bench
 says so and measures the journals it could write, at their size.
 """
 
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,35 +53,17 @@ def _child(part: str, args: list[str]) -> None:
                 pass
         result = {}
     result["seconds"] = time.perf_counter() - started
-    result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    from bench_run import peak_rss
+
+    result["peak_rss"] = peak_rss()
     print(json.dumps(result))
 
 
 def measure(part: str, *args: str, cap: float = PART_CAP) -> dict[str, Any] | None:
     """One part in a child process under ``cap``: its result and its process tree's peak."""
-    from bench_run import TreeSampler
+    from bench_run import measure as measure_part
 
-    proc = subprocess.Popen(
-        [sys.executable, __file__, part, *args], stdout=subprocess.PIPE, text=True
-    )
-    sampler = TreeSampler(proc.pid)
-    sampler.start()
-    try:
-        out, _ = proc.communicate(timeout=cap)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        print(f"    {part}: stopped after the {cap:.0f} s cap")
-        return None
-    finally:
-        sampler.stopped.set()
-        sampler.join()
-    if proc.returncode != 0:
-        print(f"    {part}: failed (exit {proc.returncode})")
-        return None
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    result["tree_peak"] = sampler.peak
-    return result
+    return measure_part(part, *args, script=__file__, cap=cap)
 
 
 def _mb(n: float) -> str:

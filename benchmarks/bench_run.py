@@ -2,7 +2,7 @@
 
 Each part runs in its own process (``python benchmarks/bench_run.py PART``), under a time cap,
 while this process samples the memory of the part's whole process tree (worker processes
-included); the part reports its own peak (``ru_maxrss``) and timings as one JSON line.
+included); the part reports its own peak (VmHWM) and timings as one JSON line.
 """
 
 from __future__ import annotations
@@ -159,19 +159,26 @@ class TreeSampler(threading.Thread):
             self.peak = max(self.peak, sum(_rss(p) for p in pids))
 
 
-def measure(part: str, *args: int, env: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """Run one part in a child process under the time cap; its result and tree peak."""
-    cmd = [sys.executable, __file__, part, *map(str, args)]
+def measure(
+    part: str,
+    *args: int | str,
+    env: dict[str, str] | None = None,
+    script: str = __file__,
+    cap: float = PART_CAP,
+) -> dict[str, Any] | None:
+    """Run one part of ``script`` (this file, or another bench that runs its parts the same
+    way) in a child process under ``cap`` seconds; its result and tree peak."""
+    cmd = [sys.executable, script, part, *map(str, args)]
     env = {**os.environ, **(env or {})}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     sampler = TreeSampler(proc.pid)
     sampler.start()
     try:
-        out, _ = proc.communicate(timeout=PART_CAP)
+        out, _ = proc.communicate(timeout=cap)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        print(f"    {part}: stopped after the {PART_CAP:.0f} s cap")
+        print(f"    {part}: stopped after the {cap:.0f} s cap")
         return None
     finally:
         sampler.stopped.set()

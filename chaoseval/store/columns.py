@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from chaoseval.errors import JournalError
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
+from chaoseval.store.journal import journal_file
 from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, call_key, summarize
 from chaoseval.store.reruns import merge_reruns
 
@@ -313,16 +314,7 @@ def _lines(fh: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
 
 def read_trials(path: str | Path) -> Trials:
     """The journal at ``path`` as columns, read line by line."""
-    path = Path(path)
-    if not path.exists():
-        raise JournalError(
-            f"{path}: no such journal; write one with 'chaoseval run --journal {path}'"
-        )
-    if path.is_dir():
-        raise JournalError(
-            f"{path} is a directory, not a journal; give the .jsonl file that "
-            "'chaoseval run --journal' wrote"
-        )
+    path = journal_file(path)
     b = _Builder(path)
     with path.open("rb") as fh:
         for number, offset, line in _lines(fh):

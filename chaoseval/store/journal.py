@@ -30,7 +30,8 @@ class Journal:
         return {r.trial_id: r for r in self.records}
 
 
-def read_journal(path: str | Path) -> Journal:
+def journal_file(path: str | Path) -> Path:
+    """``path`` as a journal to read, or a JournalError that says what to give instead."""
     path = Path(path)
     if not path.exists():
         raise JournalError(
@@ -41,6 +42,11 @@ def read_journal(path: str | Path) -> Journal:
             f"{path} is a directory, not a journal; give the .jsonl file that "
             "'chaoseval run --journal' wrote"
         )
+    return path
+
+
+def read_journal(path: str | Path) -> Journal:
+    path = journal_file(path)
     raw = path.read_bytes()
     lines = raw.split(b"\n")
     ends_clean = raw.endswith(b"\n")

@@ -182,12 +182,10 @@ class _Pool:
         while self.queue and not w.solo and len(w.inflight) < self.slots:
             if w.kill_reason is not None or w.proc.exitcode is not None:
                 return
-            index, again, suspect = self.queue[0]
-            if suspect and w.inflight:
-                return
-            self.queue.popleft()
-            if not again and not self.sink.may_start():
-                continue  # the budget is reached: skipped, never started
+            taken = self.queue.take(bool(w.inflight), self.sink.may_start)
+            if taken is None:
+                break  # emptied by skips (the run may be finished), or a suspect waits
+            index, suspect = taken
             w.inflight[index] = _Flight(time.monotonic(), datetime.now(UTC), suspect)
             w.solo = suspect
             try:

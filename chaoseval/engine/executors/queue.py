@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 Item = tuple[int, bool, bool]  # (plan index, queued again, suspect)
 
@@ -35,3 +36,20 @@ class TrialQueue:
     def appendleft(self, item: Item) -> None:
         """Queue a trial again, first in line."""
         self._again.appendleft(item)
+
+    def take(self, busy: bool, may_start: Callable[[], bool]) -> tuple[int, bool] | None:
+        """The next (plan index, suspect) for a worker, or None when none fits it now.
+
+        A suspect (a trial queued again after a worker died under it with no culprit named)
+        goes only to a worker with nothing in flight (``busy`` False), so the next death names
+        it. A fresh trial past the run's budget (``may_start`` False) is dropped: skipped,
+        never started. Both pools (process and Ray) hand out trials by this one rule.
+        """
+        while self:
+            index, again, suspect = self[0]
+            if suspect and busy:
+                return None
+            self.popleft()
+            if again or may_start():
+                return index, suspect
+        return None

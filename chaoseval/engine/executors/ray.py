@@ -226,12 +226,10 @@ class _Pool:
         while self.queue and a.ready and not a.solo and len(a.inflight) < self.slots:
             if a.kill_reason is not None or a not in self.actors:
                 return
-            index, again, suspect = self.queue[0]
-            if suspect and a.inflight:
-                return
-            self.queue.popleft()
-            if not again and not self.sink.may_start():
-                continue  # the budget is reached: skipped, never started
+            taken = self.queue.take(bool(a.inflight), self.sink.may_start)
+            if taken is None:
+                break  # emptied by skips (the run may be finished), or a suspect waits
+            index, suspect = taken
             a.inflight[index] = _Flight(time.monotonic(), datetime.now(UTC), suspect)
             a.solo = suspect
             assert self._tg is not None
