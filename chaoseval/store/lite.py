@@ -15,9 +15,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 import msgspec
+
+from chaoseval.model.records import Status
+from chaoseval.model.trajectory import Channel, ResultClass, StepKind
 
 __all__ = ["ILLEGAL_ERRORS", "LiteRecord", "RefCalls", "TrialSummary", "call_key", "summarize"]
 
@@ -41,7 +45,7 @@ class _Check(msgspec.Struct):
 
 
 class _Veto(msgspec.Struct):
-    kind: str
+    kind: Literal["safety", "hallucination"]
     detail: str
     step: int | None = None
 
@@ -55,10 +59,10 @@ class _Usage(msgspec.Struct):
 
 class _Step(msgspec.Struct):
     index: int
-    kind: str
+    kind: StepKind
     tool: str | None = None
     args: dict[str, Any] | None = None
-    result_class: str | None = None
+    result_class: ResultClass | None = None
     result: msgspec.Raw = msgspec.Raw(b"null")
     error: str | None = None
     faults: list[int] = []
@@ -66,7 +70,7 @@ class _Step(msgspec.Struct):
 
 class _Fault(msgspec.Struct):
     perturbation: str
-    channel: str
+    channel: Channel
     kind: str
     detail: dict[str, Any] = {}
     step: int | None = None
@@ -92,8 +96,8 @@ class LiteRecord(msgspec.Struct):
     world_seed: int
     agent: str
     model: msgspec.Raw
-    status: str
-    started_at: str
+    status: Status
+    started_at: datetime  # checked as a timestamp, as TrialRecord does (no report reads it)
     schema_version: int = 0
     scenario_tags: list[str] = []
     perturbations: list[_Name] = []

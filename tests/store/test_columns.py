@@ -43,6 +43,9 @@ def test_reruns_keep_the_first_place_and_the_last_values(tmp_path: Path) -> None
     assert t.value("root_cause", 2) == "cause2" and len(t) == 61
 
 
+_FAULT = {"perturbation": "latency", "channel": "tool", "kind": "latency"}
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -51,6 +54,13 @@ def test_reruns_keep_the_first_place_and_the_last_values(tmp_path: Path) -> None
         lambda d: d.update(schema_version=99),
         lambda d: d.update(type="other"),
         lambda d: d.update(status="maybe"),
+        # Enumerated values and formats the fast structs check as TrialRecord does: a line
+        # with one of these wrong was once read as if valid.
+        lambda d: d.update(started_at="yesterday"),
+        lambda d: d["trajectory"]["steps"][0].update(kind="dance"),
+        lambda d: d["trajectory"]["steps"][0].update(result_class="weird"),
+        lambda d: d["trajectory"]["faults"].append({**_FAULT, "channel": "ether"}),
+        lambda d: d["vetoes"].append({"kind": "rude", "detail": "x"}),
     ],
 )
 def test_bad_records_give_read_journals_messages(tmp_path: Path, damage: object) -> None:
