@@ -197,7 +197,10 @@ class ToolBox:
         index = self._count
         self._count += 1
 
-        if len(state.trajectory.tool_steps()) > self._scenario.budgets.max_steps:
+        # Every tool step of the trial is added above, one per call (this is the trial's only
+        # ToolBox): the count is the number of tool steps, without rescanning the trajectory
+        # on every call (quadratic in a long trial).
+        if self._count > self._scenario.budgets.max_steps:
             if state.budget_exceeded and state.stop is not None:
                 state.stop()  # told once already: the trial ends
             state.budget_exceeded = True
