@@ -32,7 +32,7 @@ from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.measures import AGGREGATES, METRICS, aggregate, graceful
 from chaoseval.errors import ConfigError
 
-__all__ = ["Rule", "RuleResult", "evaluate", "parse_rule"]
+__all__ = ["Rule", "RuleResult", "evaluate", "parse_rule", "selected_cells"]
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -210,8 +210,9 @@ def _metric(a: Analysis, rule: Rule) -> RuleResult:
     return RuleResult(rule, ok, worst, "; ".join(parts))
 
 
-def _selected(a: Analysis, sel: str | None) -> list[str] | None:
-    """The cells a process or graceful selector names; None for the whole run."""
+def selected_cells(a: Analysis, sel: str | None) -> list[str] | None:
+    """The cells a selector names (``*``, a cell, or each cell that stacks or sweeps a plugin
+    of that name); None for the whole run."""
     if sel is None:
         return None
     names = [c.cell for c in a.cells]
@@ -222,7 +223,7 @@ def _selected(a: Analysis, sel: str | None) -> list[str] | None:
 
 def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
     """A process or graceful rule: over the run, or each selected cell meeting it."""
-    cells = _selected(a, rule.cell)
+    cells = selected_cells(a, rule.cell)
     if cells == []:
         known = ", ".join(c.cell for c in a.cells)
         return RuleResult(rule, False, None, f"no cell is or stacks {rule.cell!r}; cells: {known}")

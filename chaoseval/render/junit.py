@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_scenario_cell
 from chaoseval.analysis.build import Analysis
-from chaoseval.analysis.gate import OPS, Rule, RuleResult, evaluate
+from chaoseval.analysis.gate import OPS, Rule, RuleResult, evaluate, selected_cells
 from chaoseval.analysis.verdict import short_labels
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
@@ -41,7 +41,9 @@ def rule_cells(a: Analysis, result: RuleResult) -> dict[str, bool]:
     cell = getattr(rule, "cell", None)
     if cell is None:
         return {}
-    names = [c.cell for c in a.cells] if cell == "*" else [cell]
+    # A plugin selector ([timeout]) names every cell that stacks or sweeps it, as the gate
+    # reads it: each is a case of its own, never the run as a whole.
+    names = selected_cells(a, cell) or []
     return {c: evaluate(a, [replace(rule, cell=c)])[0].passed for c in names if a.cell(c)}
 
 
