@@ -180,7 +180,10 @@ async def _start(
     if old is not None:
         manifest = old.manifest
         manifest.trials = max(manifest.trials, config.trials)
-        return manifest, KeptTrials(old), JournalWriter(old.path, None, truncate_cut_off=True)
+        kept = KeptTrials(old)
+        if store is not None:
+            store.keep_only(kept)
+        return manifest, kept, JournalWriter(old.path, None, truncate_cut_off=True)
     if config.references:
         manifest.references = await reference_runs(config.scenarios, config.seed)
     if config.journal is None:

@@ -5,8 +5,9 @@ They live in ``<journal>.d/<trial>/`` (the trial id ``scenario/cell/index`` made
 path), one directory per trial, and the record lists them (:class:`~chaoseval.model.records.
 Artifact`: name, path relative to the journal's folder, full size, whether it was cut). Every
 artifact is redacted and cut to a size limit before it is written. ``--overwrite`` removes the
-whole store with the journal; ``--resume`` keeps it, and a trial run again replaces only its own
-directory.
+whole store with the journal; ``--resume`` keeps the directories of the trials it keeps and
+removes the others (those trials run again), and a trial queued again after its worker died
+starts from an empty directory.
 
 The runner binds a trial's :class:`TrialArtifacts` for the duration of the trial
 (:func:`binding`); an adapter writes through :func:`current`, which is None when the run keeps
@@ -16,11 +17,12 @@ no journal (nothing is stored then).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Container
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from chaoseval import redact
 from chaoseval.model.records import Artifact
@@ -38,6 +40,11 @@ def trial_dir_name(trial_id: str) -> str:
     return "/".join(quote(part, safe="-_.=+,@") for part in trial_id.split("/"))
 
 
+def unquote_trial(relative: Path) -> str:
+    """The trial id of a directory :func:`trial_dir_name` named (relative to the store)."""
+    return "/".join(unquote(part) for part in relative.parts)
+
+
 @dataclass
 class ArtifactStore:
     """The artifacts of one journal's trials."""
@@ -52,6 +59,21 @@ class ArtifactStore:
     def clear(self) -> None:
         """Everything stored (``--overwrite``: the journal is replaced)."""
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def discard(self, trial_id: str) -> None:
+        """Remove what an attempt of ``trial_id`` left (it will run again from the start)."""
+        shutil.rmtree(self.root / trial_dir_name(trial_id), ignore_errors=True)
+
+    def keep_only(self, trial_ids: Container[str]) -> None:
+        """``--resume``: remove the directories of trials the journal does not keep, what an
+        interrupted or not-evaluable attempt left. Those trials run again, and one that then
+        writes nothing must not leave an earlier attempt's files beside its record. One walk
+        of the store per run, not a look on disk per trial."""
+        if not self.root.is_dir():
+            return
+        for d in self.root.glob("*/*/*"):
+            if d.is_dir() and unquote_trial(d.relative_to(self.root)) not in trial_ids:
+                shutil.rmtree(d, ignore_errors=True)
 
     def trial(self, trial_id: str) -> TrialArtifacts:
         """A trial's artifacts. Most trials store nothing, so they touch no file at all: the

@@ -114,6 +114,26 @@ def test_overwrite_removes_the_store_and_resume_keeps_it(tmp_path):
     assert len(list(store.rglob("log.txt"))) == 2
 
 
+def test_resume_removes_what_a_lost_attempt_left(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    _run(journal)
+    lines = journal.read_text().splitlines()
+    lost = json.loads(lines[-1])["trial_id"]
+    journal.write_text("\n".join(lines[:-1]) + "\n")  # the last trial was lost
+
+    class Quiet(Leaky):  # the re-run writes nothing this time
+        async def run(self, episode: Episode) -> AgentOutput:
+            return AgentOutput(answer="nothing")
+
+    _run(journal, Quiet(), resume=True)
+    store = artifacts.store_root(journal)
+    assert not (store / artifacts.trial_dir_name(lost)).exists()
+    records = read_journal(journal).records
+    assert [r.artifacts for r in records if r.trial_id == lost] == [[]]
+    kept = [a for r in records for a in r.artifacts]
+    assert kept and all((tmp_path / a.path).exists() for a in kept)
+
+
 def test_records_without_artifacts_are_written_as_before(tmp_path):
     class Quiet(Leaky):
         async def run(self, episode: Episode) -> AgentOutput:
@@ -129,6 +149,7 @@ def test_records_without_artifacts_are_written_as_before(tmp_path):
 def test_trial_directories_are_one_safe_component_per_part(trial_id):
     name = artifacts.trial_dir_name(trial_id)
     assert name.count("/") == 2 and " " not in name and ":" not in name
+    assert artifacts.unquote_trial(Path(name)) == trial_id
 
 
 AGENT_MODULE = """

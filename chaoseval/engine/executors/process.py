@@ -234,6 +234,8 @@ class _Pool:
         for index in sorted(flights, reverse=True):
             if index != blame:
                 self.queue.appendleft((index, True, blame is None))
+                if self.job.store is not None:  # it runs again from the start
+                    self.job.store.discard(self.plans[index].trial_id)
         if blame is not None and blame in flights:
             flight = flights[blame]
             error: BaseException = TimeoutError(reason) if w.kill_timeout else AgentCrashed(reason)
