@@ -25,11 +25,10 @@ from typing import IO, Any
 
 import msgspec
 import numpy as np
-from pydantic import ValidationError
 
 from chaoseval.errors import JournalError
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
-from chaoseval.store.journal import journal_file
+from chaoseval.store.journal import journal_file, parse_line
 from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, call_key, summarize
 from chaoseval.store.reruns import merge_reruns
 
@@ -267,28 +266,11 @@ def _bad_json(path: Path, number: int, line: bytes) -> JournalError:
 
 def _slow(path: Path, number: int, line: bytes, b: _Builder) -> TrialRecord | None:
     """A line the fast decoder refused: read as read_journal reads it (same messages)."""
-    data = json.loads(line)
-    kind = data.get("type") if isinstance(data, dict) else None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version is not None and version > SCHEMA_VERSION:
-        raise JournalError(
-            f"{path}:{number}: schema_version {version} is newer than this chaoseval "
-            f"understands ({SCHEMA_VERSION}); upgrade chaoseval"
-        )
-    try:
-        if kind == "manifest":
-            if b.manifest is None:
-                b.set_manifest(RunManifest.model_validate(data))
-            return None
-        if kind == "trial":
-            return TrialRecord.model_validate(data)
-        raise JournalError(f"{path}:{number}: unknown record type {kind!r}")
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise JournalError(
-            f"{path}:{number}: invalid {kind} record at {where}: {first['msg']}"
-        ) from None
+    parsed = parse_line(path, number, json.loads(line), manifest_wanted=b.manifest is None)
+    if isinstance(parsed, RunManifest):
+        b.set_manifest(parsed)
+        return None
+    return parsed
 
 
 def _decode(path: Path, number: int, line: bytes, b: _Builder) -> Any | None:

@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -45,6 +46,33 @@ def journal_file(path: str | Path) -> Path:
     return path
 
 
+def parse_line(
+    path: Path, number: int, data: Any, *, manifest_wanted: bool = True
+) -> RunManifest | TrialRecord | None:
+    """One decoded journal line as its record, or a JournalError naming ``path:number`` and
+    what is wrong there (both readers give the same messages). A manifest after the first is
+    not read (None)."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version is not None and version > SCHEMA_VERSION:
+        raise JournalError(
+            f"{path}:{number}: schema_version {version} is newer than this chaoseval "
+            f"understands ({SCHEMA_VERSION}); upgrade chaoseval"
+        )
+    try:
+        if kind == "manifest":
+            return RunManifest.model_validate(data) if manifest_wanted else None
+        if kind == "trial":
+            return TrialRecord.model_validate(data)
+        raise JournalError(f"{path}:{number}: unknown record type {kind!r}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise JournalError(
+            f"{path}:{number}: invalid {kind} record at {where}: {first['msg']}"
+        ) from None
+
+
 def read_journal(path: str | Path) -> Journal:
     path = journal_file(path)
     raw = path.read_bytes()
@@ -72,28 +100,11 @@ def read_journal(path: str | Path) -> Journal:
                 f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}). "
                 "The journal is corrupt there; remove that line to keep the rest."
             ) from None
-        kind = data.get("type") if isinstance(data, dict) else None
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if version is not None and version > SCHEMA_VERSION:
-            raise JournalError(
-                f"{path}:{number}: schema_version {version} is newer than this chaoseval "
-                f"understands ({SCHEMA_VERSION}); upgrade chaoseval"
-            )
-        try:
-            if kind == "manifest":
-                if manifest is None:
-                    manifest = RunManifest.model_validate(data)
-            elif kind == "trial":
-                record = TrialRecord.model_validate(data)
-                records[record.trial_id] = record  # a re-run trial replaces an older line
-            else:
-                raise JournalError(f"{path}:{number}: unknown record type {kind!r}")
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise JournalError(
-                f"{path}:{number}: invalid {kind} record at {where}: {first['msg']}"
-            ) from None
+        parsed = parse_line(path, number, data, manifest_wanted=manifest is None)
+        if isinstance(parsed, RunManifest):
+            manifest = parsed
+        elif parsed is not None:
+            records[parsed.trial_id] = parsed  # a re-run trial replaces an older line
     if manifest is None:
         raise JournalError(f"{path}: no manifest line; this is not a chaoseval journal")
     return Journal(path, manifest, list(records.values()), warnings, cut_off)
