@@ -10,22 +10,19 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chaoseval.agents.process import ProcessAgent
 from chaoseval.engine.executors.ray import RayExecutor
-from chaoseval.engine.runner import RunConfig, run
 from chaoseval.seams.agent import Episode
 from chaoseval.store import artifacts
 from chaoseval.store.journal import read_journal
 from tests.e2e.golden_journal import normalize
-from tests.engine.test_executor_orphans import STUBBORN, alive
-from tests.engine.test_executors import Misbehaving, _run, _scenario
+from tests.engine.test_executor_orphans import run_stubborn
+from tests.engine.test_executors import Misbehaving, _run
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -142,29 +139,7 @@ def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
 def test_a_stubborn_exec_agent_dies_with_its_killed_ray_worker(tmp_path, cluster):
     """Past its timeout, an exec: agent that ignores SIGTERM outlives its own grace: its actor
     is killed, and the agent (and its child) with it, not orphaned on the node."""
-    pids = tmp_path / "pids.txt"
-    (tmp_path / "agent.py").write_text(STUBBORN)
-    command = f"{sys.executable} {tmp_path / 'agent.py'} {pids}"
-    config = RunConfig(
-        scenarios=[_scenario("stubborn")],  # no generated world: a cheap first trial
-        agent=ProcessAgent(command, grace=30),
-        agent_name="exec:stubborn",
-        trials=1,
-        seed=1,
-        journal=tmp_path / "j.jsonl",
-        wall_timeout=1.0,
-        executor=RayExecutor(),
-        references=False,
-    )
-    run(config)
-    [record] = read_journal(tmp_path / "j.jsonl").records
-    assert record.root_cause == "timeout"
-    started = [int(p) for p in pids.read_text().split()]
-    assert len(started) == 2  # the agent and its child
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in started if alive(p)] == []
+    run_stubborn(tmp_path, RayExecutor())
 
 
 def test_ray_address_with_another_executor_is_refused(tmp_path):
