@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import AbstractAsyncContextManager, nullcontext
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from chaoseval.engine.trial import TrialPlan, record_unfinished, run_trial
@@ -50,6 +52,23 @@ def unfinished(
         started_at=started_at,
         wall_seconds=wall,
     )
+
+
+@dataclass
+class Flight:
+    """A trial a worker pool (process or Ray) has handed to one of its workers."""
+
+    started: float  # time.monotonic() when sent to the worker
+    started_at: datetime
+    suspect: bool  # run again alone after a crash that several trials could have caused
+
+    @classmethod
+    def now(cls, suspect: bool) -> Flight:
+        return cls(time.monotonic(), datetime.now(UTC), suspect)
+
+    def lost(self, plan: TrialPlan, job: TrialJob, error: BaseException) -> TrialRecord:
+        """The record of this trial lost with its worker (:func:`unfinished`)."""
+        return unfinished(plan, job, error, self.started_at, time.monotonic() - self.started)
 
 
 def agent_session(agent: AgentAdapter) -> AbstractAsyncContextManager[Any]:

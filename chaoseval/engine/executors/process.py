@@ -28,7 +28,6 @@ import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -38,24 +37,16 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
-from chaoseval.engine.executors.one import unfinished
+from chaoseval.engine.executors.one import Flight
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.reap import kill_tree
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
 from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import ConfigError, HarnessError
-from chaoseval.model.records import TrialRecord
 
 TICK = 0.1  # seconds between the supervisor's looks at its workers
 GRACE = 2.0  # seconds past the wall timeout a live worker gets to record the timeout itself
 LOST_IDLE = 3  # workers dying with no trial in flight before the run gives up
-
-
-@dataclass
-class _Flight:
-    started: float  # time.monotonic() when sent to the worker
-    started_at: datetime
-    suspect: bool  # re-run alone after a crash that several trials could have caused
 
 
 @dataclass
@@ -65,7 +56,7 @@ class _Worker:
     reader: BufferedByteReceiveStream
     shared: Any  # multiprocessing RawArray: HEARTBEAT, BLOCKER
     fd: int
-    inflight: dict[int, _Flight] = field(default_factory=dict)
+    inflight: dict[int, Flight] = field(default_factory=dict)
     solo: bool = False  # running a suspect: nothing else is sent to it
     kill_reason: str | None = None  # why the runner killed it
     kill_blame: int | None = None
@@ -186,7 +177,7 @@ class _Pool:
             if taken is None:
                 break  # emptied by skips (the run may be finished), or a suspect waits
             index, suspect = taken
-            w.inflight[index] = _Flight(time.monotonic(), datetime.now(UTC), suspect)
+            w.inflight[index] = Flight.now(suspect)
             w.solo = suspect
             try:
                 await send(w.stream, ("run", index))
@@ -228,22 +219,14 @@ class _Pool:
         """Record the blamed trial; queue the others again (as suspects when nobody could be
         blamed), first in line."""
         flights, w.inflight = w.inflight, {}
-        blame = w.kill_blame
-        if blame is None and len(flights) == 1:
-            blame = next(iter(flights))
-        for index in sorted(flights, reverse=True):
-            if index != blame:
-                self.queue.appendleft((index, True, blame is None))
-                if self.job.store is not None:  # it runs again from the start
-                    self.job.store.discard(self.plans[index].trial_id)
-        if blame is not None and blame in flights:
-            flight = flights[blame]
+        blame, again = self.queue.settle(flights, w.kill_blame)
+        if self.job.store is not None:
+            for index in again:  # it runs again from the start
+                self.job.store.discard(self.plans[index].trial_id)
+        if blame is not None:
             error: BaseException = TimeoutError(reason) if w.kill_timeout else AgentCrashed(reason)
-            self.sink.done(Finished.of(self._unfinished(blame, flight, error)))
-
-    def _unfinished(self, index: int, flight: _Flight, error: BaseException) -> TrialRecord:
-        wall = time.monotonic() - flight.started
-        return unfinished(self.plans[index], self.job, error, flight.started_at, wall)
+            record = flights[blame].lost(self.plans[blame], self.job, error)
+            self.sink.done(Finished.of(record))
 
     def _check_finished(self) -> None:
         if not self.queue and not self.settling and not any(w.inflight for w in self.workers):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 Item = tuple[int, bool, bool]  # (plan index, queued again, suspect)
 
@@ -53,3 +53,14 @@ class TrialQueue:
             if again or may_start():
                 return index, suspect
         return None
+
+    def settle(self, lost: Collection[int], blame: int | None) -> tuple[int | None, list[int]]:
+        """A worker died holding the trials ``lost``: the one to record (``blame``, or the only
+        one it held; None when nobody can be blamed), and the others, queued again first in
+        line (as suspects when nobody was blamed, so each runs alone next)."""
+        if blame is None and len(lost) == 1:
+            blame = next(iter(lost))
+        again = [index for index in sorted(lost, reverse=True) if index != blame]
+        for index in again:
+            self.appendleft((index, True, blame is None))
+        return (blame if blame in lost else None), again

@@ -36,7 +36,6 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
-from chaoseval.engine.executors.one import unfinished
+from chaoseval.engine.executors.one import Flight
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.ray_worker import WATCH, Result, TrialActor
 from chaoseval.engine.trial import TrialPlan
@@ -139,17 +138,10 @@ class RayExecutor:
 
 
 @dataclass
-class _Flight:
-    started: float  # time.monotonic() when sent to the actor
-    started_at: datetime
-    suspect: bool  # run again alone after a crash that several trials could have caused
-
-
-@dataclass
 class _Actor:
     handle: Any
     ready: bool = False
-    inflight: dict[int, _Flight] = field(default_factory=dict)
+    inflight: dict[int, Flight] = field(default_factory=dict)
     solo: bool = False
     kill_reason: str | None = None
     kill_blame: int | None = None
@@ -230,7 +222,7 @@ class _Pool:
             if taken is None:
                 break  # emptied by skips (the run may be finished), or a suspect waits
             index, suspect = taken
-            a.inflight[index] = _Flight(time.monotonic(), datetime.now(UTC), suspect)
+            a.inflight[index] = Flight.now(suspect)
             a.solo = suspect
             assert self._tg is not None
             self._tg.start_soon(self._call, a, index, a.handle.trial.remote(index))
@@ -299,13 +291,8 @@ class _Pool:
         """Record the blamed trial; queue the others again (as suspects when nobody could be
         blamed), first in line (the process executor's rule)."""
         flights, a.inflight = a.inflight, {}
-        blame = a.kill_blame
-        if blame is None and len(flights) == 1:
-            blame = next(iter(flights))
-        for index in sorted(flights, reverse=True):
-            if index != blame:
-                self.queue.appendleft((index, True, blame is None))
-        if blame is not None and blame in flights:
+        blame, _ = self.queue.settle(flights, a.kill_blame)
+        if blame is not None:
             error = TimeoutError(reason) if a.kill_timeout else AgentCrashed(reason)
             self._record_lost(blame, flights[blame], error)
 
@@ -321,10 +308,8 @@ class _Pool:
             else:
                 self.queue.appendleft((index, True, False))
 
-    def _record_lost(self, index: int, flight: _Flight, error: BaseException) -> None:
-        wall = time.monotonic() - flight.started
-        record = unfinished(self.plans[index], self.job, error, flight.started_at, wall)
-        self.sink.done(Finished.of(record))
+    def _record_lost(self, index: int, flight: Flight, error: BaseException) -> None:
+        self.sink.done(Finished.of(flight.lost(self.plans[index], self.job, error)))
 
     def _check_finished(self) -> None:
         if not self.queue and not any(a.inflight for a in self.actors):
