@@ -156,8 +156,10 @@ def test_interrupted_run_keeps_its_trials_and_resumes(tmp_path):
         "run",
         "--agent",
         "naive",
+        # 20 trials a cell: the whole run takes seconds, so the interrupt lands mid-run even
+        # on a loaded machine (at 5 the faster runner sometimes finished first).
         "-n",
-        "5",
+        "20",
         "-p",
         "latency",
         "-p",
