@@ -177,6 +177,9 @@ def test_interrupted_run_keeps_its_trials_and_resumes(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         stdin=subprocess.DEVNULL,
+        # Ctrl-C as a user's terminal sends it: a test run started as a background job (no
+        # job control) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     journal = tmp_path / "j.jsonl"
     deadline = time.monotonic() + 60
