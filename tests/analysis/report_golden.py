@@ -3,7 +3,8 @@
 Two small journals written by ``chaoseval run`` (naive and resilient, 3 trials, seed 7, six
 perturbations) are committed gzipped; every output of ``report`` (json, markdown, html, junit,
 table), ``compare``, ``summary`` and ``gate`` on them, plus on a variant with a re-run trial and
-a cut-off last line, was captured before the port. ``python -m tests.analysis.report_golden``
+a cut-off last line, was captured before the port; so were ``diverge``, ``sample`` and replay's
+missing-trial message, before those streamed. ``python -m tests.analysis.report_golden``
 re-captures them: do that only in a commit that says which output changed and why.
 """
 
@@ -81,6 +82,40 @@ def _outputs(tmp: Path, paths: dict[str, Path]) -> dict[str, str]:
         out[f"compare.{ext}"] = _file(["compare", a, b, "-f", fmt], tmp / f"cmp.{ext}", tmp)
     out["compare.txt"] = _cli(["compare", v, b], tmp)
     out["summary.txt"] = _cli(["summary", a, b, v], tmp)
+    out.update(_investigate(tmp, paths))
+    return out
+
+
+def _renamed(tmp: Path, naive: Path) -> Path:
+    """naive with its timeout cell renamed to sort before clean: diverge reads the clean
+    successes of such a cell in journal order, of the others in index order."""
+    text = (tmp / naive).read_text().replace('"cell":"timeout"', '"cell":"a-timeout"')
+    renamed = tmp / "renamed.jsonl"
+    renamed.write_text(text.replace("/timeout/", "/a-timeout/"))
+    return renamed.relative_to(tmp)
+
+
+def _investigate(tmp: Path, paths: dict[str, Path]) -> dict[str, str]:
+    """diverge, sample and replay's missing-trial message (pinned before they streamed)."""
+    a, b, v = (str(paths[n]) for n in ("naive", "resilient", "variant"))
+    r = str(_renamed(tmp, paths["naive"]))
+    out = {
+        f"{n}.diverge.txt": _cli(["diverge", p], tmp) for n, p in (("naive", a), ("resilient", b))
+    }
+    out["naive.diverge.json"] = _cli(["diverge", a, "-f", "json"], tmp)
+    out["naive.diverge-no-baseline.txt"] = _cli(["diverge", a, "--no-baseline"], tmp)
+    out["variant.diverge.json"] = _file(["diverge", v, "-f", "json"], tmp / "dv.json", tmp)
+    out["renamed.diverge.json"] = _cli(["diverge", r, "-f", "json"], tmp)
+    out["naive.sample.md"] = _cli(["sample", a], tmp)
+    out["naive.sample-failed.md"] = _cli(
+        ["sample", a, "--status", "failed", "-n", "5", "--seed", "3"], tmp
+    )
+    out["variant.sample-any.md"] = _file(
+        ["sample", v, "--status", "any", "-n", "4"], tmp / "s.md", tmp
+    )
+    out["resilient.sample-ne.md"] = _cli(["sample", b, "--status", "not_evaluable"], tmp)
+    out["naive.sample-bad.txt"] = _cli(["sample", a, "--status", "bogus"], tmp)
+    out["naive.replay-missing.txt"] = _cli(["replay", a, "calendar-next-tuesday/clean/9"], tmp)
     return out
 
 
