@@ -179,10 +179,10 @@ def diverge_cmd(
     """Where failed trials first left the path successful ones took, grouped by that point."""
     from chaoseval.investigate.diverge import analyse, to_json
     from chaoseval.model.records import CLEAN
-    from chaoseval.store.journal import read_journal
+    from chaoseval.store.columns import read_trials
 
     try:
-        data = read_journal(journal)
+        data = read_trials(journal)
         tasks = analyse(data, baseline=baseline)
         if format == "json":
             text = json.dumps(to_json(tasks, data), indent=2)
@@ -314,10 +314,10 @@ def sample_cmd(
 ) -> None:
     """Draw a reproducible sample of trials and write them to Markdown for human review."""
     from chaoseval.investigate.replay import sample, to_markdown
-    from chaoseval.store.journal import read_journal
+    from chaoseval.store.columns import read_trials
 
     try:
-        data = read_journal(journal)
+        data = read_trials(journal)
         chosen = sample(data, n=n, seed=seed, status=status)
         try:
             scenarios = load_scenarios(scenario_path)
@@ -336,14 +336,15 @@ def sample_cmd(
 
 def _with_trial(path: Path, trial_id: str) -> Journal:
     """The journal as replay reads it, holding only the trial asked for: the columns find its
-    line and only that record is read (all of them only to suggest ids when it is missing)."""
+    line and only that record is read (a missing id is named with the closest ones)."""
+    from chaoseval.investigate.replay import no_trial
     from chaoseval.store.columns import read_trials
-    from chaoseval.store.journal import Journal, read_journal  # at run time
+    from chaoseval.store.journal import Journal  # at run time
 
     t = read_trials(path)
     row = next((r for r in range(len(t)) if t.trial_id(r) == trial_id), None)
     if row is None:
-        return read_journal(path)  # replay names the closest ids
+        raise no_trial(t.path, trial_id, (t.trial_id(r) for r in range(len(t))))
     return Journal(t.path, t.manifest, [t.record(row)], t.warnings, t.cut_off_line)
 
 

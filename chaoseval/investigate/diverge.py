@@ -13,16 +13,70 @@ a *stable error*, never "stable".
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+import numpy as np
+
 from chaoseval.model.records import CLEAN, TrialRecord
-from chaoseval.model.trajectory import Step, Trajectory
+from chaoseval.model.trajectory import ResultClass, Step, StepKind, Trajectory
+from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
 Consistency = Literal["stable", "stable error", "unstable errors", "inconsistent", "not evaluable"]
+
+
+class _Data(msgspec.Struct):
+    gave_up: bool = False  # only an answer step's data has it (AnswerData)
+
+
+class _Step(msgspec.Struct):
+    kind: StepKind
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    result_class: ResultClass | None = None
+    faults: list[int] = []
+    data: _Data = msgspec.field(default_factory=_Data)
+
+    @property
+    def gave_up(self) -> bool:
+        return self.data.gave_up
+
+
+class _Fault(msgspec.Struct):
+    kind: str
+    delivered: bool = False
+
+
+class _Trajectory(msgspec.Struct):
+    steps: list[_Step] = []
+    faults: list[_Fault] = []
+
+
+class _Check(msgspec.Struct):
+    name: str
+    passed: bool
+
+
+class _Veto(msgspec.Struct):
+    kind: str
+
+
+class _Trial(msgspec.Struct):
+    """The fields of a trial line that diverge reads; msgspec skips the rest (results,
+    timings, usage), so a line costs a few microseconds and no pydantic model."""
+
+    trial_id: str
+    root_cause: str | None = None
+    checks: list[_Check] = []
+    vetoes: list[_Veto] = []
+    trajectory: _Trajectory = msgspec.field(default_factory=_Trajectory)
+
+
+_DECODER = msgspec.json.Decoder(_Trial)
 
 
 @dataclass(frozen=True)
@@ -64,7 +118,7 @@ def _norm(value: Any) -> Any:
     return value
 
 
-def _fault_kinds(traj: Trajectory, step: Step) -> tuple[str, ...]:
+def _fault_kinds(traj: Trajectory | _Trajectory, step: Step | _Step) -> tuple[str, ...]:
     return tuple(
         traj.faults[i].kind
         for i in step.faults
@@ -72,7 +126,7 @@ def _fault_kinds(traj: Trajectory, step: Step) -> tuple[str, ...]:
     )
 
 
-def semantic_step(traj: Trajectory, s: Step) -> SemStep | None:
+def semantic_step(traj: Trajectory | _Trajectory, s: Step | _Step) -> SemStep | None:
     """One step as far as the task's semantics go; None for bookkeeping (model calls, notes)."""
     if s.kind == "tool":
         return SemStep(
@@ -89,7 +143,7 @@ def semantic_step(traj: Trajectory, s: Step) -> SemStep | None:
     return None
 
 
-def semantic_steps(record: TrialRecord) -> list[SemStep]:
+def semantic_steps(record: TrialRecord | _Trial) -> list[SemStep]:
     traj = record.trajectory
     return [x for s in traj.steps if (x := semantic_step(traj, s)) is not None]
 
@@ -104,7 +158,7 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     return n
 
 
-@dataclass
+@dataclass(slots=True)
 class Divergence:
     trial_id: str
     step: int  # 0-based index into the semantic steps
@@ -180,12 +234,21 @@ def _after_fault(prev: SemStep, prev_n: int, nxt: SemStep | None) -> str:
     return f"after {what} at step {prev_n} ({prev.tool or prev.kind}): {tail}"
 
 
-def label_divergence(failed: list[SemStep], d: int, successes: list[list[SemStep]]) -> str:
-    """A readable name for the first step where ``failed`` left every matching success."""
+def label_divergence(
+    failed: Sequence[SemStep],
+    d: int,
+    successes: Sequence[Sequence[SemStep]],
+    weights: Sequence[int] | None = None,
+) -> str:
+    """A readable name for the first step where ``failed`` left every matching success.
+    ``weights``: how many successes took each path of ``successes`` (default one each)."""
     n = d + 1  # people count steps from 1
     # The successes that agreed with the failure up to d show what should have come next.
-    peers = [s for s in successes if common_prefix(s, failed) >= d]
-    expected = [s[d] for s in peers if len(s) > d]
+    votes: Counter[SemStep] = Counter()
+    for s, w in zip(successes, weights or [1] * len(successes), strict=True):
+        if len(s) > d and common_prefix(s, failed) >= d:
+            votes[s[d]] += w
+    expected = list(votes)  # in first-seen order, as each success was met
     mine = failed[d] if d < len(failed) else None
     prev = failed[d - 1] if d > 0 else None
     if mine is None:  # the failure simply ended here
@@ -194,7 +257,7 @@ def label_divergence(failed: list[SemStep], d: int, successes: list[list[SemStep
         return f"step {n}: stopped early"
     if not expected:  # every matching success had ended: the failure did extra work
         return f"step {n}: extra step {mine.describe()}"
-    exp_common = Counter(expected).most_common(1)[0][0]
+    exp_common = votes.most_common(1)[0][0]
     if mine.kind == "answer":
         if prev is not None and prev.kind == "tool" and prev.result != "ok":
             return _after_fault(prev, n - 1, mine)
@@ -215,7 +278,7 @@ def label_divergence(failed: list[SemStep], d: int, successes: list[list[SemStep
     return f"step {n}: {mine.describe()} instead of {exp_common.describe()}"
 
 
-def _final_label(record: TrialRecord, n: int) -> str:
+def _final_label(record: TrialRecord | _Trial, n: int) -> str:
     """Same steps as a success: the difference is in the answer or the judged state."""
     failed_checks = [c.name for c in record.checks if not c.passed]
     if record.vetoes:
@@ -225,7 +288,12 @@ def _final_label(record: TrialRecord, n: int) -> str:
     return f"step {n}, answer: same steps, judged {record.root_cause or 'failed'}"
 
 
-def diverge_one(failed: TrialRecord, successes: list[list[SemStep]]) -> Divergence:
+def diverge_one(
+    failed: TrialRecord | _Trial,
+    successes: Sequence[Sequence[SemStep]],
+    weights: Sequence[int] | None = None,
+) -> Divergence:
+    """Where ``failed`` left the ``successes`` (paths, each taken ``weights`` times)."""
     steps = semantic_steps(failed)
     d = max((common_prefix(s, steps) for s in successes), default=0)
     if d >= len(steps) and any(
@@ -233,61 +301,154 @@ def diverge_one(failed: TrialRecord, successes: list[list[SemStep]]) -> Divergen
     ):
         label = _final_label(failed, max(1, d))
         return Divergence(failed.trial_id, max(0, d - 1), label, failed.root_cause)
-    return Divergence(failed.trial_id, d, label_divergence(steps, d, successes), failed.root_cause)
+    label = label_divergence(steps, d, successes, weights)
+    return Divergence(failed.trial_id, d, label, failed.root_cause)
 
 
-def _signature(record: TrialRecord) -> tuple[Any, ...]:
-    return (record.root_cause, tuple(semantic_steps(record)))
+Steps = tuple[SemStep, ...]
 
 
-def analyse(journal: Journal, *, baseline: bool = True) -> list[TaskAnalysis]:
+class _Interned:
+    """Semantic step sequences stored once, numbered: trials mostly repeat a few paths."""
+
+    def __init__(self, size: int) -> None:
+        self.ids: dict[Steps, int] = {}
+        self.paths: list[Steps] = []
+        self.of_row = np.full(size, -1, np.int64)
+
+    def add(self, row: int, record: Any) -> int:
+        path = tuple(semantic_steps(record))
+        i = self.ids.setdefault(path, len(self.paths))
+        if i == len(self.paths):
+            self.paths.append(path)
+        self.of_row[row] = i
+        return i
+
+    def distinct(self, rows: Iterable[int]) -> tuple[list[Steps], list[int]]:
+        """The distinct paths of ``rows`` in first-seen order, with how often each was taken
+        (what diverge_one and label_divergence need of the whole list)."""
+        counts: Counter[int] = Counter(self.of_row[list(rows)].tolist())
+        return [self.paths[i] for i in counts], list(counts.values())
+
+
+def _tasks(t: Trials) -> dict[tuple[str, str], np.ndarray]:
+    """Rows per (scenario, cell), sorted by those names; each task's rows in index order
+    (journal order among equal indexes)."""
+    key = t.col["scenario"].astype(np.int64) * len(t.vocab["cell"]) + t.col["cell"]
+    order = np.lexsort((t.col["index"], key))  # stable
+    cuts = np.flatnonzero(np.diff(key[order])) + 1
+    out = {}
+    for rows in np.split(order, cuts) if len(order) else []:
+        row = int(rows[0])
+        out[(t.value("scenario", row), t.value("cell", row))] = rows
+    return dict(sorted(out.items()))
+
+
+def _references(
+    t: Trials, tasks: dict[tuple[str, str], np.ndarray], baseline: bool
+) -> dict[tuple[str, str], np.ndarray]:
+    """The passed rows each task with failures is compared with: its own, else (with
+    ``baseline``) the clean cell's of its scenario."""
+    status = t.col["status"]
+    out = {}
+    for (scenario, cell), rows in tasks.items():
+        st = status[rows]
+        if not (st == 1).any():
+            continue
+        if (st == 0).any():
+            out[(scenario, cell)] = rows[st == 0]
+        elif baseline and cell != CLEAN and (scenario, CLEAN) in tasks:
+            clean = tasks[(scenario, CLEAN)]
+            # Kept from the record-list version: the clean trials were put in index order
+            # only once their own task had come up in the sorted loop, so a cell named before
+            # "clean" saw them in journal order (the order decides ties between labels).
+            if cell < CLEAN:
+                clean = np.sort(clean)
+            out[(scenario, cell)] = clean[status[clean] == 0]
+    return out
+
+
+def analyse(journal: Journal | Trials, *, baseline: bool = True) -> list[TaskAnalysis]:
     """Every task (scenario x cell) of the journal, with its failures grouped by divergence.
 
     With ``baseline``, a task with failures but no success is compared with the successes of
     the same scenario's clean cell (labelled "clean"), so a cell where a fault breaks every
     trial still shows where the trials left the clean path.
+
+    Read from the journal's columns: the passed trials a failure is compared with and the
+    failed trials are read from their lines (only the fields diverge uses), in file order,
+    and each path is kept once, so memory follows the distinct paths, not the trials.
     """
-    tasks: dict[tuple[str, str], list[TrialRecord]] = defaultdict(list)
-    for r in journal.records:
-        tasks[(r.scenario, r.cell)].append(r)
-    out: list[TaskAnalysis] = []
-    for (scenario, cell), records in sorted(tasks.items()):
-        records.sort(key=lambda r: r.index)
-        passed = [r for r in records if r.status == "passed"]
-        failed = [r for r in records if r.status == "failed"]
-        ne = len(records) - len(passed) - len(failed)
-        if not passed and not failed:
-            consistency: Consistency = "not evaluable"
-        elif not failed:
-            consistency = "stable"
-        elif not passed:
-            sigs = {_signature(r) for r in failed}
-            consistency = "stable error" if len(sigs) == 1 else "unstable errors"
-        else:
-            consistency = "inconsistent"
-        reference = ""
-        successes = [semantic_steps(r) for r in passed]
-        if successes:
-            reference = "same cell"
-        elif baseline and failed and cell != CLEAN:
-            clean = [r for r in tasks.get((scenario, CLEAN), []) if r.status == "passed"]
-            successes = [semantic_steps(r) for r in clean]
-            reference = CLEAN if successes else ""
-        task = TaskAnalysis(scenario, cell, len(passed), len(failed), ne, consistency, reference)
-        if successes:
-            groups: dict[str, FailureGroup] = {}
-            for r in failed:
-                div = diverge_one(r, successes)
-                task.divergences.append(div)
-                g = groups.setdefault(div.label, FailureGroup(div.label, div.step))
-                g.trials.append(r.trial_id)
-                g.root_causes[r.root_cause or "unknown"] += 1
-            task.groups = sorted(groups.values(), key=lambda g: (g.step, -len(g.trials), g.label))
-        out.append(task)
+    t = as_trials(journal)
+    tasks = _tasks(t)
+    refs = _references(t, tasks, baseline)
+    paths = _Interned(len(t))
+    wanted = np.unique(np.concatenate([np.zeros(0, np.int64), *refs.values()]))
+    for row, record in t.scan(wanted.tolist(), _DECODER):
+        paths.add(row, record)
+    successes = {task: paths.distinct(rows) for task, rows in refs.items()}
+    keys = list(tasks)
+    task_of = np.full(len(t), -1, np.int64)  # a failed row's task, when it has successes
+    for i, (task, rows) in enumerate(tasks.items()):
+        if task in successes:
+            task_of[rows] = i
+    failed = np.flatnonzero(t.col["status"] == 1)
+    labels: dict[tuple[str, int], int] = {}
+    label_of = np.full(len(t), -1, np.int64)
+    for row, record in t.scan(failed.tolist(), _DECODER):
+        paths.add(row, record)
+        if task_of[row] >= 0:
+            div = diverge_one(record, *successes[keys[task_of[row]]])
+            label_of[row] = labels.setdefault((div.label, div.step), len(labels))
+    names = {code: key for key, code in labels.items()}
+    return [
+        _task(t, task, rows, paths, label_of, names, successes.get(task))
+        for task, rows in tasks.items()
+    ]
+
+
+def _task(
+    t: Trials,
+    task: tuple[str, str],
+    rows: np.ndarray,
+    paths: _Interned,
+    label_of: np.ndarray,
+    names: dict[int, tuple[str, int]],
+    successes: tuple[list[Steps], list[int]] | None,
+) -> TaskAnalysis:
+    scenario, cell = task
+    status = t.col["status"][rows]
+    passed, failed = rows[status == 0], rows[status == 1].tolist()
+    if not len(passed) and not failed:
+        consistency: Consistency = "not evaluable"
+    elif not failed:
+        consistency = "stable"
+    elif not len(passed):
+        causes = t.col["root_cause"]
+        sigs = {(int(causes[r]), int(paths.of_row[r])) for r in failed}
+        consistency = "stable error" if len(sigs) == 1 else "unstable errors"
+    else:
+        consistency = "inconsistent"
+    reference = "same cell" if len(passed) else ""
+    if not len(passed) and successes is not None and successes[0]:
+        reference = CLEAN
+    ne = len(rows) - len(passed) - len(failed)
+    out = TaskAnalysis(scenario, cell, len(passed), len(failed), ne, consistency, reference)
+    if successes is None or not successes[0]:
+        return out
+    groups: dict[str, FailureGroup] = {}
+    for row in failed:
+        label, step = names[int(label_of[row])]
+        trial_id, cause = t.trial_id(row), t.value("root_cause", row)
+        out.divergences.append(Divergence(trial_id, step, label, cause))
+        g = groups.setdefault(label, FailureGroup(label, step))
+        g.trials.append(trial_id)
+        g.root_causes[cause or "unknown"] += 1
+    out.groups = sorted(groups.values(), key=lambda g: (g.step, -len(g.trials), g.label))
     return out
 
 
-def to_json(tasks: list[TaskAnalysis], journal: Journal) -> dict[str, Any]:
+def to_json(tasks: list[TaskAnalysis], journal: Journal | Trials) -> dict[str, Any]:
     counts = Counter(t.consistency for t in tasks)
     return {
         "journal": str(journal.path),

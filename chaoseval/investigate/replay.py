@@ -8,12 +8,13 @@ Wall-clock fields are ignored; on the virtual clock step times are simulated and
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 
 from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
 from chaoseval.errors import ConfigError, JournalError
@@ -22,6 +23,7 @@ from chaoseval.model.scenario import Scenario
 from chaoseval.model.trajectory import Step
 from chaoseval.redact import redact
 from chaoseval.seams.agent import AgentAdapter, load_agent
+from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
 # Step fields that measure real elapsed time when the trial ran on the real clock.
@@ -49,11 +51,16 @@ def find_record(journal: Journal, trial_id: str) -> TrialRecord:
     records = journal.by_trial_id()
     if trial_id in records:
         return records[trial_id]
+    raise no_trial(journal.path, trial_id, records)
+
+
+def no_trial(path: Path, trial_id: str, ids: Iterable[str]) -> JournalError:
+    """The error for a trial id the journal at ``path`` lacks, naming the closest of ``ids``."""
     import difflib
 
-    close = difflib.get_close_matches(trial_id, list(records), n=3)
+    close = difflib.get_close_matches(trial_id, list(ids), n=3)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise JournalError(f"{journal.path}: no trial {trial_id!r}{hint}")
+    return JournalError(f"{path}: no trial {trial_id!r}{hint}")
 
 
 def find_scenario(scenarios: Sequence[Scenario], scenario_id: str) -> Scenario:
@@ -149,19 +156,37 @@ def replay(
 # --- spot checks ---------------------------------------------------------------------------
 
 
+_STATUS = {"passed": 0, "failed": 1, "not_evaluable": 2}  # as the columns code them
+
+
 def sample(
-    journal: Journal, n: int = 10, seed: int = 0, status: str = "passed"
+    journal: Journal | Trials, n: int = 10, seed: int = 0, status: str = "passed"
 ) -> list[TrialRecord]:
-    """A reproducible draw of ``n`` trials: the same journal and seed give the same trials."""
-    if status not in ("passed", "failed", "not_evaluable", "any"):
+    """A reproducible draw of ``n`` trials: the same journal and seed give the same trials.
+
+    The pool is the trials with ``status`` in trial-id order; the draw picks places in it,
+    so only the ids are sorted (from the columns) and only the chosen records are read."""
+    if status not in (*_STATUS, "any"):
         raise ConfigError(f"--status {status!r}: use passed, failed, not_evaluable or any")
-    pool = sorted(
-        (r for r in journal.records if status == "any" or r.status == status),
-        key=lambda r: r.trial_id,
-    )
+    t = as_trials(journal)
+    rows = np.flatnonzero(t.col["status"] == _STATUS[status]) if status != "any" else None
+    pool = by_trial_id(t, np.arange(len(t)) if rows is None else rows)
     rng = random.Random(f"chaoseval-sample:{seed}")
-    chosen = rng.sample(pool, min(n, len(pool)))
-    return sorted(chosen, key=lambda r: r.trial_id)
+    chosen = sorted(rng.sample(range(len(pool)), min(n, len(pool))))
+    return [t.record(int(pool[i])) for i in chosen]
+
+
+def by_trial_id(t: Trials, rows: np.ndarray) -> np.ndarray:
+    """``rows`` sorted by trial id, as sorted() orders the strings: ids as UTF-8 bytes (whose
+    order is the code points'), a few bytes each, built a chunk at a time."""
+    step = 1 << 16
+    chunks = [
+        np.array([t.trial_id(r).encode() for r in rows[i : i + step].tolist()], dtype=np.bytes_)
+        for i in range(0, len(rows), step)
+    ]
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, np.bytes_)
+    out: np.ndarray = rows[np.argsort(ids, kind="stable")]
+    return out
 
 
 def _instruction(record: TrialRecord, scenarios: Sequence[Scenario]) -> str | None:
@@ -216,7 +241,7 @@ def _faults(record: TrialRecord, step: Step) -> str:
 
 def to_markdown(
     records: Sequence[TrialRecord],
-    journal: Journal,
+    journal: Journal | Trials,
     scenarios: Sequence[Scenario] = (),
     *,
     seed: int = 0,

@@ -148,6 +148,28 @@ class Trials:
                 fh.seek(int(self.offsets[row]))
                 yield TrialRecord.model_validate_json(fh.readline())
 
+    def scan(
+        self, rows: Iterable[int], decoder: msgspec.json.Decoder[Any]
+    ) -> Iterator[tuple[int, Any]]:
+        """``(row, record)`` for ``rows`` in file order (one forward pass over the lines),
+        each line decoded by ``decoder``: a struct of just the fields a view reads. A line it
+        refuses (pydantic's lax mode accepts more) and a record in memory come as TrialRecords;
+        the two share their field names."""
+        wanted = np.asarray(list(rows), dtype=np.int64)
+        if self.records is not None:
+            yield from ((row, self.records[row]) for row in np.sort(wanted).tolist())
+            return
+        order = wanted[np.argsort(self.offsets[wanted], kind="stable")].tolist()
+        with self.path.open("rb") as fh:
+            for row in order:
+                fh.seek(int(self.offsets[row]))
+                line = fh.readline()
+                try:
+                    record = decoder.decode(line)
+                except msgspec.DecodeError:
+                    record = TrialRecord.model_validate_json(line)
+                yield row, record
+
 
 class _Builder:
     """Columns as growing arrays; a re-run trial's row is overwritten in place."""
