@@ -10,10 +10,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from chaoseval.engine.executors.ray import RayExecutor
@@ -135,6 +137,50 @@ def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
     # The workers killed mid-trial could not clean up after themselves; the run did.
     run_id = read_journal(tmp_path / "j.jsonl").manifest.run_id
     assert not (Path(tempfile.gettempdir()) / f"chaoseval-ray-run-{run_id}").exists()
+
+class DiesIdle(Misbehaving):
+    """die-idle SIGKILLs its worker 0.3 s after it has answered (the worker is idle then);
+    die-idle and ok wait until block has started, so the other actor holds block and slow."""
+
+    def __init__(self, gate: Path):
+        super().__init__()
+        self.gate = gate
+
+    async def run(self, episode: Episode) -> Any:
+        what = episode.instruction
+        (self.gate / what).touch()
+        if what in ("die-idle", "ok"):
+            for _ in range(400):
+                if (self.gate / "block").exists():
+                    break
+                await anyio.sleep(0.05)
+        if what == "die-idle":
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        if what == "slow":
+            await anyio.sleep(1)  # block holds the loop first: slow is still in flight
+        return await super().run(episode)
+
+
+def test_a_ray_worker_that_died_idle_is_not_blamed_on_the_next_trial(tmp_path, cluster):
+    """One actor runs die-idle and ok, answers both, and its worker dies idle; the other's
+    blocked trial is killed past its timeout, and slow, held beside it, is queued again. It
+    must run on a live worker and pass, not be sent to the dead one and recorded as its
+    crash."""
+    got = _run(
+        tmp_path,
+        ["die-idle", "ok", "block", "slow"],  # two per actor, in this order
+        executor=RayExecutor(),
+        agent=DiesIdle(tmp_path),
+        wall_timeout=2.0,
+    )
+    assert {trial: r.status for trial, r in got.items()} == {
+        "do-die-idle/clean/0": "passed",
+        "do-ok/clean/0": "passed",
+        "do-block/clean/0": "failed",
+        "do-slow/clean/0": "passed",
+    }
+    assert got["do-block/clean/0"].root_cause == "timeout"
+
 
 def test_a_stubborn_exec_agent_dies_with_its_killed_ray_worker(tmp_path, cluster):
     """Past its timeout, an exec: agent that ignores SIGTERM outlives its own grace: its actor

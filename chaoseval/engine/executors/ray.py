@@ -15,9 +15,11 @@ supervision is the process executor's, over Ray:
   (its RSS, asked every tick) is an agent crash: with one trial in flight, that trial's; with
   several, each is run again alone (``solo``) so the one that kills its worker again is
   recorded;
-- the other trials of a lost actor are queued again, first in line; a trial lost with its
-  node (a machine gone) is queued again, and after ``NODE_RETRIES`` losses recorded as not
-  evaluable: never lost, never scored from half a run.
+- the other trials of a lost actor are queued again, first in line, for any actor with a
+  free slot; a trial lost with its node (a machine gone) is queued again, and after
+  ``NODE_RETRIES`` losses recorded as not evaluable: never lost, never scored from half a run;
+- one call kept open on every actor (:meth:`TrialActor.watch`) fails when its worker dies,
+  so a worker that dies idle is settled then, not blamed on the next trial sent to it.
 
 User code reaches the workers: on a cluster, ``--app-dir`` is uploaded as the job's runtime
 environment ``working_dir`` (for ``--agent module:factory``); on a Ray on this machine, each
@@ -146,6 +148,9 @@ class _Actor:
     kill_reason: str | None = None
     kill_blame: int | None = None
     kill_timeout: bool = False
+    # When the newest call it answered was sent (time.monotonic()): a trial sent later has no
+    # sign yet that the actor was alive to receive it.
+    alive: float = 0.0
 
 
 class _Pool:
@@ -169,7 +174,7 @@ class _Pool:
     async def run(self) -> None:
         store = self.job.store
         _by_value(self.ray)
-        self.remote = self.ray.remote(concurrency_groups={WATCH: 2})(TrialActor)
+        self.remote = self.ray.remote(concurrency_groups={WATCH: 4})(TrialActor)
         payload = self.ray.cloudpickle.dumps((self.plans, self.job), protocol=5)
         temp_root = f"chaoseval-ray-run-{self.job.run_id}"  # the actors' files, per node
         self.shared = (
@@ -206,12 +211,26 @@ class _Pool:
         self.actors.append(a)
         try:
             await handle.blocker.options(concurrency_group=WATCH).remote()
+            a.alive = time.monotonic()
+        except self.ray.exceptions.RayActorError as exc:
+            await self._lost(a, exc)  # its node died as it started, or its creation failed
+            return
         except self.ray.exceptions.RayError as exc:
             self.fatal = str(exc)  # it could not start: a runtime env, an import, the plans
             self.finished.set()
             return
         a.ready = True
+        assert self._tg is not None
+        self._tg.start_soon(self._watch, a)
         self._fill(a)
+
+    async def _watch(self, a: _Actor) -> None:
+        """Keep one call open on ``a`` (:meth:`TrialActor.watch` never answers): a worker that
+        dies idle is settled when it dies, not when it is next sent a trial."""
+        try:
+            await a.handle.watch.options(concurrency_group=WATCH).remote()
+        except self.ray.exceptions.RayActorError as exc:
+            await self._lost(a, exc)
 
     def _fill(self, a: _Actor) -> None:
         """Send ``a`` trials up to its slots; a suspect only to an empty actor, alone."""
@@ -241,6 +260,7 @@ class _Pool:
         flight = a.inflight.pop(index, None)
         if flight is None:
             return  # already settled (its actor was being killed as it answered)
+        a.alive = max(a.alive, flight.started)
         if flight.suspect:
             a.solo = False
         self._done((finished, files))
@@ -267,43 +287,54 @@ class _Pool:
         text = str(exc)
         if self.finished.is_set():
             return
-        if not a.inflight:
+        if getattr(exc, "actor_init_failed", False):
+            self.fatal = text  # its creation failed: an import, the plans, the runtime env
+            self.finished.set()
+            return
+        node_lost = a.kill_reason is None and _node_lost(self.ray, exc)
+        if not a.inflight and not node_lost:  # a lost machine is no sign of a broken agent
             self.idle_losses += 1
             if self.idle_losses >= LOST_IDLE:
                 self.fatal = f"Ray workers keep dying with no trial running:\n{text}"
                 self.finished.set()
                 return
-        if getattr(exc, "actor_init_failed", False):
-            self.fatal = text  # its creation failed: an import, the plans, the runtime env
-            self.finished.set()
-            return
-        if a.kill_reason is None and _node_lost(self.ray, exc):
+        if node_lost:
             self.ray.kill(a.handle, no_restart=True)  # unavailable may still be running
-            self._requeue_node_lost(a, text)
+            self._requeue_node_lost(a)
         else:
             self._settle(a, a.kill_reason or _describe(text))
+        assert self._tg is not None
         if self.queue:
-            assert self._tg is not None
-            self._tg.start_soon(self._spawn)
+            self._tg.start_soon(self._spawn)  # waits for a CPU when its node is gone for good
+        for other in list(self.actors):  # an idle actor takes what was queued again now
+            self._fill(other)
         self._check_finished()
 
     def _settle(self, a: _Actor, reason: str) -> None:
         """Record the blamed trial; queue the others again (as suspects when nobody could be
         blamed), first in line (the process executor's rule)."""
         flights, a.inflight = a.inflight, {}
+        if a.kill_reason is None and len(flights) == 1:  # it died on its own
+            [(index, flight)] = flights.items()
+            if not flight.suspect and flight.started > a.alive:
+                # No answer since it was sent: the actor may have died before the trial
+                # reached it. It runs again alone; if its worker dies again, it is to blame.
+                self.queue.appendleft((index, True, True))
+                return
         blame, _ = self.queue.settle(flights, a.kill_blame)
         if blame is not None:
             error = TimeoutError(reason) if a.kill_timeout else AgentCrashed(reason)
             self._record_lost(blame, flights[blame], error)
 
-    def _requeue_node_lost(self, a: _Actor, text: str) -> None:
+    def _requeue_node_lost(self, a: _Actor) -> None:
         """A machine went away: none of its trials is to blame. Run them again elsewhere; a
         trial whose node keeps dying is not evaluable (the cluster's fault, not the agent's)."""
         flights, a.inflight = a.inflight, {}
         for index in sorted(flights, reverse=True):
             self.node_losses[index] = self.node_losses.get(index, 0) + 1
             if self.node_losses[index] > NODE_RETRIES:
-                error = HarnessError(f"its Ray node was lost {NODE_RETRIES + 1} times: {text}")
+                losses = NODE_RETRIES + 1
+                error = HarnessError(f"lost with its Ray node {losses}x (retries: {NODE_RETRIES})")
                 self._record_lost(index, flights[index], error)
             else:
                 self.queue.appendleft((index, True, False))
@@ -327,12 +358,14 @@ class _Pool:
     async def _look_at(self, a: _Actor, now: float) -> None:
         wall, limit = self.job.wall_timeout, self.job.max_memory
         late = any(now - f.started > wall for f in a.inflight.values())
-        if not late and limit is None:
+        unseen = any(f.started > a.alive for f in a.inflight.values())
+        if not late and limit is None and not unseen:
             return  # nothing to ask the actor
         blocked, blocker, rss = False, -1, -1
         with anyio.move_on_after(1.0):
             try:
                 status = await a.handle.blocker.options(concurrency_group=WATCH).remote()
+                a.alive = max(a.alive, now)  # alive after every trial sent before now
                 blocked, blocker, rss = status
             except self.ray.exceptions.RayError:
                 return  # it is dying: its calls settle it
@@ -365,6 +398,9 @@ class _Pool:
 
     async def _stop_all(self) -> None:
         async def stop(a: _Actor) -> None:
+            if not a.ready:  # still waiting for a CPU (its node was lost), or starting
+                self.ray.kill(a.handle, no_restart=True)
+                return
             with anyio.move_on_after(5):
                 try:
                     await a.handle.close.remote()

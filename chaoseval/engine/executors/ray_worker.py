@@ -39,7 +39,7 @@ from chaoseval.engine.executors.reap import kill_descendants
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT
 from chaoseval.engine.trial import TrialPlan
 
-WATCH = "watch"  # the concurrency group of blocker() and abort()
+WATCH = "watch"  # the concurrency group of blocker(), watch() and abort()
 
 # A finished trial as it travels back: its Finished (the line, encoded here) and its artifact
 # files as (path relative to the journal's folder, bytes).
@@ -142,6 +142,11 @@ class TrialActor:
         if time.monotonic() - self.shared[HEARTBEAT] < worker.STALL:
             return False, -1, memory
         return True, int(self.shared[BLOCKER]), memory
+
+    async def watch(self) -> None:
+        """Never answers: the driver keeps this call open, and its failure is how the driver
+        learns at once that this worker died, even with no trial in flight (``watch`` group)."""
+        await asyncio.Event().wait()
 
     async def abort(self) -> None:
         """Kill what the trials started (exec: agents in sessions of their own), then this
