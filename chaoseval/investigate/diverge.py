@@ -13,6 +13,7 @@ a *stable error*, never "stable".
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ class _Data(msgspec.Struct):
 class _Step(msgspec.Struct):
     kind: StepKind
     tool: str | None = None
-    args: dict[str, Any] | None = None
+    args: msgspec.Raw = msgspec.Raw(b"null")  # decoded only for a call not met before
     result_class: ResultClass | None = None
     faults: list[int] = []
     data: _Data = msgspec.field(default_factory=_Data)
@@ -119,6 +120,8 @@ def _norm(value: Any) -> Any:
 
 
 def _fault_kinds(traj: Trajectory | _Trajectory, step: Step | _Step) -> tuple[str, ...]:
+    if not step.faults:
+        return ()
     return tuple(
         traj.faults[i].kind
         for i in step.faults
@@ -126,13 +129,17 @@ def _fault_kinds(traj: Trajectory | _Trajectory, step: Step | _Step) -> tuple[st
     )
 
 
-def semantic_step(traj: Trajectory | _Trajectory, s: Step | _Step) -> SemStep | None:
+def _args(args: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((k, _norm(v)) for k, v in (args or {}).items()))
+
+
+def semantic_step(traj: Trajectory, s: Step) -> SemStep | None:
     """One step as far as the task's semantics go; None for bookkeeping (model calls, notes)."""
     if s.kind == "tool":
         return SemStep(
             kind="tool",
             tool=s.tool,
-            args=tuple(sorted((k, _norm(v)) for k, v in (s.args or {}).items())),
+            args=_args(s.args),
             result=s.result_class,
             faults=_fault_kinds(traj, s),
         )
@@ -144,8 +151,31 @@ def semantic_step(traj: Trajectory | _Trajectory, s: Step | _Step) -> SemStep | 
 
 
 def semantic_steps(record: TrialRecord | _Trial) -> list[SemStep]:
+    if isinstance(record, _Trial):
+        return _lite_steps(record.trajectory)
     traj = record.trajectory
     return [x for s in traj.steps if (x := semantic_step(traj, s)) is not None]
+
+
+def _lite_steps(traj: _Trajectory) -> list[SemStep]:
+    """semantic_step's steps of a line read by _DECODER: a tool call met before (its raw
+    arguments, result and delivered faults) is not normalised again."""
+    out = []
+    for s in traj.steps:
+        if s.kind == "tool":
+            out.append(_tool_step(s.tool, bytes(s.args), s.result_class, _fault_kinds(traj, s)))
+        elif s.kind == "observation":
+            out.append(SemStep(kind="observation", faults=_fault_kinds(traj, s)))
+        elif s.kind == "answer":
+            out.append(SemStep(kind="answer", gave_up=s.gave_up))
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tool_step(
+    tool: str | None, args: bytes, result: str | None, faults: tuple[str, ...]
+) -> SemStep:
+    return SemStep("tool", tool, _args(msgspec.json.decode(args)), result, faults)
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 from chaoseval.analysis.build import Analysis
 
 SHOWN = 6  # screenshots embedded in the HTML report; the rest are listed by path
+LISTED = 200  # failures listed at all; a big run's page says how many more there are
 
 
 def browser_failures_html(a: Analysis) -> str:
@@ -18,7 +19,7 @@ def browser_failures_html(a: Analysis) -> str:
         return ""
     root = Path(a.journal).parent
     parts = ["<section id='browser-failures'><h2>Failed browser trials</h2>"]
-    for i, f in enumerate(a.browser.failures):
+    for i, f in enumerate(a.browser.failures[:LISTED]):
         caption = f"{escape(f.trial_id)}: {escape(f.cause)} ({escape(f.screenshot)})"
         path = root / f.screenshot
         if i < SHOWN and path.is_file():
@@ -29,4 +30,11 @@ def browser_failures_html(a: Analysis) -> str:
             )
         else:
             parts.append(f"<p class='meta'>{caption}</p>")
+    more = len(a.browser.failures) - LISTED
+    if more > 0:
+        folder = escape(f"{Path(a.journal).name}.d/")
+        parts.append(
+            f"<p class='meta'>{more} more failed browser trial(s), not listed; their "
+            f"screenshots are under {folder}</p>"
+        )
     return "".join(parts) + "</section>"

@@ -180,9 +180,21 @@ def _twin_card(p: TwinPair, journal: str) -> str:
     )
 
 
+# Failed trials per cell the HTML report lists with their divergence (each read again from the
+# journal with its twin); more are left to --twins 0 and diverge, so a million-trial page stays
+# a page and reads a bounded number of trajectories.
+LISTED = 200
+
+
+def _listed(ts: TwinSet) -> int:
+    """How many of the cell's failed trials the page lists: all with --twins 0 (every one laid
+    out), else the laid-out ones and up to LISTED."""
+    return ts.failed if ts.detailed == ts.failed else max(ts.detailed, min(LISTED, ts.failed))
+
+
 def _all_rows(ts: TwinSet, journal: str) -> str:
     rows = []
-    for i, p in enumerate(ts.pairs):
+    for i, p in enumerate(ts.pairs[: _listed(ts)]):
         name = escape(p.perturbed.trial_id)
         if i < ts.detailed:
             name = f"<a href='#{twin_anchor(p.perturbed.trial_id)}'>{name}</a>"
@@ -201,6 +213,22 @@ def _all_rows(ts: TwinSet, journal: str) -> str:
         "<table class='data'><thead><tr><th>failed trial</th><th>root cause</th>"
         "<th>clean twin</th><th>first divergence</th><th>replay</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _listing(ts: TwinSet, label: str, journal: str) -> str:
+    listed = _listed(ts)
+    if listed == ts.failed:
+        summary = f"Every failed trial of {escape(label)} with its clean twin ({ts.failed})"
+        return f"<details><summary>{summary}</summary>{_all_rows(ts, journal)}</details>"
+    quoted = escape(shlex.quote(journal))
+    return (
+        f"<details><summary>The first {listed} of the {ts.failed} failed trials of "
+        f"{escape(label)} with their clean twins</summary>{_all_rows(ts, journal)}"
+        f"<p class='meta'>{ts.failed - listed} more are not listed here. Every one beside its "
+        f"clean twin: <code>chaoseval report {quoted} -f html --twins 0 -o twins.html</code>; "
+        f"all failures grouped by where they left the successful path: "
+        f"<code>chaoseval diverge {quoted}</code></p></details>"
     )
 
 
@@ -225,10 +253,7 @@ def twins_html(v: Verdict, journal: str) -> str:
             f"{ts.clean_passed} whose clean twin passed</h3>"
         )
         parts += [_twin_card(p, journal) for p in ts.pairs[: ts.detailed]]
-        parts.append(
-            f"<details><summary>Every failed trial of {escape(c.label)} with its clean twin "
-            f"({ts.failed})</summary>{_all_rows(ts, journal)}</details>"
-        )
+        parts.append(_listing(ts, c.label, journal))
     parts.append("</section>")
     return "".join(parts)
 
