@@ -73,6 +73,8 @@ def run_checks(
 
 def contracts_hit(scenario: Scenario, trajectory: Trajectory) -> list[DegradationContract]:
     """The scenario's degradation contracts that name a fault delivered in this trial."""
+    if not scenario.contracts:
+        return []
     delivered = [f for f in trajectory.faults if f.delivered]
     hit = []
     for contract in scenario.contracts:

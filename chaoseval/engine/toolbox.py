@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 import anyio
@@ -230,7 +231,9 @@ class ToolBox:
             contexts.append(ctx)
             return ctx
 
-        chain = build_chain("tool", self._plugins, self._base, make_ctx)
+        # No tool-channel plugin: the chain is _base itself.
+        plugins = self._plugins
+        chain = self._base if self._plain else build_chain("tool", plugins, self._base, make_ctx)
         started = clock.monotonic()
         try:
             with clock.deadline(self._scenario.budgets.call_timeout):
@@ -330,11 +333,11 @@ class ToolBox:
                     )
                 )
         try:
-            text = _TEXT.encode(result)
+            text = _dumps(result)
         except (TypeError, ValueError) as exc:
             raise ScenarioError(f"tool {call.tool!r} returned non-JSON data: {exc}") from exc
         # A copy, so the agent can never mutate the world through a returned object.
-        copied = json.loads(text)
+        copied = _loads(text)
         self._last = (copied, copied if isinstance(copied, str) else text)  # as _as_text has it
         return copied
 
@@ -407,13 +410,36 @@ def _brief(exc: Exception) -> str:
 
 # json.dumps(value, default=str) builds a new encoder per call; this one is made once.
 _TEXT = json.JSONEncoder(default=str)
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _dumps(value: Any) -> str:
+    """``_TEXT.encode(value)``: the same C encoder, without the Python frames around it
+    (``encode``, ``iterencode``, a closure per call): twice as fast on a small result."""
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if c_make_encoder is None:  # pragma: no cover - CPython always has it
+        return _TEXT.encode(value)
+    # Fresh markers per call, as iterencode makes them: a failed encoding may leave some.
+    encode = c_make_encoder({}, str, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    return "".join(encode(value, 0))
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)`` for text :func:`_dumps` wrote (no surrounding white space): the
+    scanner alone, without loads' checks (a tenth of its time on a small result)."""
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        end = -1
+    return value if end == len(text) else json.loads(text)
 
 
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return _TEXT.encode(value)
+        return _dumps(value)
     except (TypeError, ValueError):
         return repr(value)
 

@@ -8,6 +8,7 @@ and the judge turns what happened into a verdict; ``_record`` writes it down.
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
 from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
 from chaoseval.model.scenario import Givens, Scenario, Tables
 from chaoseval.model.seeding import derive_seed
-from chaoseval.model.trajectory import AnswerData, Channel, ModelCallData
+from chaoseval.model.trajectory import Channel, ModelCallData, answer_data, shallow_copy
 from chaoseval.model.world import World, world_template
 from chaoseval.seams.agent import AgentAdapter, Episode, TrialLink
 from chaoseval.seams.perturbation import (
@@ -66,8 +67,19 @@ def make_trial_id(scenario: str, cell: str, index: int) -> str:
 def trial_seed(run_seed: int, plan: TrialPlan) -> int:
     """Common random numbers: trial i of a scenario gets the same seed in every cell, so the
     agent's own draws match clean's and a cell differs from clean only by its perturbations.
-    Repeats within a cell (different i) stay independent."""
-    return derive_seed(run_seed, plan.scenario.id, "trial", plan.index)
+    Repeats within a cell (different i) stay independent.
+
+    ``derive_seed(run_seed, scenario id, "trial", index)``: the hash of the path's fixed
+    prefix is made once per scenario and copied (blake2b reads its input as a stream)."""
+    digest = _seed_prefix(run_seed, plan.scenario.id).copy()
+    digest.update(repr(plan.index).encode())
+    return int.from_bytes(digest.digest(), "big") >> 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _seed_prefix(run_seed: int, scenario_id: str) -> Any:
+    prefix = "\x1f".join((repr(run_seed), scenario_id, "trial", ""))
+    return hashlib.blake2b(prefix.encode(), digest_size=8)
 
 
 def world_seed(run_seed: int, scenario: Scenario) -> int:
@@ -247,13 +259,15 @@ async def _setup(
     async def identity(call: Any) -> Any:
         return call
 
+    channels = {p.channel for p in plugins}
+
     async def setup(channel: Channel, value: Any) -> Any:
-        if not any(p.channel == channel for p in plugins):
+        if channel not in channels:
             return value  # no plugin on the channel: the chain would be the identity
         return await build_chain(channel, plugins, identity, make_ctx)(value)
 
     # Scalars only: a shallow copy is a deep one (and pydantic's deepcopy costs ~20 us).
-    trial.settings = await setup("model", trial.settings.model_copy())
+    trial.settings = await setup("model", shallow_copy(trial.settings))
     memory = await setup("memory", [m.model_copy(deep=True) for m in scenario.memory])
     await setup("clock", clock)
 
@@ -324,7 +338,7 @@ async def _run_agent(
         if not output.usage.model_calls:
             output.usage = episode.usage
         trial.state.trajectory.add_step(
-            "answer", t=clock.monotonic(), data=AnswerData(gave_up=output.gave_up)
+            "answer", t=clock.monotonic(), data=answer_data(output.gave_up)
         )
     trial.sim_seconds = clock.monotonic()
     return agent_error

@@ -1,0 +1,85 @@
+"""The trial's hot-path shortcuts give exactly what the plain calls they replace give."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chaoseval.engine.toolbox import _dumps, _loads
+from chaoseval.engine.trial import TrialPlan, trial_seed
+from chaoseval.model.records import Cell, ModelSettings
+from chaoseval.model.scenario import Scenario
+from chaoseval.model.seeding import derive_seed
+from chaoseval.model.trajectory import shallow_copy
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=12,
+)
+# What a tool may return besides JSON: the text falls back to str() of the rest.
+values = st.recursive(
+    json_values | st.dates() | st.tuples(st.integers()),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=8,
+)
+
+
+@given(values)
+def test_dumps_is_json_dumps_with_str_for_the_rest(value: Any) -> None:
+    assert _dumps(value) == json.dumps(value, default=str)
+
+
+@given(json_values)
+def test_loads_of_dumps_is_json_loads(value: Any) -> None:
+    text = _dumps(value)
+    # NaN != NaN: compare the texts of the two results.
+    assert json.dumps(_loads(text)) == json.dumps(json.loads(text))
+
+
+def test_loads_and_dumps_keep_their_errors() -> None:
+    circular: list[Any] = []
+    circular.append(circular)
+    for bad in (circular, {1j: 1}):
+        try:
+            json.dumps(bad, default=str)
+        except (TypeError, ValueError) as exc:
+            expected: type[Exception] = type(exc)
+        try:
+            _dumps(bad)
+        except expected:
+            pass
+        else:
+            raise AssertionError(f"{bad!r} encoded")
+    assert _dumps([circular[0] is circular, date(2026, 1, 2)]) == '[true, "2026-01-02"]'
+    assert _loads('{"a": 1} ') == {"a": 1}  # not what _dumps writes: json.loads reads it
+
+
+@given(
+    run_seed=st.integers(),
+    sid=st.text(min_size=1, max_size=20).filter(lambda s: s.strip() == s and "/" not in s),
+    index=st.integers(0, 10**9),
+)
+def test_trial_seed_is_the_derived_seed(run_seed: int, sid: str, index: int) -> None:
+    scenario = Scenario.model_construct(id=sid)
+    plan = TrialPlan(scenario, Cell(name="clean"), index)
+    assert trial_seed(run_seed, plan) == derive_seed(run_seed, sid, "trial", index)
+
+
+@given(
+    st.builds(
+        ModelSettings,
+        model=st.text(max_size=5),
+        temperature=st.floats(0, 2),
+        seed=st.none() | st.integers(),
+    )
+)
+def test_shallow_copy_is_model_copy(settings: ModelSettings) -> None:
+    made, expected = shallow_copy(settings), settings.model_copy()
+    assert made == expected and made is not settings
+    assert made.model_fields_set == expected.model_fields_set
+    assert made.__dict__ is not settings.__dict__

@@ -1,0 +1,107 @@
+"""Models built without validation on the trial's hot path are the models validation makes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+
+from chaoseval.model.trajectory import (
+    AnswerData,
+    ModelCallData,
+    NoData,
+    Step,
+    Trajectory,
+    answer_data,
+)
+
+_SENTINEL = object()
+
+
+def _same(built: BaseModel, validated: BaseModel) -> None:
+    assert type(built) is type(validated)
+    assert built == validated
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert built.model_fields_set == validated.model_fields_set
+    assert list(built.__dict__) == list(validated.__dict__)  # the order the journal writes
+    assert built.__pydantic_extra__ == validated.__pydantic_extra__
+    assert built.__pydantic_private__ == validated.__pydantic_private__
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+kinds = st.sampled_from(["tool", "observation", "model", "memory", "answer", "note", "bogus"])
+times = st.floats(allow_nan=False) | st.integers(-3, 3) | st.just("0.5")
+tools = st.none() | st.text(max_size=5) | st.integers(0, 3)
+args = st.none() | st.dictionaries(st.text(max_size=3) | st.integers(0, 3), json_values, max_size=3)
+datas = st.sampled_from(
+    [
+        NoData(),
+        AnswerData(gave_up=True),
+        ModelCallData(input_tokens=1, output_tokens=2, cost=0.5),
+        None,
+        {"gave_up": False},
+        {},
+    ]
+)
+
+
+@given(
+    kind=kinds,
+    t=times,
+    tool=st.just(_SENTINEL) | tools,
+    arguments=st.just(_SENTINEL) | args,
+    data=st.just(_SENTINEL) | datas,
+)
+def test_add_step_makes_what_validation_makes(
+    kind: str, t: Any, tool: Any, arguments: Any, data: Any
+) -> None:
+    fields = {
+        k: v
+        for k, v in (("tool", tool), ("args", arguments), ("data", data))
+        if v is not _SENTINEL
+    }
+    trajectory = Trajectory()
+    trajectory.add_step("note")
+    try:
+        validated = Step(index=1, kind=kind, t=t, **fields)  # type: ignore[arg-type]
+    except ValidationError:
+        validated = None
+    try:
+        made = trajectory.add_step(kind, t=t, **fields)  # type: ignore[arg-type]
+    except ValidationError:
+        assert validated is None
+        return
+    assert validated is not None
+    _same(made, validated)
+    if isinstance(arguments, dict):
+        assert made.args is not arguments  # a copy, as validation makes
+    if isinstance(data, BaseModel):
+        assert made.data is validated.data  # an instance given is kept, as validation keeps it
+
+
+@given(st.booleans() | st.integers(0, 2) | st.just("yes"))
+def test_answer_data_is_what_validation_makes(gave_up: Any) -> None:
+    try:
+        validated = AnswerData(gave_up=gave_up)
+    except ValidationError:
+        validated = None
+    try:
+        made = answer_data(gave_up)
+    except ValidationError:
+        assert validated is None
+        return
+    assert validated is not None
+    _same(made, validated)
+
+
+def test_the_default_data_is_a_fresh_model_per_step() -> None:
+    trajectory = Trajectory()
+    a, b = trajectory.add_step("tool", t=0.0), trajectory.add_step("tool", t=0.0)
+    assert a.data == NoData() and a.data is not b.data
+    assert a.faults is not b.faults
