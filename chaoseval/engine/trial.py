@@ -27,7 +27,13 @@ from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
 from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
 from chaoseval.model.scenario import Givens, Scenario, Tables
 from chaoseval.model.seeding import derive_seed
-from chaoseval.model.trajectory import Channel, ModelCallData, answer_data, shallow_copy
+from chaoseval.model.trajectory import (
+    Channel,
+    ModelCallData,
+    answer_data,
+    assign,
+    shallow_copy,
+)
 from chaoseval.model.world import World, world_template
 from chaoseval.seams.agent import AgentAdapter, Episode, TrialLink
 from chaoseval.seams.perturbation import (
@@ -267,9 +273,12 @@ async def _setup(
         return await build_chain(channel, plugins, identity, make_ctx)(value)
 
     # Scalars only: a shallow copy is a deep one (and pydantic's deepcopy costs ~20 us).
-    trial.settings = await setup("model", shallow_copy(trial.settings))
-    memory = await setup("memory", [m.model_copy(deep=True) for m in scenario.memory])
-    await setup("clock", clock)
+    trial.settings = shallow_copy(trial.settings)
+    memory = [m.model_copy(deep=True) for m in scenario.memory]
+    if channels:  # (three coroutines not made per trial when nothing perturbs setup)
+        trial.settings = await setup("model", trial.settings)
+        memory = await setup("memory", memory)
+        await setup("clock", clock)
 
     def on_read(channel: str) -> None:
         # A setup-channel fault is delivered when the agent first reads that channel.
@@ -336,7 +345,7 @@ async def _run_agent(
     output = trial.output
     if output is not None:
         if not output.usage.model_calls:
-            output.usage = episode.usage
+            assign(output, usage=episode.usage)
         trial.state.trajectory.add_step(
             "answer", t=clock.monotonic(), data=answer_data(output.gave_up)
         )

@@ -65,7 +65,7 @@ class _Timer:
     """The limits running on one event loop, and the one timer set for the earliest."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
-        self._loop = weakref.ref(loop)  # the loop keeps the timer (its handle), not both ways
+        self.loop = weakref.ref(loop)  # the loop keeps the timer (its handle), not both ways
         self._limits: dict[int, WallLimit] = {}
         self._handle: asyncio.TimerHandle | None = None
         self._at = math.inf
@@ -84,7 +84,7 @@ class _Timer:
         self._limits.pop(id(limit), None)
 
     def _schedule(self, at: float) -> None:
-        loop = self._loop()
+        loop = self.loop()
         if self._handle is not None:
             self._handle.cancel()
         self._handle, self._at = None, math.inf
@@ -93,7 +93,7 @@ class _Timer:
 
     def _fire(self) -> None:
         self._handle, self._at = None, math.inf
-        loop = self._loop()
+        loop = self.loop()
         if loop is None:
             return
         now = loop.time()
@@ -111,8 +111,16 @@ _TIMERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Timer] = (
 )
 
 
+_last: _Timer | None = None  # the timer asked for last: one loop runs a whole run's trials
+
+
 def _timer_of(loop: asyncio.AbstractEventLoop) -> _Timer:
+    global _last
+    timer = _last
+    if timer is not None and timer.loop() is loop:  # a weak reference: no WeakKeyDictionary
+        return timer
     timer = _TIMERS.get(loop)
     if timer is None:
         timer = _TIMERS[loop] = _Timer(loop)
+    _last = timer
     return timer

@@ -84,7 +84,11 @@ class Step(BaseModel):
 
 
 M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
+# BaseModel's slots, set through their descriptors (what object.__setattr__ looks up per call).
+_SLOTS = BaseModel.__dict__
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
 
 
 def built(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
@@ -92,12 +96,25 @@ def built(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
     already of its field's type), without running it: for the few models every trial makes
     several of, where validating what chaoseval itself just built cost a tenth of a trivial
     trial. Callers check the types (tests/model/test_built.py compares with validation)."""
-    model = cls.__new__(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", fields_set)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    model = object.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
+
+
+def assign(model: BaseModel, **values: Any) -> None:
+    """``model.name = value`` for each field named: what pydantic's ``__setattr__`` does for a
+    model that neither validates assignments nor is frozen (its dict and its fields set),
+    without the dispatch it runs per attribute (a tool call sets five of them)."""
+    config = model.model_config
+    if config.get("validate_assignment") or config.get("frozen"):
+        for name, value in values.items():
+            setattr(model, name, value)
+        return
+    model.__dict__.update(values)
+    model.__pydantic_fields_set__.update(values)
 
 
 def shallow_copy(model: M) -> M:
@@ -120,6 +137,10 @@ _FIELDS = frozenset(("tool", "args", "data"))
 _NO_DATA: Any = object()  # no data given: the field's default
 
 
+def _str_keys(mapping: dict[Any, Any]) -> bool:
+    return all(type(k) is str for k in mapping)
+
+
 def _step(index: int, kind: Any, t: Any, fields: dict[str, Any]) -> Step:
     """``Step(index=index, kind=kind, t=t, **fields)``, validated by hand in the shapes the
     channels add (a tool's name and keyword arguments, a step's data), by pydantic otherwise."""
@@ -130,7 +151,7 @@ def _step(index: int, kind: Any, t: Any, fields: dict[str, Any]) -> Step:
         or type(kind) is not str
         or not fields.keys() <= _FIELDS
         or (tool is not None and type(tool) is not str)
-        or (args is not None and (type(args) is not dict or any(type(k) is not str for k in args)))
+        or (args is not None and (type(args) is not dict or (args and not _str_keys(args))))
         or (data is not _NO_DATA and type(data) not in _DATA)
     ):
         return Step(index=index, kind=kind, t=t, **fields)
@@ -153,6 +174,11 @@ def _step(index: int, kind: Any, t: Any, fields: dict[str, Any]) -> Step:
 class Trajectory(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
+
+    @classmethod
+    def empty(cls) -> Trajectory:
+        """``Trajectory()``, as every trial starts one."""
+        return built(cls, {"steps": [], "faults": []}, set())
 
     def add_step(self, kind: StepKind, t: float = 0.0, **fields: Any) -> Step:
         step = _step(len(self.steps), kind, t, fields)

@@ -115,7 +115,12 @@ def encode_record(record: TrialRecord) -> str:
 
     pydantic-core's serializer writes the JSON (in Rust, as fast as orjson from the model
     itself); the Python data is built only when a line needs redacting or cutting."""
-    return redact.clean_json(record.model_dump_json(), lambda: record.model_dump(mode="json"))
+    # The serializer itself, not model_dump_json's wrapper (same defaults, 14 keywords fewer).
+    line = _TRIAL_JSON(record).decode()
+    return redact.clean_json(line, lambda: record.model_dump(mode="json"))
+
+
+_TRIAL_JSON = TrialRecord.__pydantic_serializer__.to_json
 
 
 class JournalWriter:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from chaoseval.model.records import RootCause
 from chaoseval.model.trajectory import (
     AnswerData,
     ModelCallData,
@@ -15,6 +17,7 @@ from chaoseval.model.trajectory import (
     Step,
     Trajectory,
     answer_data,
+    assign,
 )
 
 _SENTINEL = object()
@@ -62,9 +65,7 @@ def test_add_step_makes_what_validation_makes(
     kind: str, t: Any, tool: Any, arguments: Any, data: Any
 ) -> None:
     fields = {
-        k: v
-        for k, v in (("tool", tool), ("args", arguments), ("data", data))
-        if v is not _SENTINEL
+        k: v for k, v in (("tool", tool), ("args", arguments), ("data", data)) if v is not _SENTINEL
     }
     trajectory = Trajectory()
     trajectory.add_step("note")
@@ -100,8 +101,39 @@ def test_answer_data_is_what_validation_makes(gave_up: Any) -> None:
     _same(made, validated)
 
 
+def test_an_empty_trajectory_is_what_validation_makes() -> None:
+    a, b = Trajectory.empty(), Trajectory.empty()
+    _same(a, Trajectory())
+    assert a.steps is not b.steps and a.faults is not b.faults
+
+
 def test_the_default_data_is_a_fresh_model_per_step() -> None:
     trajectory = Trajectory()
     a, b = trajectory.add_step("tool", t=0.0), trajectory.add_step("tool", t=0.0)
     assert a.data == NoData() and a.data is not b.data
     assert a.faults is not b.faults
+
+
+@given(
+    result_class=st.sampled_from(["ok", "timeout", None]),
+    latency=st.floats(0, 10),
+    result=json_values,
+    faults=st.lists(st.integers(0, 3), max_size=2),
+)
+def test_assign_is_setattr(
+    result_class: Any, latency: float, result: Any, faults: list[int]
+) -> None:
+    values = {"result_class": result_class, "latency": latency, "result": result, "faults": faults}
+    by_setattr = Step(index=0, kind="tool", t=0.0, tool="x")
+    for name, value in values.items():
+        setattr(by_setattr, name, value)
+    by_assign = Step(index=0, kind="tool", t=0.0, tool="x")
+    assign(by_assign, **values)
+    _same(by_assign, by_setattr)
+
+
+def test_assign_keeps_a_frozen_model_frozen() -> None:
+    frozen = RootCause(name="x", label="X")
+    with pytest.raises(ValidationError):
+        assign(frozen, label="Y")
+    assert frozen.label == "X"
