@@ -33,7 +33,8 @@ The answer is the last stdout line when it is a JSON object with ``answer`` (opt
 ``gave_up``, ``data``), else the whole of stdout. stdout and stderr are kept as the trial's
 artifacts, bounded and redacted. When the trial's deadline passes, the group gets SIGTERM and,
 after a short grace, SIGKILL; the trial is then a timeout. A non-zero exit is a crash that
-names its code. Either way the run goes on.
+names its code. Either way the run goes on. If the process that started the agent dies first
+(a worker killed from outside), the agent's group is killed by :mod:`chaoseval.agents.guard`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from subprocess import PIPE
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from chaoseval.agents import guard
 from chaoseval.channels.asgi import single
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
@@ -229,6 +231,7 @@ class ProcessAgent:
             )  # fmt: skip
         except OSError as exc:  # it was found before the run: something broke underneath
             raise HarnessError(f"exec: cannot start {self.argv[0]!r}: {exc}") from exc
+        guard.watch(process.pid)  # killed with its group if this process dies first
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_feed, process, instruction)
@@ -242,6 +245,7 @@ class ProcessAgent:
             with anyio.CancelScope(shield=True):
                 await self._stop(process)
                 await process.aclose()
+                guard.forget(process.pid)
                 _keep(stdout, stderr)
         code = process.returncode
         if code:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,9 +38,30 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] != "Z"
 
 
-def run_stubborn(tmp_path: Path, executor: Any) -> float:
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rfind(")") + 2 :].split()[1])
+
+
+def _kill_its_worker(pids: Path) -> None:
+    """Once the agent has said its pid, SIGKILL the worker that started it (its parent), as
+    the OOM killer would: the executor does not see it coming."""
+    deadline = time.monotonic() + 60
+    while not pids.exists() or not pids.read_text().strip():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+    # Past the Ray executor's first look at the worker: a worker that dies before answering
+    # anything sent after the trial gets the trial run again (ray.py), not recorded.
+    time.sleep(0.5)
+    os.kill(_parent(int(pids.read_text().split()[0])), signal.SIGKILL)
+
+
+def run_stubborn(tmp_path: Path, executor: Any, *, kill_worker: bool = False) -> float:
     """Run the stubborn agent past a 1 s timeout under ``executor``: its one trial is a
-    timeout, and the agent and its child are gone within 5 s. The run's seconds."""
+    timeout, and the agent and its child are gone within 5 s. With ``kill_worker``, its
+    worker is SIGKILLed from outside while the agent runs (a 60 s timeout): the trial is a
+    crash, and the agent and its child are gone within 5 s all the same. The run's seconds."""
     pids = tmp_path / "pids.txt"
     script = tmp_path / "agent.py"
     script.write_text(STUBBORN)
@@ -53,15 +77,19 @@ def run_stubborn(tmp_path: Path, executor: Any) -> float:
         trials=1,
         seed=1,
         journal=tmp_path / "j.jsonl",
-        wall_timeout=1.0,
+        wall_timeout=60.0 if kill_worker else 1.0,
         executor=executor,
         references=False,
     )
+    killer = threading.Thread(target=_kill_its_worker, args=(pids,), daemon=True)
+    if kill_worker:
+        killer.start()
     t0 = time.monotonic()
     run(config)
     elapsed = time.monotonic() - t0
     records = read_journal(tmp_path / "j.jsonl").records
-    assert len(records) == 1 and {r.root_cause for r in records} == {"timeout"}
+    expected = "crash" if kill_worker else "timeout"
+    assert len(records) == 1 and {r.root_cause for r in records} == {expected}
     started = [int(p) for line in pids.read_text().split("\n") if line for p in line.split()]
     assert len(started) == 2  # the agent and its child
     deadline = time.monotonic() + 5
@@ -75,3 +103,11 @@ def run_stubborn(tmp_path: Path, executor: Any) -> float:
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_a_stubborn_exec_agent_dies_with_its_killed_worker(tmp_path):
     assert run_stubborn(tmp_path, "process") < 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_stubborn_exec_agent_dies_with_a_worker_killed_from_outside(tmp_path):
+    """No executor kills the worker here, so nothing but the agent's guard is left to stop
+    the agent (chaoseval.agents.guard)."""
+    assert run_stubborn(tmp_path, "process", kill_worker=True) < 20

@@ -188,6 +188,12 @@ def test_a_stubborn_exec_agent_dies_with_its_killed_ray_worker(tmp_path, cluster
     run_stubborn(tmp_path, RayExecutor())
 
 
+def test_a_stubborn_exec_agent_dies_with_a_ray_worker_killed_from_outside(tmp_path, cluster):
+    """Its Ray worker SIGKILLed by another hand (the OOM killer, Ray itself): the trial is a
+    crash, and the agent's guard kills the agent and its child."""
+    run_stubborn(tmp_path, RayExecutor(), kill_worker=True)
+
+
 def test_ray_address_with_another_executor_is_refused(tmp_path):
     from typer.testing import CliRunner
 

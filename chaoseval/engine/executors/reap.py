@@ -7,7 +7,8 @@ group alone would leave the agent running, orphaned, with nobody left to stop it
 that ignores SIGTERM and sleeps outlives the run). So the worker is frozen first (SIGSTOP: it
 can start nothing more), its descendants are found in ``/proc`` (the agent's parent is still
 the worker then; once the worker is dead it would be reparented and lost), and each of their
-process groups is killed, then the worker's.
+process groups is killed, then the worker's. A worker killed by another hand (the OOM
+killer, Ray) leaves this to each agent's guard (:mod:`chaoseval.agents.guard`).
 """
 
 from __future__ import annotations

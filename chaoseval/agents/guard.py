@@ -1,0 +1,117 @@
+"""A guard that kills ``exec:`` agents when the process that started them dies.
+
+An exec: agent runs in a session of its own, so that it and its children can be stopped as
+one process group (:mod:`chaoseval.agents.process`). When the process that started it dies
+without stopping it (a worker SIGKILLed from outside, by the OOM killer, or by Ray), nothing
+would: the agent is reparented to init and runs on. ``PR_SET_PDEATHSIG`` set in the agent
+would not do: it covers the agent and not its children, and it fires when the *thread* that
+started the agent ends, not its process.
+
+So each process that starts agents first starts one guard: a small Python process reading a
+pipe whose write end only its starter holds. The starter writes an agent's process group id
+when it starts the agent, and the id negated once the group is stopped. However the starter
+dies, the kernel closes its end of the pipe: the guard reads end-of-file, SIGKILLs every
+group still written down, and exits. It is started once per process (a forked worker starts
+its own), in a session of its own so that a signal to its starter's group spares it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+GUARD = """\
+import os, signal, sys
+groups = set()
+for line in sys.stdin.buffer:
+    group = int(line)
+    if group > 0:
+        groups.add(group)
+    else:
+        groups.discard(-group)
+for group in groups:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+@dataclass
+class _Guard:
+    owner: int  # the pid that started it (a forked child inherits the object, not the guard)
+    proc: subprocess.Popen[bytes]
+    fd: int  # the write end of its pipe
+
+
+_guard: _Guard | None = None
+_lock = threading.Lock()
+
+
+def watch(group: int) -> None:
+    """Kill process group ``group`` if this process dies before it calls :func:`forget`."""
+    _send(group)
+
+
+def forget(group: int) -> None:
+    """``group`` is stopped: its id may be reused by another group."""
+    _send(-group)
+
+
+def _send(number: int) -> None:
+    with _lock:
+        for _ in range(2):  # once more with a new guard if this one was killed
+            guard = _current()
+            if guard is None:
+                return
+            try:
+                os.write(guard.fd, f"{number}\n".encode())
+                return
+            except OSError:
+                _drop(guard)
+
+
+def _current() -> _Guard | None:
+    """This process's guard, started on first use (None where it cannot start)."""
+    global _guard
+    if _guard is not None and _guard.owner != os.getpid():
+        # Forked from the guard's starter: its write end here would keep the parent's guard
+        # from seeing the parent die. Close this copy; this process gets its own guard.
+        with contextlib.suppress(OSError):
+            os.close(_guard.fd)
+        _guard = None
+    if _guard is not None and _guard.proc.poll() is not None:
+        _drop(_guard)
+    if _guard is None:
+        _guard = _start()
+    return _guard
+
+
+def _start() -> _Guard | None:
+    read, write = os.pipe()  # neither end is inherited by what this process starts later
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", GUARD],
+            stdin=read,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        os.close(write)
+        return None
+    finally:
+        os.close(read)
+    return _Guard(os.getpid(), proc, write)
+
+
+def _drop(guard: _Guard) -> None:
+    global _guard
+    with contextlib.suppress(OSError):
+        os.close(guard.fd)
+    if _guard is guard:
+        _guard = None
