@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from chaoseval.engine.executors import default_executor, make_executor, parse_size
-from chaoseval.engine.executors.process import _rss
+from chaoseval.engine.executors.process import ProcessExecutor, _rss
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ConfigError
 from chaoseval.loading.files import installed, select
@@ -21,6 +21,7 @@ from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import AgentOutput, Budgets
 from chaoseval.model.scenario import Check, Scenario, tool
 from chaoseval.seams.agent import Episode, load_agent
+from chaoseval.store import artifacts
 from chaoseval.store.journal import read_journal
 from tests.e2e.golden_journal import normalize
 
@@ -197,3 +198,41 @@ def test_two_workers_lost_at_the_same_moment_lose_no_trial(tmp_path):
     got = _run(tmp_path, ["spin"], trials=2, concurrency=2, executor="process")
     assert sorted(got) == ["do-spin/clean/0", "do-spin/clean/1"]
     assert {r.root_cause for r in got.values()} == {"timeout"}
+
+
+class WritesOnce(Misbehaving):
+    """note writes an artifact on its first attempt only, then waits; block blocks its
+    worker's loop once note has written, so both are in the worker when it is killed."""
+
+    def __init__(self, marker: Path):
+        super().__init__()
+        self.marker = marker
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        if episode.instruction == "note" and not self.marker.exists():
+            kept = artifacts.current()
+            assert kept is not None
+            kept.write("note.txt", "from the attempt that was killed")
+            self.marker.touch()
+            await anyio.sleep(30)  # held: block takes the loop first
+        if episode.instruction == "block":
+            while not self.marker.exists():
+                await anyio.sleep(0.02)
+        return await super().run(episode)
+
+
+@pytest.mark.slow
+def test_a_trial_queued_again_leaves_nothing_of_its_killed_attempt(tmp_path):
+    """note's worker is killed for block's timeout; note runs again and writes nothing, so
+    nothing of the killed attempt may be left in its artifact directory."""
+    got = _run(
+        tmp_path,
+        ["note", "block"],
+        agent=WritesOnce(tmp_path / "written"),
+        executor=ProcessExecutor(workers=1),  # one worker, both trials in it
+        concurrency=2,
+    )
+    assert got["do-block/clean/0"].root_cause == "timeout"
+    assert (got["do-note/clean/0"].status, got["do-note/clean/0"].artifacts) == ("passed", [])
+    trial_dir = artifacts.store_root(tmp_path / "j.jsonl") / "do-note/clean/0"
+    assert not (trial_dir / "note.txt").exists()
