@@ -192,10 +192,9 @@ def judge(
         return Verdict("not_evaluable", cause, f"{type(err).__name__}: {err}")
 
     vetoes = list(state.vetoes)
-    blame = _Blame(state.trajectory, plugins)
     contracts = judge_contracts(scenario, world, output, state)
     if agent_error is not None:
-        cause = _error_cause(agent_error, state, blame)
+        cause = _error_cause(agent_error, state, _Blame(state.trajectory, plugins))
         return Verdict("failed", cause, _describe(agent_error), [], vetoes, contracts)
     if output is None:
         return Verdict(
@@ -216,7 +215,7 @@ def judge(
     # A trial a degradation contract applies to also passes by degrading as it declares.
     if all(c.passed for c in checks) or any(c.held for c in contracts):
         return Verdict("passed", None, None, checks, vetoes, contracts)
-    cause = _failure_cause(scenario, state, output, checks, blame)
+    cause = _failure_cause(scenario, state, output, checks, _Blame(state.trajectory, plugins))
     return Verdict("failed", cause, None, checks, vetoes, contracts)
 
 

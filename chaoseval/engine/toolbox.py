@@ -11,7 +11,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
@@ -186,11 +186,11 @@ class ToolBox:
     async def call(self, name: str, /, **args: Any) -> Any:
         started = time.perf_counter()
         try:
-            return await self._call(name, **args)
+            return await self._call(name, args)
         finally:
             self.busy_seconds += time.perf_counter() - started
 
-    async def _call(self, name: str, /, **args: Any) -> Any:
+    async def _call(self, name: str, args: dict[str, Any]) -> Any:
         state, world = self._state, self._world
         clock = world.clock
         step = state.trajectory.add_step("tool", t=clock.monotonic(), tool=name, args=args)
@@ -311,12 +311,14 @@ class ToolBox:
             raise ToolError(f"invalid arguments for {call.tool}: {_brief(exc)}") from None
         world = self._world
         world.current_tool = call.tool
-        frozen = freeze_time(world.now()) if self._scenario.freeze_time else nullcontext()
+        frozen = freeze_time(world.now()) if self._scenario.freeze_time else None
         writes_before = len(world.writes)
         try:
-            # Tool bodies are synchronous: nothing else runs while freezegun's patch is active.
-            with frozen:
+            if frozen is None:
                 result = spec.fn(world, **args)
+            else:  # tool bodies are synchronous: nothing else runs while the patch is active
+                with frozen:
+                    result = spec.fn(world, **args)
         except AgentVisibleError:
             raise
         except Exception as exc:
@@ -326,7 +328,7 @@ class ToolBox:
             ) from exc
         finally:
             world.current_tool = None
-        for w in world.writes[writes_before:]:
+        for w in world.writes[writes_before:] if len(world.writes) > writes_before else ():
             if w.table in self._scenario.policy.forbidden_writes:
                 self._state.vetoes.append(
                     Veto(

@@ -52,7 +52,7 @@ SETUP_CHANNELS: tuple[Channel, ...] = ("model", "memory", "clock")
 MakeContext = Callable[[Perturbation[Any], Any], PerturbationContext]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TrialPlan:
     scenario: Scenario
     cell: Cell
@@ -60,9 +60,14 @@ class TrialPlan:
     # Asked for several times per trial: made once (a cached_property takes a lock per use).
     trial_id: str = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        tid = make_trial_id(self.scenario.id, self.cell.name, self.index)
-        object.__setattr__(self, "trial_id", tid)
+    def __init__(self, scenario: Scenario, cell: Cell, index: int):
+        # What the generated __init__ and a __post_init__ did, in one frame: a run makes
+        # one plan per trial.
+        _set = object.__setattr__
+        _set(self, "scenario", scenario)
+        _set(self, "cell", cell)
+        _set(self, "index", index)
+        _set(self, "trial_id", f"{scenario.id}/{cell.name}/{index}")  # make_trial_id
 
 
 def make_trial_id(scenario: str, cell: str, index: int) -> str:
@@ -99,6 +104,8 @@ def _world_seed(run_seed: int, scenario_id: str) -> int:
 
 
 def instantiate(cell: Cell) -> list[Perturbation[Any]]:
+    if not cell.perturbations:
+        return []  # the clean cell: every run's most frequent
     plugins = []
     names = [spec.name for spec in cell.perturbations]
     for i, spec in enumerate(cell.perturbations):
@@ -387,13 +394,18 @@ def _record(
         steps=len(state.trajectory.tool_steps()),
         usage=output.usage if output else state_usage(state),
         clock=clock_mode,
-        sim_seconds=round(trial.sim_seconds, 6),
+        sim_seconds=_round6(trial.sim_seconds),
         wall_seconds=round(time.perf_counter() - t0, 6),
         started_at=started_at,
         channel_overhead=(
             None if state.channel_overhead is None else round(state.channel_overhead, 6)
         ),
     )
+
+
+def _round6(seconds: float) -> float:
+    """``round(seconds, 6)``, not asked of a virtual clock's usual 0.0 (round is not free)."""
+    return seconds if seconds == 0.0 and type(seconds) is float else round(seconds, 6)
 
 
 def state_usage(state: TrialState) -> Usage:

@@ -135,6 +135,9 @@ _KINDS = frozenset(get_args(StepKind))
 _DATA = (ModelCallData, AnswerData, NoData)
 _FIELDS = frozenset(("tool", "args", "data"))
 _NO_DATA: Any = object()  # no data given: the field's default
+# One NoData for every step without data: it has no fields to change and takes no others
+# (extra="forbid"), so sharing it is sharing nothing.
+_EMPTY = NoData()
 
 
 def _str_keys(mapping: dict[Any, Any]) -> bool:
@@ -166,7 +169,7 @@ def _step(index: int, kind: Any, t: Any, fields: dict[str, Any]) -> Step:
         "error": None,
         "latency": 0.0,
         "faults": [],
-        "data": built(NoData, {}, set()) if data is _NO_DATA else data,
+        "data": _EMPTY if data is _NO_DATA else data,
     }
     return built(Step, values, {"index", "kind", "t", *fields})
 

@@ -149,9 +149,12 @@ class JournalWriter:
             fh.truncate(cut)
 
     def _write(self, line: str) -> None:
-        data = memoryview((line + "\n").encode("utf-8"))
-        while data:
-            data = data[os.write(self._fd, data) :]
+        data = (line + "\n").encode("utf-8")
+        written = os.write(self._fd, data)
+        if written < len(data):  # a partial write (a full disk, a signal): write the rest
+            rest = memoryview(data)[written:]
+            while rest:
+                rest = rest[os.write(self._fd, rest) :]
 
     def append(self, record: TrialRecord) -> None:
         self._write(encode_record(record))

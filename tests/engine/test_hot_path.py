@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 from datetime import date
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from chaoseval.engine.toolbox import _checked_args, _dumps, _loads
-from chaoseval.engine.trial import TrialPlan, trial_seed
+from chaoseval.engine.trial import TrialPlan, _round6, make_trial_id, trial_seed
 from chaoseval.model.records import Cell, ModelSettings
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.seeding import derive_seed
@@ -110,3 +113,27 @@ def test_checked_args_are_validate_then_dump(args: dict[str, Any]) -> None:
         except ValidationError as exc:
             made = ("error", exc.errors(include_url=False))
         assert repr(made) == repr(expected)  # NaN-safe and type-exact enough
+
+
+_SCENARIO = Scenario.model_construct(id="s2")  # all that pickling a plan needs of it
+
+
+def test_a_trial_plan_is_the_frozen_dataclass_it_was() -> None:
+    scenario = Scenario.model_construct(id="s1")
+    plan = TrialPlan(scenario, Cell(name="clean"), 3)
+    assert plan.trial_id == make_trial_id("s1", "clean", 3)
+    assert (
+        plan == TrialPlan(scenario, Cell(name="clean"), 3) != TrialPlan(scenario, Cell(name="x"), 3)
+    )
+    assert "trial_id" not in repr(plan) and "index=3" in repr(plan)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.index = 4  # type: ignore[misc]
+    moved = dataclasses.replace(plan, index=4)
+    assert (moved.index, moved.trial_id) == (4, "s1/clean/4")
+    again = pickle.loads(pickle.dumps(TrialPlan(_SCENARIO, Cell(name="c"), 1)))
+    assert again.trial_id == "s2/c/1" and again.index == 1
+
+
+@given(st.floats(allow_nan=False) | st.just(0.0) | st.just(-0.0))
+def test_round6_is_round(seconds: float) -> None:
+    assert repr(_round6(seconds)) == repr(round(seconds, 6))

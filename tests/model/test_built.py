@@ -107,11 +107,14 @@ def test_an_empty_trajectory_is_what_validation_makes() -> None:
     assert a.steps is not b.steps and a.faults is not b.faults
 
 
-def test_the_default_data_is_a_fresh_model_per_step() -> None:
+def test_steps_share_no_list_and_their_empty_data_cannot_change() -> None:
     trajectory = Trajectory()
     a, b = trajectory.add_step("tool", t=0.0), trajectory.add_step("tool", t=0.0)
-    assert a.data == NoData() and a.data is not b.data
-    assert a.faults is not b.faults
+    assert a.data == NoData() and a.faults is not b.faults
+    with pytest.raises(ValueError):
+        a.data.gave_up = True  # type: ignore[attr-defined]
+    a.data = AnswerData(gave_up=True)  # replacing one step's data leaves the other's
+    assert b.data == NoData()
 
 
 @given(
