@@ -91,6 +91,8 @@ def judge_contracts(
 ) -> list[ContractResult]:
     """Each contract that applies, with its checks; without an output none can hold, but the
     trial still counts among those the contract applied to."""
+    if not scenario.contracts:
+        return []
     return [
         ContractResult(name=c.name, held=False)
         if output is None

@@ -122,7 +122,7 @@ class ToolBox:
         # With no tool-channel plugin, what the agent gets is exactly what ``_base`` returned,
         # so the JSON text ``_base`` made of it serves the excerpt, the judge and the result
         # check too (one encoding per call, not four).
-        self._plain = not any(p.channel == "tool" for p in plugins)
+        self._plain = not plugins or not any(p.channel == "tool" for p in plugins)
         self._last: tuple[Any, str] | None = None
         # Wall seconds inside ``call`` (the tool and its injected faults): a wire channel
         # subtracts them from its handler's time to find its own overhead.

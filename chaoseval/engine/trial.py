@@ -292,7 +292,7 @@ async def _setup(
         state.deliver(pending.pop(channel, []))
 
     world.on_read = on_read
-    usage = Usage()
+    usage = Usage.empty()
     # What the wire channels (model channel, MCP, exec: agents) of this trial work with.
     link = TrialLink(
         plan.trial_id, scenario.id, plan.index, trial.run_seed, state, world, plugins, usage

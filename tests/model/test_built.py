@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from chaoseval.model.records import RootCause
+from chaoseval.model.records import RootCause, Usage
 from chaoseval.model.trajectory import (
     AnswerData,
     ModelCallData,
@@ -99,6 +99,13 @@ def test_answer_data_is_what_validation_makes(gave_up: Any) -> None:
         return
     assert validated is not None
     _same(made, validated)
+
+
+def test_empty_usage_is_what_validation_makes() -> None:
+    a, b = Usage.empty(), Usage.empty()
+    _same(a, Usage())
+    a.cost = 1.0
+    assert b.cost == 0.0
 
 
 def test_an_empty_trajectory_is_what_validation_makes() -> None:
