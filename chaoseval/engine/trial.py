@@ -27,13 +27,7 @@ from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
 from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
 from chaoseval.model.scenario import Givens, Scenario, Tables
 from chaoseval.model.seeding import derive_seed
-from chaoseval.model.trajectory import (
-    Channel,
-    ModelCallData,
-    answer_data,
-    assign,
-    shallow_copy,
-)
+from chaoseval.model.trajectory import Channel, ModelCallData, answer_data, assign, shallow_copy
 from chaoseval.model.world import World, world_template
 from chaoseval.seams.agent import AgentAdapter, Episode, TrialLink
 from chaoseval.seams.perturbation import (
@@ -43,9 +37,7 @@ from chaoseval.seams.perturbation import (
     build_chain,
     ctx_stream,
 )
-from chaoseval.seams.perturbation import (
-    registry as perturbations,
-)
+from chaoseval.seams.perturbation import registry as perturbations
 
 SETUP_CHANNELS: tuple[Channel, ...] = ("model", "memory", "clock")
 
