@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,6 +16,8 @@ from chaoseval.store.artifacts import binding
 
 if TYPE_CHECKING:
     from chaoseval.engine.executors.base import TrialJob
+
+GRACE = 2.0  # seconds past the wall timeout a live worker gets to record the timeout itself
 
 
 async def run_one(plan: TrialPlan, job: TrialJob) -> TrialRecord:
@@ -69,6 +72,26 @@ class Flight:
     def lost(self, plan: TrialPlan, job: TrialJob, error: BaseException) -> TrialRecord:
         """The record of this trial lost with its worker (:func:`unfinished`)."""
         return unfinished(plan, job, error, self.started_at, time.monotonic() - self.started)
+
+
+def overdue(
+    inflight: Mapping[int, Flight], now: float, wall: float, blocked: bool, blocker: int
+) -> tuple[int, str] | None:
+    """The trial a worker is to be killed for, with how it overran (None: none is due).
+
+    ``blocker`` (-1: none) is the trial whose code holds the worker's blocked event loop:
+    nothing else there can run, so it is the one to blame, at its own deadline. Otherwise the
+    oldest trial past its deadline plus ``GRACE`` (a live loop gets that long to record the
+    timeout itself). Both pools (process and Ray) kill by this one rule."""
+    if blocker in inflight:
+        if now - inflight[blocker].started > wall:
+            return blocker, "its code blocked the event loop"
+        return None
+    late = [i for i, f in inflight.items() if now - f.started > wall + GRACE]
+    if not late:
+        return None
+    oldest = min(late, key=lambda i: inflight[i].started)
+    return oldest, "the event loop was blocked" if blocked else "it ignored its cancellation"
 
 
 def agent_session(agent: AgentAdapter) -> AbstractAsyncContextManager[Any]:

@@ -37,7 +37,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
-from chaoseval.engine.executors.one import Flight
+from chaoseval.engine.executors.one import Flight, overdue
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.reap import kill_tree
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
@@ -45,7 +45,6 @@ from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import ConfigError, HarnessError
 
 TICK = 0.1  # seconds between the supervisor's looks at its workers
-GRACE = 2.0  # seconds past the wall timeout a live worker gets to record the timeout itself
 LOST_IDLE = 3  # workers dying with no trial in flight before the run gives up
 
 
@@ -257,18 +256,9 @@ class _Pool:
         wall = self.job.wall_timeout
         blocked = now - w.shared[HEARTBEAT] > worker.STALL
         blocker = int(w.shared[BLOCKER]) if blocked else -1
-        if blocker in w.inflight:
-            # The loop is held by this trial's code: nothing else in the worker can run, so
-            # it is the one to blame, at its own deadline.
-            if now - w.inflight[blocker].started > wall:
-                how = "its code blocked the event loop"
-                w.kill(_timeout_text(wall, how), blocker, timeout=True)
-            return
-        overdue = [i for i, f in w.inflight.items() if now - f.started > wall + GRACE]
-        if overdue:
-            oldest = min(overdue, key=lambda i: w.inflight[i].started)
-            how = "the event loop was blocked" if blocked else "it ignored its cancellation"
-            w.kill(_timeout_text(wall, how), oldest, timeout=True)
+        due = overdue(w.inflight, now, wall, blocked, blocker)
+        if due is not None:
+            w.kill(_timeout_text(wall, due[1]), due[0], timeout=True)
 
     async def _stop_all(self) -> None:
         for w in self.workers:

@@ -45,14 +45,13 @@ import anyio
 from anyio.abc import TaskGroup
 
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
-from chaoseval.engine.executors.one import Flight
+from chaoseval.engine.executors.one import Flight, overdue
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.ray_worker import WATCH, Result, TrialActor
 from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import ConfigError, HarnessError
 
 TICK = 0.1  # seconds between the driver's looks at its actors
-GRACE = 2.0  # seconds past the wall timeout a live actor gets to record the timeout itself
 LOST_IDLE = 3  # actors dying with no trial in flight before the run gives up
 NODE_RETRIES = 2  # times a trial is queued again after its node was lost
 KILL_DELAY = 0.5  # seconds an actor gets to kill its exec: agents before it is killed
@@ -372,17 +371,9 @@ class _Pool:
         if limit is not None and rss > limit:
             self._kill(a, _memory_text(rss, limit), None, timeout=False)
             return
-        if blocker in a.inflight:
-            # The loop is held by this trial's code: it is the one to blame, at its deadline.
-            if now - a.inflight[blocker].started > wall:
-                how = "its code blocked the event loop"
-                self._kill(a, _timeout_text(wall, how), blocker, timeout=True)
-            return
-        overdue = [i for i, f in a.inflight.items() if now - f.started > wall + GRACE]
-        if overdue:
-            oldest = min(overdue, key=lambda i: a.inflight[i].started)
-            how = "the event loop was blocked" if blocked else "it ignored its cancellation"
-            self._kill(a, _timeout_text(wall, how), oldest, timeout=True)
+        due = overdue(a.inflight, now, wall, blocked, blocker)
+        if due is not None:
+            self._kill(a, _timeout_text(wall, due[1]), due[0], timeout=True)
 
     def _kill(self, a: _Actor, reason: str, blame: int | None, *, timeout: bool) -> None:
         a.kill_reason, a.kill_blame, a.kill_timeout = reason, blame, timeout
