@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -16,6 +17,7 @@ import pytest
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.store.journal import read_journal
+from tests.e2e.shell import user_env
 from tests.engine.test_executors import _scenario
 
 # Ignores SIGTERM, starts a child of its own (same group), says both pids, then sleeps.
@@ -111,3 +113,34 @@ def test_a_stubborn_exec_agent_dies_with_a_worker_killed_from_outside(tmp_path):
     """No executor kills the worker here, so nothing but the agent's guard is left to stop
     the agent (chaoseval.agents.guard)."""
     assert run_stubborn(tmp_path, "process", kill_worker=True) < 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("executor", ["process", "inprocess"])
+def test_a_stubborn_exec_agent_dies_with_a_killed_chaoseval_run(tmp_path, executor):
+    """`chaoseval run` itself SIGKILLed mid-trial: whoever started the agent (a worker, which
+    dies with its runner, or the runner) is gone, and its guard kills the agent's group."""
+    pids = tmp_path / "pids.txt"
+    (tmp_path / "agent.py").write_text(STUBBORN)
+    agent = f"exec:{shlex.quote(sys.executable)} agent.py {shlex.quote(str(pids))}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chaoseval", "run", "--agent", agent,
+         "-s", "vending-refund-dispensed", "--trials", "1", "--executor", executor,
+         "--journal", "j.jsonl", "--no-report", "--no-progress"],
+        cwd=tmp_path, env=user_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text().endswith("\n")):
+            assert proc.poll() is None and time.monotonic() < deadline, "the agent never ran"
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 2  # the agent and its child
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in started if alive(p)] == []

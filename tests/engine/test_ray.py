@@ -138,6 +138,7 @@ def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
     run_id = read_journal(tmp_path / "j.jsonl").manifest.run_id
     assert not (Path(tempfile.gettempdir()) / f"chaoseval-ray-run-{run_id}").exists()
 
+
 class DiesIdle(Misbehaving):
     """die-idle SIGKILLs its worker 0.3 s after it has answered (the worker is idle then);
     die-idle and ok wait until block has started, so the other actor holds block and slow."""
