@@ -53,8 +53,7 @@ class TrialPlan:
     trial_id: str = field(init=False, repr=False, compare=False)
 
     def __init__(self, scenario: Scenario, cell: Cell, index: int):
-        # What the generated __init__ and a __post_init__ did, in one frame: a run makes
-        # one plan per trial.
+        # The generated __init__ and a __post_init__ in one frame (one plan per trial).
         _set = object.__setattr__
         _set(self, "scenario", scenario)
         _set(self, "cell", cell)
@@ -395,8 +394,7 @@ def _record(
     )
 
 
-def _round6(seconds: float) -> float:
-    """``round(seconds, 6)``, not asked of a virtual clock's usual 0.0 (round is not free)."""
+def _round6(seconds: float) -> float:  # round(seconds, 6), not asked of a virtual 0.0
     return seconds if seconds == 0.0 and type(seconds) is float else round(seconds, 6)
 
 
