@@ -140,7 +140,7 @@ def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
 
 
 class DiesIdle(Misbehaving):
-    """die-idle SIGKILLs its worker 0.3 s after it has answered (the worker is idle then);
+    """die-idle SIGKILLs its worker 0.8 s after its agent answers (the worker is idle then);
     die-idle and ok wait until block has started, so the other actor holds block and slow."""
 
     def __init__(self, gate: Path):
@@ -156,7 +156,7 @@ class DiesIdle(Misbehaving):
                     break
                 await anyio.sleep(0.05)
         if what == "die-idle":
-            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGKILL)).start()
+            threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGKILL)).start()
         if what == "slow":
             await anyio.sleep(1)  # block holds the loop first: slow is still in flight
         return await super().run(episode)
