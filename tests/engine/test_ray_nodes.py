@@ -4,6 +4,7 @@ tests do), whose second node is killed (all its processes, SIGKILL) while trials
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import time
@@ -72,6 +73,7 @@ def head(monkeypatch) -> Iterator[Any]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _lose_node_mid_run(cluster: Any, tmp_path: Path) -> tuple[dict[str, Any], list[str]]:
