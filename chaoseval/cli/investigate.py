@@ -205,7 +205,7 @@ def diverge_cmd(
         consistency = f"[{style}]{t.consistency}[/]" if style else t.consistency
         if t.groups:
             labels = "\n".join(g.label for g in t.groups)
-            counts = "\n".join(str(len(g.trials)) for g in t.groups)
+            counts = "\n".join(str(g.count) for g in t.groups)
             if t.reference == CLEAN:
                 labels = "(vs clean successes)\n" + labels
                 counts = "\n" + counts

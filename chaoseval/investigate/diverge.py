@@ -14,8 +14,9 @@ a *stable error*, never "stable".
 from __future__ import annotations
 
 import functools
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -198,10 +199,22 @@ class Divergence:
 
 @dataclass
 class FailureGroup:
+    """Failures that left the successful path at the same point: their journal rows, named
+    only when asked (a big journal's groups hold hundreds of thousands)."""
+
     label: str
     step: int
-    trials: list[str] = field(default_factory=list)
+    rows: array[int] = field(default_factory=lambda: array("q"))
     root_causes: Counter[str] = field(default_factory=Counter)
+    name: Callable[[int], str] = field(default=str, repr=False, compare=False)  # row -> trial id
+
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def trials(self) -> list[str]:
+        return [self.name(row) for row in self.rows]
 
 
 @dataclass
@@ -214,7 +227,12 @@ class TaskAnalysis:
     consistency: Consistency
     reference: str  # where the successful trajectories came from: "same cell" | "clean" | ""
     groups: list[FailureGroup] = field(default_factory=list)
-    divergences: list[Divergence] = field(default_factory=list)
+    # The failures' divergences in index order, made when asked (see _task).
+    found: Callable[[], list[Divergence]] = field(default=list, repr=False, compare=False)
+
+    @property
+    def divergences(self) -> list[Divergence]:
+        return self.found()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -229,7 +247,7 @@ class TaskAnalysis:
                 {
                     "label": g.label,
                     "step": g.step + 1,
-                    "count": len(g.trials),
+                    "count": g.count,
                     "trials": g.trials,
                     "root_causes": dict(g.root_causes),
                 }
@@ -344,7 +362,7 @@ class _Interned:
     def __init__(self, size: int) -> None:
         self.ids: dict[Steps, int] = {}
         self.paths: list[Steps] = []
-        self.of_row = np.full(size, -1, np.int64)
+        self.of_row = np.full(size, -1, np.int32)
 
     def add(self, row: int, record: Any) -> int:
         path = tuple(semantic_steps(record))
@@ -354,10 +372,10 @@ class _Interned:
         self.of_row[row] = i
         return i
 
-    def distinct(self, rows: Iterable[int]) -> tuple[list[Steps], list[int]]:
+    def distinct(self, rows: np.ndarray) -> tuple[list[Steps], list[int]]:
         """The distinct paths of ``rows`` in first-seen order, with how often each was taken
         (what diverge_one and label_divergence need of the whole list)."""
-        counts: Counter[int] = Counter(self.of_row[list(rows)].tolist())
+        counts: Counter[int] = Counter(self.of_row[rows].tolist())
         return [self.paths[i] for i in counts], list(counts.values())
 
 
@@ -414,18 +432,18 @@ def analyse(journal: Journal | Trials, *, baseline: bool = True) -> list[TaskAna
     refs = _references(t, tasks, baseline)
     paths = _Interned(len(t))
     wanted = np.unique(np.concatenate([np.zeros(0, np.int64), *refs.values()]))
-    for row, record in t.scan(wanted.tolist(), _DECODER):
+    for row, record in t.scan(wanted, _DECODER):
         paths.add(row, record)
     successes = {task: paths.distinct(rows) for task, rows in refs.items()}
     keys = list(tasks)
-    task_of = np.full(len(t), -1, np.int64)  # a failed row's task, when it has successes
+    task_of = np.full(len(t), -1, np.int32)  # a failed row's task, when it has successes
     for i, (task, rows) in enumerate(tasks.items()):
         if task in successes:
             task_of[rows] = i
     failed = np.flatnonzero(t.col["status"] == 1)
     labels: dict[tuple[str, int], int] = {}
-    label_of = np.full(len(t), -1, np.int64)
-    for row, record in t.scan(failed.tolist(), _DECODER):
+    label_of = np.full(len(t), -1, np.int32)
+    for row, record in t.scan(failed, _DECODER):
         paths.add(row, record)
         if task_of[row] >= 0:
             div = diverge_one(record, *successes[keys[task_of[row]]])
@@ -469,12 +487,21 @@ def _task(
     groups: dict[str, FailureGroup] = {}
     for row in failed:
         label, step = names[int(label_of[row])]
-        trial_id, cause = t.trial_id(row), t.value("root_cause", row)
-        out.divergences.append(Divergence(trial_id, step, label, cause))
-        g = groups.setdefault(label, FailureGroup(label, step))
-        g.trials.append(trial_id)
-        g.root_causes[cause or "unknown"] += 1
-    out.groups = sorted(groups.values(), key=lambda g: (g.step, -len(g.trials), g.label))
+        g = groups.get(label) or groups.setdefault(
+            label, FailureGroup(label, step, name=t.trial_id)
+        )
+        g.rows.append(row)
+        g.root_causes[t.value("root_cause", row) or "unknown"] += 1
+    out.groups = sorted(groups.values(), key=lambda g: (g.step, -g.count, g.label))
+    rows_failed = rows[status == 1]  # 8 bytes a failure until the divergences are asked for
+
+    def found() -> list[Divergence]:
+        return [
+            Divergence(t.trial_id(r), names[c][1], names[c][0], t.value("root_cause", r))
+            for r, c in zip(rows_failed.tolist(), label_of[rows_failed].tolist(), strict=True)
+        ]
+
+    out.found = found
     return out
 
 

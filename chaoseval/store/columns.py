@@ -149,26 +149,28 @@ class Trials:
                 yield TrialRecord.model_validate_json(fh.readline())
 
     def scan(
-        self, rows: Iterable[int], decoder: msgspec.json.Decoder[Any]
+        self, rows: Iterable[int] | np.ndarray, decoder: msgspec.json.Decoder[Any]
     ) -> Iterator[tuple[int, Any]]:
         """``(row, record)`` for ``rows`` in file order (one forward pass over the lines),
         each line decoded by ``decoder``: a struct of just the fields a view reads. A line it
         refuses (pydantic's lax mode accepts more) and a record in memory come as TrialRecords;
         the two share their field names."""
-        wanted = np.asarray(list(rows), dtype=np.int64)
+        wanted = rows if isinstance(rows, np.ndarray) else np.fromiter(rows, np.int64)
         if self.records is not None:
             yield from ((row, self.records[row]) for row in np.sort(wanted).tolist())
             return
-        order = wanted[np.argsort(self.offsets[wanted], kind="stable")].tolist()
+        order = wanted[np.argsort(self.offsets[wanted], kind="stable")]
         with self.path.open("rb") as fh:
-            for row in order:
-                fh.seek(int(self.offsets[row]))
-                line = fh.readline()
-                try:
-                    record = decoder.decode(line)
-                except msgspec.DecodeError:
-                    record = TrialRecord.model_validate_json(line)
-                yield row, record
+            for start in range(0, len(order), 4096):  # a chunk at a time: no list of them all
+                chunk = order[start : start + 4096]
+                for row, offset in zip(chunk.tolist(), self.offsets[chunk].tolist(), strict=True):
+                    fh.seek(offset)
+                    line = fh.readline()
+                    try:
+                        record = decoder.decode(line)
+                    except msgspec.DecodeError:
+                        record = TrialRecord.model_validate_json(line)
+                    yield row, record
 
 
 class _Builder:
