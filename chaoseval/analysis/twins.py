@@ -5,7 +5,7 @@ Common random numbers give trial i of a scenario the same seed in every cell, so
 with that scenario and index is what the same agent did, with the same draws, without the
 perturbation: where the two trajectories part is where the fault changed the agent's course.
 Pure: a function of the journal's records. The steps are compared as
-:mod:`chaoseval.investigate.diverge` reduces them (tool, normalised arguments, result class,
+:mod:`chaoseval.investigate.semantic` reduces them (tool, normalised arguments, result class,
 delivered faults, answer); model calls are kept on the timeline only when they carry a request
 (model channel) or a fault, so a model-channel fault shows where it hit.
 """
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import overload
 
 from chaoseval.analysis.aggregate import Records, groups, not_landed
-from chaoseval.investigate.diverge import SemStep, common_prefix, label_divergence, semantic_step
+from chaoseval.investigate.diverge import label_divergence
+from chaoseval.investigate.semantic import SemStep, common_prefix, semantic_step
 from chaoseval.model.records import CLEAN, TrialRecord
 from chaoseval.model.trajectory import Fault, Step, Trajectory
 from chaoseval.store.columns import Trials, as_group

@@ -1,10 +1,10 @@
 """Failure-trajectory analysis: where a failed trial first left the path successful ones took.
 
-Each trajectory is reduced to semantic steps (tool, normalised arguments, result class, the
-faults that hit it, and a final answer step); model-call bookkeeping and timings are dropped.
-A failed trial's divergence point is the first step at which it matches no successful trial
-of the same task that agreed with it so far (the longest common prefix with any success), so
-a failure is never blamed on a step some success also took. Failures are then grouped by a
+Each trajectory is reduced to semantic steps (:mod:`chaoseval.investigate.semantic`: tool,
+normalised arguments, result class, the faults that hit it, and a final answer step). A failed
+trial's divergence point is the first step at which it matches no successful trial of the same
+task that agreed with it so far (the longest common prefix with any success), so a failure is
+never blamed on a step some success also took. Failures are then grouped by a
 readable label of that point.
 
 Consistency is reported apart from correctness: a task whose every trial fails the same way is
@@ -13,180 +13,42 @@ a *stable error*, never "stable".
 
 from __future__ import annotations
 
-import functools
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import msgspec
 import numpy as np
 
+from chaoseval.investigate.semantic import (
+    DECODER,
+    LiteTrial,
+    SemStep,
+    common_prefix,
+    semantic_step,
+    semantic_steps,
+)
 from chaoseval.model.records import CLEAN, TrialRecord
-from chaoseval.model.trajectory import ResultClass, Step, StepKind, Trajectory
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
+# SemStep, semantic_step(s) and common_prefix lived here first: still importable from here.
+__all__ = [
+    "Divergence",
+    "FailureGroup",
+    "SemStep",
+    "TaskAnalysis",
+    "analyse",
+    "common_prefix",
+    "diverge_one",
+    "label_divergence",
+    "semantic_step",
+    "semantic_steps",
+    "to_json",
+]
+
 Consistency = Literal["stable", "stable error", "unstable errors", "inconsistent", "not evaluable"]
-
-
-class _Data(msgspec.Struct):
-    gave_up: bool = False  # only an answer step's data has it (AnswerData)
-
-
-class _Step(msgspec.Struct):
-    kind: StepKind
-    tool: str | None = None
-    args: msgspec.Raw = msgspec.Raw(b"null")  # decoded only for a call not met before
-    result_class: ResultClass | None = None
-    faults: list[int] = []
-    data: _Data = msgspec.field(default_factory=_Data)
-
-    @property
-    def gave_up(self) -> bool:
-        return self.data.gave_up
-
-
-class _Fault(msgspec.Struct):
-    kind: str
-    delivered: bool = False
-
-
-class _Trajectory(msgspec.Struct):
-    steps: list[_Step] = []
-    faults: list[_Fault] = []
-
-
-class _Check(msgspec.Struct):
-    name: str
-    passed: bool
-
-
-class _Veto(msgspec.Struct):
-    kind: str
-
-
-class _Trial(msgspec.Struct):
-    """The fields of a trial line that diverge reads; msgspec skips the rest (results,
-    timings, usage), so a line costs a few microseconds and no pydantic model."""
-
-    trial_id: str
-    root_cause: str | None = None
-    checks: list[_Check] = []
-    vetoes: list[_Veto] = []
-    trajectory: _Trajectory = msgspec.field(default_factory=_Trajectory)
-
-
-_DECODER = msgspec.json.Decoder(_Trial)
-
-
-@dataclass(frozen=True)
-class SemStep:
-    """One step as far as the task's semantics go."""
-
-    kind: str  # tool | answer | observation (| model, in the report's twin timelines)
-    tool: str | None = None
-    args: tuple[tuple[str, Any], ...] = ()
-    result: str | None = None
-    faults: tuple[str, ...] = ()  # delivered fault kinds, e.g. ("timeout",)
-    gave_up: bool = False
-
-    def describe(self) -> str:
-        if self.kind == "answer":
-            return "gave up" if self.gave_up else "answered"
-        if self.kind == "observation":
-            return "looked at the page"
-        if self.kind == "model":  # a model-channel call (the report's clean-twin timelines)
-            return f"model call -> {self.result}" + (
-                f" [{', '.join(self.faults)}]" if self.faults else ""
-            )
-        args = ", ".join(f"{k}={v!r}" for k, v in self.args)
-        text = f"{self.tool}({args}) -> {self.result}"
-        if self.faults:
-            text += f" [{', '.join(self.faults)}]"
-        return text
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, str):
-        return " ".join(value.split()).casefold()
-    if isinstance(value, float):
-        return round(value, 6)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _norm(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(_norm(v) for v in value)
-    return value
-
-
-def _fault_kinds(traj: Trajectory | _Trajectory, step: Step | _Step) -> tuple[str, ...]:
-    if not step.faults:
-        return ()
-    return tuple(
-        traj.faults[i].kind
-        for i in step.faults
-        if 0 <= i < len(traj.faults) and traj.faults[i].delivered
-    )
-
-
-def _args(args: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted((k, _norm(v)) for k, v in (args or {}).items()))
-
-
-def semantic_step(traj: Trajectory, s: Step) -> SemStep | None:
-    """One step as far as the task's semantics go; None for bookkeeping (model calls, notes)."""
-    if s.kind == "tool":
-        return SemStep(
-            kind="tool",
-            tool=s.tool,
-            args=_args(s.args),
-            result=s.result_class,
-            faults=_fault_kinds(traj, s),
-        )
-    if s.kind == "observation":
-        return SemStep(kind="observation", faults=_fault_kinds(traj, s))
-    if s.kind == "answer":
-        return SemStep(kind="answer", gave_up=s.gave_up)
-    return None
-
-
-def semantic_steps(record: TrialRecord | _Trial) -> list[SemStep]:
-    if isinstance(record, _Trial):
-        return _lite_steps(record.trajectory)
-    traj = record.trajectory
-    return [x for s in traj.steps if (x := semantic_step(traj, s)) is not None]
-
-
-def _lite_steps(traj: _Trajectory) -> list[SemStep]:
-    """semantic_step's steps of a line read by _DECODER: a tool call met before (its raw
-    arguments, result and delivered faults) is not normalised again."""
-    out = []
-    for s in traj.steps:
-        if s.kind == "tool":
-            out.append(_tool_step(s.tool, bytes(s.args), s.result_class, _fault_kinds(traj, s)))
-        elif s.kind == "observation":
-            out.append(SemStep(kind="observation", faults=_fault_kinds(traj, s)))
-        elif s.kind == "answer":
-            out.append(SemStep(kind="answer", gave_up=s.gave_up))
-    return out
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _tool_step(
-    tool: str | None, args: bytes, result: str | None, faults: tuple[str, ...]
-) -> SemStep:
-    return SemStep("tool", tool, _args(msgspec.json.decode(args)), result, faults)
-
-
-def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading items ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 @dataclass(slots=True)
@@ -326,7 +188,7 @@ def label_divergence(
     return f"step {n}: {mine.describe()} instead of {exp_common.describe()}"
 
 
-def _final_label(record: TrialRecord | _Trial, n: int) -> str:
+def _final_label(record: TrialRecord | LiteTrial, n: int) -> str:
     """Same steps as a success: the difference is in the answer or the judged state."""
     failed_checks = [c.name for c in record.checks if not c.passed]
     if record.vetoes:
@@ -337,7 +199,7 @@ def _final_label(record: TrialRecord | _Trial, n: int) -> str:
 
 
 def diverge_one(
-    failed: TrialRecord | _Trial,
+    failed: TrialRecord | LiteTrial,
     successes: Sequence[Sequence[SemStep]],
     weights: Sequence[int] | None = None,
 ) -> Divergence:
@@ -432,7 +294,7 @@ def analyse(journal: Journal | Trials, *, baseline: bool = True) -> list[TaskAna
     refs = _references(t, tasks, baseline)
     paths = _Interned(len(t))
     wanted = np.unique(np.concatenate([np.zeros(0, np.int64), *refs.values()]))
-    for row, record in t.scan(wanted, _DECODER):
+    for row, record in t.scan(wanted, DECODER):
         paths.add(row, record)
     successes = {task: paths.distinct(rows) for task, rows in refs.items()}
     keys = list(tasks)
@@ -443,7 +305,7 @@ def analyse(journal: Journal | Trials, *, baseline: bool = True) -> list[TaskAna
     failed = np.flatnonzero(t.col["status"] == 1)
     labels: dict[tuple[str, int], int] = {}
     label_of = np.full(len(t), -1, np.int32)
-    for row, record in t.scan(failed, _DECODER):
+    for row, record in t.scan(failed, DECODER):
         paths.add(row, record)
         if task_of[row] >= 0:
             div = diverge_one(record, *successes[keys[task_of[row]]])
