@@ -75,15 +75,24 @@ def _send(number: int) -> None:
                 _drop(guard)
 
 
-def _current() -> _Guard | None:
-    """This process's guard, started on first use (None where it cannot start)."""
+def _after_fork() -> None:
+    """In a forked child: close the copy of the parent's write end at once. Kept open, it
+    would hide the parent's death from the parent's guard for as long as this child lives,
+    whether or not the child ever starts an agent. The child starts its own guard on use."""
     global _guard
     if _guard is not None and _guard.owner != os.getpid():
-        # Forked from the guard's starter: its write end here would keep the parent's guard
-        # from seeing the parent die. Close this copy; this process gets its own guard.
         with contextlib.suppress(OSError):
             os.close(_guard.fd)
         _guard = None
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _current() -> _Guard | None:
+    """This process's guard, started on first use (None where it cannot start)."""
+    global _guard
+    _after_fork()  # a child forked by a way that skips the fork hooks (os.fork in C code)
     if _guard is not None and _guard.proc.poll() is not None:
         _drop(_guard)
     if _guard is None:

@@ -48,3 +48,39 @@ def test_a_watched_group_dies_with_its_starter_and_a_forgotten_one_does_not():
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+# Watches a sleeper, then forks a child that never starts an agent and outlives the starter.
+FORKER = """\
+import os, subprocess, sys, time
+from chaoseval.agents import guard
+watched = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                           start_new_session=True)
+guard.watch(watched.pid)
+child = os.fork()
+if child == 0:
+    time.sleep(60)
+    os._exit(0)
+print(watched.pid, child, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_forked_child_that_outlives_its_parent_does_not_hide_the_parents_death():
+    starter = subprocess.Popen([sys.executable, "-c", FORKER], stdout=subprocess.PIPE, text=True)
+    assert starter.stdout is not None
+    watched, child = (int(pid) for pid in starter.stdout.readline().split())
+    try:
+        starter.kill()
+        starter.wait()
+        deadline = time.monotonic() + 5
+        while alive(watched) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not alive(watched)  # the child's copy of the pipe was closed when it forked
+    finally:
+        for kill, pid in ((os.killpg, watched), (os.kill, child)):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
