@@ -155,7 +155,9 @@ def report_cmd(
     twins: Annotated[
         int,
         typer.Option(
-            min=0, help="failed trials per cell laid out beside their clean twin (0: all of them)"
+            min=0,
+            help="failed trials per cell laid out beside their clean twin (0: all of them; "
+            "the HTML page lists up to 200 a cell otherwise)",
         ),
     ] = 3,
     errors_as: ErrorsAs = "source",
