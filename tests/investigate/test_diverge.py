@@ -215,3 +215,36 @@ def test_cli_json(journal: Journal) -> None:
     assert {t["cell"] for t in data["tasks"]} == {r.cell for r in journal.records}
     table = CliRunner().invoke(app, ["diverge", str(journal.path)])
     assert table.exit_code == 0 and "first divergence" in table.output
+
+
+def test_a_journal_file_reads_as_the_records_do(tmp_path: Path) -> None:
+    """diverge reads a file's lines in part (msgspec); a line only pydantic's lax mode reads
+    (gave_up as the string "true") goes to pydantic. Both give what the records give."""
+    from chaoseval.investigate.diverge import to_json
+    from chaoseval.store.columns import read_trials
+    from chaoseval.store.journal import JournalWriter
+
+    timed_out = {**READ, "result_class": "timeout", "fault": "timeout"}
+    gave_up = {"kind": "answer", "data": {"gave_up": True}}
+    records = [
+        _record(0, GOOD),
+        _record(1, [LOOKUP, READ, REFUND, ANSWER]),
+        _record(2, [LOOKUP, timed_out, gave_up], "failed", root_cause="gave_up"),
+        _record(3, [LOOKUP, READ, gave_up], "failed", root_cause="gave_up"),
+        _record(4, [LOOKUP, wrong := {**READ, "args": {"id": "B-2"}}, ANSWER], "failed"),
+        _record(5, [LOOKUP, wrong, ANSWER], "failed", root_cause="wrong_answer"),
+    ]
+    memory = _journal(records)
+    path = tmp_path / "run.jsonl"
+    writer = JournalWriter(path, memory.manifest, truncate_cut_off=False)
+    for r in records:
+        writer.append(r)
+    writer.close()
+    text = path.read_text()
+    assert text.count('"gave_up":true') == 2
+    path.write_text(text.replace('"gave_up":true', '"gave_up":"true"', 1))
+    from_file = to_json(analyse(read_trials(path)), read_trials(path))
+    expected = to_json(analyse(memory), memory)
+    assert from_file["tasks"] == expected["tasks"]
+    labels = [g["label"] for g in from_file["tasks"][0]["groups"]]
+    assert "step 3: gave up instead of calling refund" in labels
