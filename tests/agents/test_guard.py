@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -28,26 +30,34 @@ time.sleep(60)
 """
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
-def test_a_watched_group_dies_with_its_starter_and_a_forgotten_one_does_not():
-    starter = subprocess.Popen([sys.executable, "-c", STARTER], stdout=subprocess.PIPE, text=True)
+@contextlib.contextmanager
+def starter_killed(script: str) -> Iterator[tuple[int, int]]:
+    """Run ``script`` (it prints two pids, the first a group it watched), SIGKILL it, wait
+    up to 5 s for the watched group to die and yield both pids; kill what is left after."""
+    starter = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert starter.stdout is not None
-    watched, forgotten = (int(pid) for pid in starter.stdout.readline().split())
+    watched, other = (int(pid) for pid in starter.stdout.readline().split())
     try:
         starter.kill()  # SIGKILL: it stops nothing itself
         starter.wait()
         deadline = time.monotonic() + 5
         while alive(watched) and time.monotonic() < deadline:
             time.sleep(0.02)
+        yield watched, other
+    finally:
+        for pid in (watched, other):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_watched_group_dies_with_its_starter_and_a_forgotten_one_does_not():
+    with starter_killed(STARTER) as (watched, forgotten):
         assert not alive(watched)
         time.sleep(0.2)  # the guard has acted: the forgotten group was spared
         assert alive(forgotten)
-    finally:
-        for pid in (watched, forgotten):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
 
 
 # Watches a sleeper, then forks a child that never starts an agent and outlives the starter.
@@ -68,19 +78,5 @@ time.sleep(60)
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_a_forked_child_that_outlives_its_parent_does_not_hide_the_parents_death():
-    starter = subprocess.Popen([sys.executable, "-c", FORKER], stdout=subprocess.PIPE, text=True)
-    assert starter.stdout is not None
-    watched, child = (int(pid) for pid in starter.stdout.readline().split())
-    try:
-        starter.kill()
-        starter.wait()
-        deadline = time.monotonic() + 5
-        while alive(watched) and time.monotonic() < deadline:
-            time.sleep(0.02)
+    with starter_killed(FORKER) as (watched, _child):
         assert not alive(watched)  # the child's copy of the pipe was closed when it forked
-    finally:
-        for kill, pid in ((os.killpg, watched), (os.kill, child)):
-            try:
-                kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
