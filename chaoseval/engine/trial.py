@@ -8,7 +8,6 @@ and the judge turns what happened into a verdict; ``_record`` writes it down.
 from __future__ import annotations
 
 import functools
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from chaoseval.errors import HarnessError, PluginError, ScenarioError
 from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
 from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
 from chaoseval.model.scenario import Givens, Scenario, Tables
-from chaoseval.model.seeding import derive_seed
+from chaoseval.model.seeding import derive_seed, derive_seed_under
 from chaoseval.model.trajectory import Channel, ModelCallData, answer_data, assign, shallow_copy
 from chaoseval.model.world import World, world_template
 from chaoseval.seams.agent import AgentAdapter, Episode, TrialLink
@@ -58,7 +57,7 @@ class TrialPlan:
         _set(self, "scenario", scenario)
         _set(self, "cell", cell)
         _set(self, "index", index)
-        _set(self, "trial_id", f"{scenario.id}/{cell.name}/{index}")  # make_trial_id
+        _set(self, "trial_id", make_trial_id(scenario.id, cell.name, index))
 
 
 def make_trial_id(scenario: str, cell: str, index: int) -> str:
@@ -69,19 +68,8 @@ def make_trial_id(scenario: str, cell: str, index: int) -> str:
 def trial_seed(run_seed: int, plan: TrialPlan) -> int:
     """Common random numbers: trial i of a scenario gets the same seed in every cell, so the
     agent's own draws match clean's and a cell differs from clean only by its perturbations.
-    Repeats within a cell (different i) stay independent.
-
-    ``derive_seed(run_seed, scenario id, "trial", index)``: the hash of the path's fixed
-    prefix is made once per scenario and copied (blake2b reads its input as a stream)."""
-    digest = _seed_prefix(run_seed, plan.scenario.id).copy()
-    digest.update(repr(plan.index).encode())
-    return int.from_bytes(digest.digest(), "big") >> 1
-
-
-@functools.lru_cache(maxsize=1024)
-def _seed_prefix(run_seed: int, scenario_id: str) -> Any:
-    prefix = "\x1f".join((repr(run_seed), scenario_id, "trial", ""))
-    return hashlib.blake2b(prefix.encode(), digest_size=8)
+    Repeats within a cell (different i) stay independent."""
+    return derive_seed_under((run_seed, plan.scenario.id, "trial"), plan.index)
 
 
 def world_seed(run_seed: int, scenario: Scenario) -> int:

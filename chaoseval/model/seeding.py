@@ -6,17 +6,41 @@ the same path always yields the same draws and adding a plugin never shifts anot
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
+from typing import Any
 
 import numpy as np
 
 
+def _path(parts: tuple[object, ...]) -> bytes:
+    return "\x1f".join(repr(p) if not isinstance(p, str) else p for p in parts).encode()
+
+
+def _seed(digest: Any) -> int:
+    return int.from_bytes(digest.digest(), "big") >> 1
+
+
 def derive_seed(*parts: object) -> int:
     """A 63-bit seed from a path of parts; stable across processes and Python versions."""
-    text = "\x1f".join(repr(p) if not isinstance(p, str) else p for p in parts)
-    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") >> 1
+    return _seed(hashlib.blake2b(_path(parts), digest_size=8))
+
+
+def derive_seed_under(prefix: tuple[object, ...], *rest: object) -> int:
+    """``derive_seed(*prefix, *rest)``, the fixed ``prefix`` hashed once and copied (blake2b
+    reads its input as a stream): for a path asked for once per trial, such as a trial's.
+    The prefix's parts are hashable (they key the cache)."""
+    if not prefix or not rest:
+        return derive_seed(*prefix, *rest)  # no separator between them to hash
+    digest = _prefix(prefix).copy()
+    digest.update(_path(rest))
+    return _seed(digest)
+
+
+@functools.lru_cache(maxsize=1024)
+def _prefix(prefix: tuple[object, ...]) -> Any:
+    return hashlib.blake2b(_path(prefix) + b"\x1f", digest_size=8)
 
 
 def stream(*parts: object) -> random.Random:

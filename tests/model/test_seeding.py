@@ -1,0 +1,17 @@
+"""model.seeding: a seed under a hashed-once prefix is the seed of the whole path."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chaoseval.model.seeding import derive_seed, derive_seed_under
+
+part = st.one_of(st.integers(), st.text(max_size=12), st.floats(allow_nan=False))
+
+
+@given(prefix=st.lists(part, max_size=4), rest=st.lists(part, max_size=3))
+def test_a_seed_under_a_prefix_is_the_seed_of_the_whole_path(
+    prefix: list[object], rest: list[object]
+) -> None:
+    assert derive_seed_under(tuple(prefix), *rest) == derive_seed(*prefix, *rest)
