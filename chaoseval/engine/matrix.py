@@ -51,9 +51,13 @@ class Plans(Sequence[TrialPlan]):
         return self._at(i if self._keep is None else self._keep[i])
 
     def _at(self, position: int) -> TrialPlan:
+        return TrialPlan(*self._coords(position))
+
+    def _coords(self, position: int) -> tuple[Scenario, Cell, int]:
+        """The scenario, cell and repeat at a matrix position (cells outermost)."""
         rest, index = divmod(position, self._trials)
         cell, scenario = divmod(rest, len(self._scenarios))
-        return TrialPlan(self._scenarios[scenario], self._cells[cell], index)
+        return self._scenarios[scenario], self._cells[cell], index
 
     def __iter__(self) -> Iterator[TrialPlan]:
         if self._keep is not None:
@@ -76,6 +80,5 @@ class Plans(Sequence[TrialPlan]):
         return range(len(self)) if self._keep is None else self._keep
 
     def _trial_id(self, position: int) -> str:
-        rest, index = divmod(position, self._trials)
-        cell, scenario = divmod(rest, len(self._scenarios))
-        return make_trial_id(self._scenarios[scenario].id, self._cells[cell].name, index)
+        scenario, cell, index = self._coords(position)
+        return make_trial_id(scenario.id, cell.name, index)
