@@ -25,6 +25,7 @@ from chaoseval.redact import redact
 from chaoseval.seams.agent import AgentAdapter, load_agent
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
+from chaoseval.store.lite import STATUS  # the status column's codes
 
 # Step fields that measure real elapsed time when the trial ran on the real clock.
 WALL_FIELDS = frozenset({"t", "latency"})
@@ -156,9 +157,6 @@ def replay(
 # --- spot checks ---------------------------------------------------------------------------
 
 
-_STATUS = {"passed": 0, "failed": 1, "not_evaluable": 2}  # as the columns code them
-
-
 def sample(
     journal: Journal | Trials, n: int = 10, seed: int = 0, status: str = "passed"
 ) -> list[TrialRecord]:
@@ -166,10 +164,10 @@ def sample(
 
     The pool is the trials with ``status`` in trial-id order; the draw picks places in it,
     so only the ids are sorted (from the columns) and only the chosen records are read."""
-    if status not in (*_STATUS, "any"):
+    if status not in (*STATUS, "any"):
         raise ConfigError(f"--status {status!r}: use passed, failed, not_evaluable or any")
     t = as_trials(journal)
-    rows = np.flatnonzero(t.col["status"] == _STATUS[status]) if status != "any" else None
+    rows = np.flatnonzero(t.col["status"] == STATUS[status]) if status != "any" else None
     pool = by_trial_id(t, np.arange(len(t)) if rows is None else rows)
     rng = random.Random(f"chaoseval-sample:{seed}")
     chosen = sorted(rng.sample(range(len(pool)), min(n, len(pool))))

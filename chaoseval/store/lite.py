@@ -23,7 +23,15 @@ import msgspec
 from chaoseval.model.records import Status
 from chaoseval.model.trajectory import Channel, ResultClass, StepKind
 
-__all__ = ["ILLEGAL_ERRORS", "LiteRecord", "RefCalls", "TrialSummary", "call_key", "summarize"]
+__all__ = [
+    "ILLEGAL_ERRORS",
+    "STATUS",
+    "LiteRecord",
+    "RefCalls",
+    "TrialSummary",
+    "call_key",
+    "summarize",
+]
 
 ILLEGAL_ERRORS = ("no tool named", "invalid arguments", "step budget")
 _ACTIONS = frozenset({"tool", "model", "observation", "memory"})
