@@ -45,7 +45,11 @@ class _Server(uvicorn.Server):
 @contextlib.asynccontextmanager
 async def serve_asgi(app: ASGIApp, *, shutdown_grace: float = 1.0) -> AsyncIterator[str]:
     """Serve ``app`` on a free port of 127.0.0.1 for the block; yields ``http://127.0.0.1:PORT``."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default protocol 0: asyncio sets TCP_NODELAY on an accepted
+    # connection only when its socket says TCP (sockets accepted inherit the listener's
+    # protocol). Without it a response written in two pieces waits for the client's delayed
+    # ACK (Nagle): ~40 ms a request on loopback, which the trial would charge to the agent.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     # Bound and listening here, so the port is known before uvicorn starts, and taken: no
     # SO_REUSEADDR, or two trials binding port 0 at once could be handed the same port.
     sock.bind((HOST, 0))

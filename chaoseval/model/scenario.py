@@ -6,7 +6,9 @@ with a pydantic model of their arguments (built from the signature) and of their
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -44,6 +46,19 @@ class ToolDescription(TypedDict):
     returns: dict[str, Any] | None
 
 
+@functools.cache
+def _schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model.model_json_schema()``, made once per model: pydantic builds it anew on every
+    call (milliseconds a tool), and a tool list is asked for on every agent request (GET
+    /tools, MCP ``tools/list``). A fresh copy each time: callers may rewrite it (schema drift)."""
+    schema: dict[str, Any] = json.loads(_schema_text(model))
+    return schema
+
+
 class ToolSpec(BaseModel):
     """A tool the agent can call: ``fn(world, **args)`` returns JSON data or raises ToolError."""
 
@@ -58,10 +73,10 @@ class ToolSpec(BaseModel):
     version: str = "1"
 
     def params_schema(self) -> dict[str, Any]:
-        return self.params.model_json_schema()
+        return json_schema(self.params)
 
     def returns_schema(self) -> dict[str, Any] | None:
-        return self.returns.model_json_schema() if self.returns else None
+        return json_schema(self.returns) if self.returns else None
 
     def describe(self) -> ToolDescription:
         """The function-calling description an LLM agent would be given."""
