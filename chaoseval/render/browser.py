@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 
 from chaoseval.analysis.build import Analysis
+from chaoseval.store.artifacts import OutsideStore, artifact_file
 
 SHOWN = 6  # screenshots embedded in the HTML report; the rest are listed by path
 LISTED = 200  # failures listed at all; a big run's page says how many more there are
@@ -17,11 +18,14 @@ def browser_failures_html(a: Analysis) -> str:
     """Each failed browser trial's screenshot (the failing step's, else the last) beside it."""
     if a.browser is None or not a.browser.failures:
         return ""
-    root = Path(a.journal).parent
     parts = ["<section id='browser-failures'><h2>Failed browser trials</h2>"]
     for i, f in enumerate(a.browser.failures[:LISTED]):
         caption = f"{escape(f.trial_id)}: {escape(f.cause)} ({escape(f.screenshot)})"
-        path = root / f.screenshot
+        try:  # only a file inside the journal's store is ever read
+            path = artifact_file(Path(a.journal), f.screenshot, record=f.trial_id)
+        except OutsideStore as exc:
+            parts.append(f"<p class='meta refused'>{escape(str(exc))}</p>")
+            continue
         if i < SHOWN and path.is_file():
             data = base64.b64encode(path.read_bytes()).decode("ascii")
             parts.append(

@@ -273,9 +273,7 @@ class _Pool:
         if store is not None:
             store.trial(finished.trial_id)  # a trial run again starts afresh
             for relative, data in files:
-                path = store.root.parent / relative
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
+                store.place(relative, data)
         self.sink.done(finished)
 
     async def _lost(self, a: _Actor, exc: BaseException) -> None:

@@ -126,9 +126,9 @@ class TrialActor:
         store = self.job.store
         if store is not None and record.artifacts:
             for ref in record.artifacts:
-                path = store.root.parent / ref.path
+                path = store.file(ref.path, record=record.trial_id)
                 files.append((ref.path, path.read_bytes()))
-            shutil.rmtree(path.parent, ignore_errors=True)  # shipped: not kept here too
+            store.discard(record.trial_id)  # shipped: not kept here too
         finished = Finished.of(record)
         finished.parsed = None  # the line is what travels
         return finished, files
