@@ -119,6 +119,7 @@ def _stats_json(x: Comparison) -> dict[str, Any]:
         "high": d.high if d else None,
         "interval": d.method if d else None,
         "p_value": x.test.p_value if x.test else None,
+        "p_floor": x.test.floor if x.test else None,
         "test": x.test.method if x.test else None,
         "p_holm": x.p_holm,
         "p_bh": x.p_bh,

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, not_landed, task_counts
+from chaoseval.analysis.exact import exact_values
 from chaoseval.analysis.inference import paired_compare
-from chaoseval.analysis.metrics import per_task_metric
 from chaoseval.analysis.stats import Interval, TestResult, benjamini_hochberg, holm
 from chaoseval.model.seeding import derive_seed
 
@@ -101,6 +101,7 @@ class Comparison:
             "ratio": _interval_json(self.ratio),
             "ratio_note": self.ratio_note,
             "p_value": self.test.p_value if self.test else None,
+            "p_floor": self.test.floor if self.test else None,
             "test": self.test.method if self.test else None,
             "p_holm": self.p_holm,
             "p_bh": self.p_bh,
@@ -132,15 +133,19 @@ def _pairable(
     return tasks, excluded
 
 
-def _values(counts: TaskCountMap, tasks: Sequence[str], metric: str, kk: int) -> np.ndarray:
-    n = np.array([counts[t][0] for t in tasks])
-    c = np.array([counts[t][1] for t in tasks])
-    return per_task_metric(n, c, metric, kk)
+def _values(
+    maps: Sequence[TaskCountMap], tasks: Sequence[str], metric: str, kk: int
+) -> tuple[list[np.ndarray], int]:
+    """Each arm's per-task metric on ``tasks`` as integer numerators over one common
+    denominator (chaoseval.analysis.exact): differences of them are exact."""
+    arms = [(np.array([m[t][0] for t in tasks]), np.array([m[t][1] for t in tasks])) for m in maps]
+    return exact_values(arms, metric, kk)
 
 
 def _compare_values(
     va: np.ndarray,
     vb: np.ndarray,
+    den: int,
     metric: str,
     k: int | None,
     excluded: dict[str, str],
@@ -159,6 +164,7 @@ def _compare_values(
         seed=seed,
         bound=2.0 if drops else 1.0,
         ratio=not drops,
+        den=den,
     )
     return Comparison(
         metric, k, pr.mean_a, pr.mean_b, pr.n, excluded, pr.difference, pr.ratio,
@@ -186,8 +192,10 @@ def compare_counts(
     tasks, excluded = _pairable(dict(zip(arms, (a, b), strict=True)), metric, kk)
     if not tasks:
         return Comparison(metric, k, None, None, 0, excluded, None, None, None, None)
-    va, vb = _values(a, tasks, metric, kk), _values(b, tasks, metric, kk)
-    return _compare_values(va, vb, metric, k, excluded, n_resamples=n_resamples, ci=ci, seed=seed)
+    (va, vb), den = _values((a, b), tasks, metric, kk)
+    return _compare_values(
+        va, vb, den, metric, k, excluded, n_resamples=n_resamples, ci=ci, seed=seed
+    )
 
 
 def compare_drops(
@@ -212,10 +220,11 @@ def compare_drops(
     tasks, excluded = _pairable(maps, metric, kk)
     if not tasks:
         return Comparison(metric, k, None, None, 0, excluded, None, None, None, None)
-    v = [_values(m, tasks, metric, kk) for m in (*a, *b)]
+    v, den = _values((*a, *b), tasks, metric, kk)
     return _compare_values(
-        v[0] - v[1], v[2] - v[3], metric, k, excluded, n_resamples=1, ci=ci, seed=0, drops=True
-    )
+        v[0] - v[1], v[2] - v[3], den, metric, k, excluded, n_resamples=1, ci=ci, seed=0,
+        drops=True,
+    )  # fmt: skip
 
 
 def adjust_family(comparisons: Sequence[Comparison]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy import stats as _sps  # type: ignore[import-untyped]  # scipy ships no stubs
@@ -27,6 +28,7 @@ from chaoseval.analysis.stats import (
 __all__ = [
     "EXACT_SIGN_FLIP_MAX_N",
     "PairedInference",
+    "p_floor",
     "paired_compare",
     "paired_inference",
     "paired_test",
@@ -45,30 +47,47 @@ def paired_compare(
     seed: int = 0,
     bound: float = 1.0,
     ratio: bool = True,
+    den: int | None = None,
 ) -> tuple[PairedResult, TestResult]:
     """Paired comparison of ``mean(a) - mean(b)``, with its test, and ``mean(a) / mean(b)``.
 
     ``a[i]`` and ``b[i]`` must belong to the same task. Tasks where either arm is NaN are
-    dropped (indices in ``dropped``). The difference's interval and test come from
-    :func:`paired_inference` on the per-task differences (so they agree); the ratio, a
-    descriptive figure with no test attached, keeps a paired percentile bootstrap (skipped
-    when ``ratio`` is False: a ratio of two drops means nothing).
+    dropped (indices in ``dropped``). With ``den``, ``a`` and ``b`` are integer numerators over
+    that common denominator (chaoseval.analysis.exact) and the difference is taken exactly.
+    The difference's interval and test come from :func:`paired_inference` on the per-task
+    differences (so they agree); the ratio, a descriptive figure with no test attached, keeps a
+    paired percentile bootstrap (skipped when ``ratio`` is False: a ratio of two drops means
+    nothing).
     """
     _check_ci(ci, n_resamples)
-    a_arr, b_arr = _as_1d("a", a), _as_1d("b", b)
-    if a_arr.shape != b_arr.shape:
-        raise ValueError(
-            f"a and b must be aligned on the same tasks, got lengths {a_arr.size} and {b_arr.size}"
-        )
-    nan = np.isnan(a_arr) | np.isnan(b_arr)
-    dropped = tuple(int(i) for i in np.flatnonzero(nan))
-    a_kept, b_kept = a_arr[~nan], b_arr[~nan]
+    if den is not None:
+        num_a, num_b = _as_integers("a", a), _as_integers("b", b)
+        if num_a.shape != num_b.shape:
+            raise ValueError(
+                f"a and b must be aligned on the same tasks, got lengths {num_a.size} and "
+                f"{num_b.size}"
+            )
+        if num_a.size == 0:
+            raise ValueError("no task has a defined value in both arms: nothing to compare")
+        inference = paired_inference(num_a - num_b, ci=ci, bound=bound, den=den)
+        a_kept, b_kept = _floats(num_a, den), _floats(num_b, den)
+        dropped: tuple[int, ...] = ()
+        difference = inference.interval
+    else:
+        a_arr, b_arr = _as_1d("a", a), _as_1d("b", b)
+        if a_arr.shape != b_arr.shape:
+            raise ValueError(
+                f"a and b must be aligned on the same tasks, got lengths {a_arr.size} and "
+                f"{b_arr.size}"
+            )
+        nan = np.isnan(a_arr) | np.isnan(b_arr)
+        dropped = tuple(int(i) for i in np.flatnonzero(nan))
+        a_kept, b_kept = a_arr[~nan], b_arr[~nan]
+        if a_kept.size == 0:
+            raise ValueError("no task has a defined value in both arms: nothing to compare")
+        inference = paired_inference(a_kept - b_kept, ci=ci, bound=bound)
+        difference = dataclasses.replace(inference.interval, dropped=dropped)
     n = int(a_kept.size)
-    if n == 0:
-        raise ValueError("no task has a defined value in both arms: nothing to compare")
-
-    inference = paired_inference(a_kept - b_kept, ci=ci, bound=bound)
-    difference = dataclasses.replace(inference.interval, dropped=dropped)
     mean_a, mean_b = float(a_kept.mean()), float(b_kept.mean())
     ratio_iv: Interval | None = None
     note: str | None = None
@@ -86,18 +105,37 @@ def paired_compare(
             )
         else:
             r_low, r_high = _percentiles(means[:, 0] / means[:, 1], ci)
-            ratio_iv = Interval(mean_a / mean_b, r_low, r_high, n_resamples, ci, n, dropped)
+            # A ratio of two rates is never negative.
+            ratio_iv = Interval(
+                mean_a / mean_b, max(0.0, r_low), r_high, n_resamples, ci, n, dropped
+            )
     result = PairedResult(difference, ratio_iv, note, mean_a, mean_b, n, dropped)
     return result, inference.test
+
+
+def _as_integers(name: str, values: np.ndarray) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == object):
+        raise ValueError(f"{name} must be a 1-D array of integer numerators, got {arr.dtype}")
+    return arr
+
+
+def _floats(num: np.ndarray, den: int) -> np.ndarray:
+    """Integer numerators over ``den`` as floats (an exact 0 stays 0.0)."""
+    if num.dtype == object:
+        return np.array([x / den for x in num.tolist()], dtype=np.float64)
+    return num.astype(np.float64) / den
 
 
 # --- paired inference: one interval and one test from the same statistic ------------------------
 
 
 def _subset_sums(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sums and sizes of all ``2^n`` subsets of ``d`` (index 0 is the empty set), by doubling."""
+    """Sums and sizes of all ``2^n`` subsets of ``d`` (index 0 is the empty set), by doubling.
+
+    Integer input gives integer sums (exact); float input float sums."""
     n = d.size
-    sums = np.zeros(1 << n)
+    sums = np.zeros(1 << n, dtype=d.dtype)
     sizes = np.zeros(1 << n, dtype=np.int64)
     for i, x in enumerate(d):
         h = 1 << i
@@ -106,7 +144,9 @@ def _subset_sums(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sums, sizes
 
 
-def _sign_flip(d: np.ndarray, alpha: float, bound: float) -> tuple[float, float, float]:
+def _sign_flip(
+    d: np.ndarray, alpha: float, bound: float, den: int | None = None
+) -> tuple[float, float, float]:
     """Exact sign-flip test of ``d`` and the interval that inverts it: ``(p, low, high)``.
 
     Flipping the signs of a set S of differences moves the sum by ``-2 sum_S d``, so the
@@ -114,11 +154,13 @@ def _sign_flip(d: np.ndarray, alpha: float, bound: float) -> tuple[float, float,
     below 0). Testing ``d - delta`` instead gives p(delta) >= alpha exactly between the r-th
     smallest and the r-th largest of the 2^n - 1 subset means, ``r = ceil(alpha 2^(n-1)) - 1``
     (Hartigan 1969): so the interval excludes 0 exactly when p < alpha, from one array.
+    With ``den``, ``d`` holds integer numerators over it and every sum is exact.
     """
     n = d.size
     sums, sizes = _subset_sums(d)
-    # Sums that are zero in exact arithmetic may carry rounding noise; they must count as zero.
-    sums[np.abs(sums) <= 1e-9 * max(1.0, float(np.abs(d).sum()))] = 0.0
+    if den is None:
+        # Float sums that are zero in exact arithmetic may carry rounding noise.
+        sums[np.abs(sums) <= 1e-9 * max(1.0, float(np.abs(d).sum()))] = 0.0
     half = float(1 << (n - 1))
     total = sums[-1]
     if total > 0:
@@ -130,7 +172,7 @@ def _sign_flip(d: np.ndarray, alpha: float, bound: float) -> tuple[float, float,
     r = math.ceil(alpha * half) - 1
     if r <= 0:  # too few tasks: no sign pattern is rare enough to reject anything
         return min(1.0, p), -bound, bound
-    means = sums[1:] / sizes[1:]
+    means = sums[1:].astype(np.float64) / sizes[1:] / (den or 1)
     low = float(np.partition(means, r - 1)[r - 1])
     high = float(-np.partition(-means, r - 1)[r - 1])
     return min(1.0, p), low, high
@@ -153,7 +195,8 @@ def _adjusted_wald(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
     nearly) makes the t and sign-flip intervals collapse on the observed mean: simulated as in
     benchmarks/coverage_sim.py, their 95% intervals for pass^5 at 10 tasks covered 0.64 to 0.87
     depending on the Beta population. The pseudo-tasks keep a little doubt in either direction;
-    their weight fades as tasks grow.
+    their weight fades as tasks grow. The same holds for any sample whose differences are all
+    equal (a deterministic agent): the interval keeps a width set by the number of tasks.
     """
     n = d.size
     big_n = n + 2
@@ -173,57 +216,88 @@ class PairedInference:
     test: TestResult
 
 
-def paired_inference(d: np.ndarray, ci: float = 0.95, bound: float = 1.0) -> PairedInference:
+def p_floor(n: int) -> float:
+    """The smallest two-sided p any paired test on ``n`` tasks can honestly give: the exact
+    sign-flip test's ``2 / 2^n`` (only the two uniform sign patterns are that extreme). A normal
+    or t tail below it claims more than ``n`` tasks can show."""
+    return min(1.0, 2.0 ** (1 - n)) if n >= 1 else 1.0
+
+
+def paired_inference(
+    d: np.ndarray, ci: float = 0.95, bound: float = 1.0, den: int | None = None
+) -> PairedInference:
     """Interval and two-sided test for the mean of per-task differences ``d`` (NaN dropped).
 
-    The interval is the set of means the test does not reject at ``alpha = 1 - ci``, so it
-    excludes 0 exactly when ``p < alpha``. The method follows the data:
+    With ``den``, ``d`` holds integer numerators over that common denominator
+    (chaoseval.analysis.exact): zero, equality and integrality are then decided exactly. The
+    interval is the set of means the test does not reject at ``alpha = 1 - ci``, so it excludes
+    0 exactly when ``p < alpha``. The method follows the data:
 
-    - integer differences (0/1 per-task values, e.g. pass^k with k = trials): adjusted Wald,
-      and up to ``EXACT_SIGN_FLIP_MAX_N`` tasks also the exact sign-flip (rejecting only when
-      both reject);
-    - otherwise up to ``EXACT_SIGN_FLIP_MAX_N`` tasks, or every difference equal: the exact
-      sign-flip test, inverted (every difference equal gives p = 2 / 2^n, never 0);
+    - integer differences (0/1 per-task values, e.g. pass^k with k = trials), or every
+      difference equal (a deterministic agent): adjusted Wald, whose pseudo-tasks keep an
+      interval of a width set by the number of tasks (never zero), and up to
+      ``EXACT_SIGN_FLIP_MAX_N`` tasks also the exact sign-flip (rejecting only when both
+      reject);
+    - otherwise up to ``EXACT_SIGN_FLIP_MAX_N`` tasks: the exact sign-flip test, inverted;
     - otherwise the paired t test and the t interval.
 
+    No p-value is below :func:`p_floor` (``2 / 2^n``): ``TestResult.floor`` holds it, so a
+    renderer can say "p <= floor" rather than print a normal tail no sign pattern reaches.
     ``bound`` is the largest possible ``|difference|`` (1 for two metrics in [0, 1], 2 for a
     difference of differences): the interval is clipped to it, and is all of it when too few
     tasks can reject nothing. Coverage is measured in benchmarks/coverage_sim.py.
     """
     if not 0 < ci < 1:
         raise ValueError(f"ci must be strictly between 0 and 1, got ci={ci}")
-    arr = _as_1d("d", d)
-    nan = np.isnan(arr)
-    kept = arr[~nan]
+    num: np.ndarray | None = None
+    if den is not None:
+        num = _as_integers("d", d)
+        kept = _floats(num, den)
+        dropped: tuple[int, ...] = ()
+        integral = bool(np.all(num % den == 0))
+        equal = bool(np.all(num == num[0])) if num.size else False
+    else:
+        arr = _as_1d("d", d)
+        nan = np.isnan(arr)
+        kept = arr[~nan]
+        # A float difference this close to 0 is rounding of an exact 0.
+        kept[np.abs(kept) <= 1e-12] = 0.0
+        dropped = tuple(int(i) for i in np.flatnonzero(nan))
+        integral = bool(np.all(kept == np.round(kept)))
+        equal = bool(np.all(kept == kept[0])) if kept.size else False
     n = int(kept.size)
     if n == 0:
         raise ValueError("no defined difference to test")
     alpha = 1 - ci
-    if np.all(kept == np.round(kept)):
+    exact_d = num if num is not None else kept
+    if integral or equal:
         method, (p, low, high) = "adjusted Wald", _adjusted_wald(kept, alpha)
         if n <= EXACT_SIGN_FLIP_MAX_N:
             # The pseudo-tasks mend coverage, not validity at a handful of tasks (4 tasks all
             # +1: adjusted Wald p = 0.017, exact sign-flip 2/16). Reject only when both do: p is
             # the larger, the interval the union of the two (both hold the sample mean).
-            p2, low2, high2 = _sign_flip(kept, alpha, bound)
+            p2, low2, high2 = _sign_flip(exact_d, alpha, bound, den)
             method = "adjusted Wald + exact sign-flip"
             p, low, high = max(p, p2), min(low, low2), max(high, high2)
-    elif np.all(kept == kept[0]):
-        # Only the two uniform sign patterns reach |sum|: p = 2 / 2^n, and the inverted
-        # interval is the common value itself once that p is below alpha.
-        method, p = "exact sign-flip", min(1.0, 2.0 ** (1 - n))
-        low, high = (float(kept[0]),) * 2 if p < alpha else (-bound, bound)
     elif n <= EXACT_SIGN_FLIP_MAX_N:
-        method, (p, low, high) = "exact sign-flip", _sign_flip(kept, alpha, bound)
+        method, (p, low, high) = "exact sign-flip", _sign_flip(exact_d, alpha, bound, den)
     else:
         method, (p, low, high) = "paired t", _student(kept, alpha)
-    # No test on finitely many tasks can give p = 0; an underflow must not claim it did.
-    p = max(p, float(np.finfo(np.float64).tiny))
-    estimate = float(kept.mean())
-    dropped = tuple(int(i) for i in np.flatnonzero(nan))
+    floor = p_floor(n)
+    if num is not None:
+        total = int(num.sum())
+        estimate = float(Fraction(total, n * (den or 1)))
+    else:
+        estimate = float(kept.mean())
+        total = 0 if abs(estimate) <= 1e-15 else 1
+    if total == 0:
+        # A mean difference of exactly 0 is no evidence either way (float noise in a sum of
+        # differences must not become a claim).
+        p, estimate = 1.0, 0.0
+    p = min(1.0, max(p, floor))
     low, high = max(-bound, low), min(bound, high)
     interval = Interval(estimate, low, high, 0, ci, n, dropped, method)
-    return PairedInference(interval, TestResult(p, method, n, estimate))
+    return PairedInference(interval, TestResult(p, method, n, estimate, floor))
 
 
 def paired_test(d: np.ndarray) -> TestResult:

@@ -81,7 +81,9 @@ class PairedResult:
 class TestResult:
     """A two-sided paired test on per-task differences.
 
-    ``n`` counts the differences used (NaN dropped); ``statistic`` is their mean.
+    ``n`` counts the differences used (NaN dropped); ``statistic`` is their mean. ``floor`` is
+    the smallest p the test can give with ``n`` tasks (``2 / 2^n``): ``p_value`` is never below
+    it, and a p at the floor is shown as "<= floor", not as a number it did not measure.
     """
 
     __test__ = False  # not a pytest test class despite the name
@@ -90,6 +92,11 @@ class TestResult:
     method: str
     n: int
     statistic: float
+    floor: float = 0.0
+
+    @property
+    def at_floor(self) -> bool:
+        return self.floor > 0 and self.p_value <= self.floor
 
 
 # --- bootstrap ---------------------------------------------------------------------------------

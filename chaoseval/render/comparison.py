@@ -13,7 +13,7 @@ from rich.table import Table
 from chaoseval.analysis.compare import Budget, CellComparison, HarnessComparison
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.render.markdown import table_markdown
-from chaoseval.render.tables import TableData, budget_value, fmt, fmt_p
+from chaoseval.render.tables import TableData, budget_value, fmt, fmt_p, fmt_test_p
 
 __all__ = ["comparison_tables", "print_comparison", "render_comparison_markdown"]
 
@@ -32,7 +32,7 @@ def _row(cell: str, x: Comparison, drops: bool) -> list[str]:
         fmt(x.a, signed=drops),
         fmt(d.estimate if d else None, signed=True),
         "—" if d is None else f"[{fmt(d.low, True)}, {fmt(d.high, True)}]",
-        fmt_p(x.test.p_value if x.test else None),
+        fmt_test_p(x.test),
         x.test.method if x.test else "—",
         fmt_p(x.p_holm),
         fmt_p(x.p_bh),

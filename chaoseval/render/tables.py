@@ -11,6 +11,7 @@ from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import Budget
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.measures import graceful_by_cell
+from chaoseval.analysis.stats import TestResult
 from chaoseval.analysis.verdict import Verdict
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "delta_cell",
     "fmt",
     "fmt_p",
+    "fmt_test_p",
     "report_tables",
     "veto_counts_per_cell",
     "veto_counts_text",
@@ -43,6 +45,14 @@ def fmt(x: float | None, signed: bool = False, digits: int = 3) -> str:
 
 def fmt_p(x: float | None) -> str:
     return "—" if x is None else f"{x:.3g}"
+
+
+def fmt_test_p(test: TestResult | None) -> str:
+    """A test's p, or "≤ floor" when it is at the smallest p its tasks can give (2 / 2^n): a
+    normal tail below that is not a measurement."""
+    if test is None:
+        return "—"
+    return f"≤{test.floor:.3g}" if test.at_floor else fmt_p(test.p_value)
 
 
 def budget_value(b: Budget, attr: str) -> str:
@@ -146,7 +156,7 @@ def degradation_table(a: Analysis, labels: dict[str, str] | None = None) -> Tabl
                     fmt(c.difference.estimate if c.difference else None, True),
                     _ci(c),
                     _ratio(c),
-                    fmt_p(c.test.p_value if c.test else None),
+                    fmt_test_p(c.test),
                     c.test.method if c.test else "—",
                     fmt_p(c.p_holm),
                     fmt_p(c.p_bh),

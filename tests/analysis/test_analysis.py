@@ -123,15 +123,22 @@ def test_adjust_family_bh_1995() -> None:
     assert [c.p_holm is not None and c.p_holm <= 0.05 for c in fam] == [True] * 3 + [False] * 12
 
 
-def test_identical_shift_gives_a_degenerate_paired_interval() -> None:
-    # Every task loses exactly one of five passes: the paired difference never varies across
-    # resamples, however different the tasks are. An unpaired interval would be wide.
-    clean = {f"t{i}": (5, c) for i, c in enumerate([5, 4, 3, 2, 1, 5, 4, 3])}
-    hurt = {t: (5, c - 1) for t, (_, c) in clean.items()}
+@pytest.mark.parametrize("tasks", [8, 30])
+def test_identical_shift_keeps_an_interval_of_nonzero_width(tasks: int) -> None:
+    # Every task loses exactly one of five passes (a deterministic agent): the differences do
+    # not vary, but the next task's might. The interval keeps a width set by the number of
+    # tasks, holds -0.2, and p never goes below 2 / 2^tasks.
+    clean = {f"t{i}": (5, 5 - i % 5) for i in range(tasks)}
+    hurt = {t: (5, c - 1 if c else 0) for t, (_, c) in clean.items()}
+    hurt = {t: v for t, v in hurt.items() if clean[t][1]}
     cmp = compare_counts(hurt, clean, "mean", n_resamples=500)
-    assert cmp.difference is not None
-    assert cmp.difference.low == pytest.approx(-0.2) and cmp.difference.high == pytest.approx(-0.2)
-    assert cmp.test is not None and cmp.test.p_value == pytest.approx(2 / 2**8)
+    d, test = cmp.difference, cmp.test
+    assert d is not None and test is not None
+    assert d.estimate == pytest.approx(-0.2) and d.low < -0.2 < d.high
+    assert d.high - d.low > 0.05
+    assert test.p_value >= 2 / 2**cmp.tasks
+    # 8 tasks that agree are not proof; 24 are.
+    assert cmp.significant == (tasks == 30) or cmp.p_holm is None
 
 
 def test_tasks_without_k_trials_are_excluded_with_counts() -> None:

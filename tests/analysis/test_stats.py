@@ -136,8 +136,9 @@ def test_paired_rejects_misaligned() -> None:
 
 def test_sign_flip_all_positive_by_hand() -> None:
     # Only +++++ and ----- reach |sum| = 5 x 0.5: p = 2 / 32.
+    p, _, _ = _sign_flip(np.full(5, 0.5), 0.05, 1.0)
     r = paired_test(np.full(5, 0.5))
-    assert r.p_value == 0.0625 and r.method == "exact sign-flip" and r.n == 5
+    assert p == r.p_value == 0.0625 and r.method == "adjusted Wald + exact sign-flip" and r.n == 5
 
 
 def test_sign_flip_small_case_by_hand() -> None:
@@ -202,11 +203,12 @@ def test_large_n_uses_paired_t() -> None:
 
 
 def test_zero_variance_never_gives_p_zero() -> None:
-    # Every task loses the same 0.5: the t statistic is infinite; the exact sign-flip test says
-    # p = 2 / 2^20 (only the two uniform sign patterns are as extreme), and the interval is 0.5.
+    # Every task loses the same 0.5: the t statistic is infinite; no test on 20 tasks can go
+    # below the exact sign-flip's 2 / 2^20 (only the two uniform sign patterns are as extreme),
+    # and 20 equal differences do not prove the 21st is equal: the interval keeps a width.
     r = paired_inference(np.full(20, 0.5))
-    assert r.test.p_value == 2 / 2**20 and r.test.method == "exact sign-flip"
-    assert (r.interval.low, r.interval.high) == (0.5, 0.5)
+    assert r.test.p_value == r.test.floor == 2 / 2**20 and r.test.at_floor
+    assert r.interval.low < 0.5 < r.interval.high and r.interval.low > 0
     # Five tasks can never reject at 5% (p = 2/32): the interval then spans every difference.
     r = paired_inference(np.full(5, 0.5))
     assert r.test.p_value == 0.0625 and (r.interval.low, r.interval.high) == (-1.0, 1.0)
