@@ -196,7 +196,11 @@ def _counter(a: Analysis, rule: Rule) -> RuleResult:
 def _metric(a: Analysis, rule: Rule) -> RuleResult:
     check = OPS[rule.op]
     label = "mean" if rule.metric == "mean" else f"{rule.metric}".replace("k", str(rule.k))
-    cells = [c.cell for c in a.cells] if rule.cell == "*" else [rule.cell or CLEAN]
+    # The same selectors as the per-cell rules: a plugin's name picks each cell with it.
+    cells = selected_cells(a, rule.cell) if rule.cell is not None else [CLEAN]
+    if not cells:
+        known = ", ".join(c.cell for c in a.cells)
+        return RuleResult(rule, False, None, f"no cell is or stacks {rule.cell!r}; cells: {known}")
     worst: float | None = None
     parts = []
     ok = True

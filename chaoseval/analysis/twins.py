@@ -20,7 +20,7 @@ from typing import overload
 
 from chaoseval.analysis.aggregate import Records, groups, not_landed
 from chaoseval.investigate.diverge import label_divergence
-from chaoseval.investigate.semantic import SemStep, common_prefix, semantic_step
+from chaoseval.investigate.semantic import SemStep, common_prefix, crash_reason, semantic_step
 from chaoseval.model.records import CLEAN, TrialRecord
 from chaoseval.model.trajectory import Fault, Step, Trajectory
 from chaoseval.store.columns import Trials, as_group
@@ -30,6 +30,7 @@ __all__ = [
     "TimelineStep",
     "TwinPair",
     "TwinSet",
+    "crash_reason",
     "fault_marks",
     "replay_command",
     "timeline",
@@ -150,13 +151,21 @@ def _pair(failed: TrialRecord, clean: TrialRecord | None) -> TwinPair:
     a = [replace(s.key, faults=()) for s in mine]
     b = [replace(s.key, faults=()) for s in twin]
     d = common_prefix(a, b)
+    crashed = crash_reason(failed)  # said wherever the steps stop, never "stopped early"
     if d == len(a) == len(b):
-        label = f"same steps as the clean twin; judged {failed.root_cause or 'failed'}"
+        judged = crashed or f"judged {failed.root_cause or 'failed'}"
+        label = f"same steps as the clean twin; {judged}"
         return TwinPair(failed, clean, mine, twin, None, label, loose)
-    label = label_divergence(a, d, [b]) if d < len(a) else f"step {d + 1}: stopped early"
+    label = (
+        label_divergence(a, d, [b], ended=crashed)
+        if d < len(a)
+        else f"step {d + 1}: {crashed or 'stopped early'}"
+    )
     hit = [f.short() for s in mine[max(0, d - 1) : d + 1] for f in s.faults]
     if hit:
         label += f" (fault: {', '.join(dict.fromkeys(hit))})"
+    if crashed and crashed not in label:
+        label += f"; then {crashed}"
     return TwinPair(failed, clean, mine, twin, d, label, loose)
 
 

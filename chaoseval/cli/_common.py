@@ -57,10 +57,12 @@ ConfigPath = Annotated[
     ),
 ]
 AppDir = Annotated[
-    Path,
+    Path | None,
     typer.Option(
         "--app-dir",
-        help="where --agent module:factory is imported from (after installed packages)",
+        help="where --agent module:factory is imported from (after installed packages; "
+        "default: the settings' app_dir, else the working directory)",
+        show_default=False,
     ),
 ]
 
@@ -84,6 +86,21 @@ def settings(explicit: Path | None) -> ProjectConfig:
     from chaoseval.config import project_config
 
     return project_config(explicit)
+
+
+def project_scenario_paths(paths: Sequence[Path] | None, config: Path | None) -> list[Path] | None:
+    """``--scenarios``, else the settings' ``scenario_paths``: every command that loads
+    scenarios (replay, sample, search, list, lint) finds the ones ``run`` ran."""
+    if paths:
+        return list(paths)
+    return settings(config).scenario_paths or None
+
+
+def project_app_dir(app_dir: Path | None, config: Path | None) -> Path:
+    """``--app-dir``, else the settings' ``app_dir``, else the working directory."""
+    if app_dir is not None:
+        return app_dir
+    return settings(config).app_dir or Path(".")
 
 
 def clock_notice(agent: object, name: str) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chaoseval.cli._common import console, fail
+from chaoseval.cli._common import ConfigPath, console, fail, project_scenario_paths
 from chaoseval.errors import ChaosevalError
 
 if TYPE_CHECKING:
@@ -37,7 +37,10 @@ def _print(reports: list[ScenarioLint]) -> None:
 def lint_cmd(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="scenario files or directories (default: installed packs)"),
+        typer.Argument(
+            help="scenario files or directories (default: the settings' scenario_paths, "
+            "else the installed packs)"
+        ),
     ] = None,
     seeds: Annotated[
         int, typer.Option(min=1, help="how many run seeds the reference must pass under")
@@ -48,6 +51,7 @@ def lint_cmd(
         typer.Option("--perturbation", "-p", help="also canary this cell (repeatable)"),
     ] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    config: ConfigPath = None,
 ) -> None:
     """Check scenarios: schema, solvable, non-trivial, perturbations reachable. Exit 1 on any
     problem."""
@@ -55,7 +59,7 @@ def lint_cmd(
 
     try:
         reports = lint_paths(
-            paths or None,
+            project_scenario_paths(paths, config),
             seeds=list(range(seeds)),
             trials=trials,
             perturbations=perturbation or [],

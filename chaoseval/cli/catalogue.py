@@ -5,16 +5,27 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from chaoseval.cli._common import ScenarioGlobs, ScenarioPaths, console, fail, print_broken
+from chaoseval.cli._common import (
+    ConfigPath,
+    ScenarioGlobs,
+    ScenarioPaths,
+    console,
+    fail,
+    print_broken,
+    project_scenario_paths,
+)
 from chaoseval.cli.authoring import lint_cmd
 from chaoseval.errors import ChaosevalError
 
 
-def scenarios_list(scenarios: ScenarioGlobs = None, scenario_path: ScenarioPaths = None) -> None:
+def scenarios_list(
+    scenarios: ScenarioGlobs = None, scenario_path: ScenarioPaths = None, config: ConfigPath = None
+) -> None:
     """List installed (or given) scenarios; -s selects them as 'chaoseval run -s' does."""
     from chaoseval.loading.files import installed_packs, load_paths, select
 
     try:
+        scenario_path = project_scenario_paths(scenario_path, config)
         packs = installed_packs() if not scenario_path else None
         found = select(
             packs.scenarios if packs else load_paths(scenario_path or []), scenarios or []

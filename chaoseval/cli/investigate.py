@@ -13,12 +13,15 @@ from rich.table import Table
 from chaoseval import redact
 from chaoseval.cli._common import (
     AppDir,
+    ConfigPath,
     ScenarioPaths,
     clock_notice,
     console,
     err,
     fail,
     load_scenarios,
+    project_app_dir,
+    project_scenario_paths,
     select_scenarios,
     user_agent,
 )
@@ -27,6 +30,7 @@ from chaoseval.loading.userpath import append_path
 
 if TYPE_CHECKING:
     from chaoseval.investigate.search import SearchResult
+    from chaoseval.model.records import TrialRecord
     from chaoseval.model.trajectory import Step
     from chaoseval.store.journal import Journal
 
@@ -114,7 +118,8 @@ def search_cmd(
         Path | None,
         typer.Option("--out", "-o", help="save the spec here (a file for 'chaoseval run -p')"),
     ] = None,
-    app_dir: AppDir = Path("."),
+    app_dir: AppDir = None,
+    config: ConfigPath = None,
 ) -> None:
     """Find the smallest perturbation schedule that makes an agent fail a scenario.
 
@@ -124,13 +129,13 @@ def search_cmd(
     from chaoseval.investigate.search import search
 
     try:
-        found = select_scenarios(scenario_path, [scenario])
+        found = select_scenarios(project_scenario_paths(scenario_path, config), [scenario])
         if len(found) != 1:
             raise ConfigError(
                 f"--scenario {scenario!r} matches {len(found)} scenarios; name exactly one: "
                 + ", ".join(s.id for s in found)
             )
-        the_agent = user_agent(agent, app_dir)
+        the_agent = user_agent(agent, project_app_dir(app_dir, config))
         clock_notice(the_agent, agent)  # a search runs hundreds of trials: say it early
         from chaoseval.model.records import ModelSettings  # pydantic: not paid by --help
 
@@ -248,15 +253,17 @@ def replay_cmd(
     journal: Annotated[Path, typer.Argument(help="a journal written by 'chaoseval run'")],
     trial_id: Annotated[str, typer.Argument(help="scenario/cell/index, as in the journal")],
     scenario_path: ScenarioPaths = None,
-    app_dir: AppDir = Path("."),
+    app_dir: AppDir = None,
+    config: ConfigPath = None,
 ) -> None:
     """Re-run one trial from its recorded seeds and show it beside the original."""
     from chaoseval.investigate.replay import replay
 
     try:
-        append_path(app_dir)  # a journal's agent may be a module:factory from there
+        # A journal's agent may be a module:factory from there.
+        append_path(project_app_dir(app_dir, config))
         data = _with_trial(journal, trial_id)
-        scenarios = load_scenarios(scenario_path)
+        scenarios = load_scenarios(project_scenario_paths(scenario_path, config))
         result = replay(data, trial_id, scenarios)
     except ChaosevalError as exc:
         fail(exc)
@@ -272,7 +279,7 @@ def replay_cmd(
             t = f"{sa.t:g} / {sb.t:g}"
         table.add_row(str(i), t, _step_cell(sa), _step_cell(sb), "=" if same else "[red]≠[/]")
     table.add_row(
-        "", "", f"{a.status} ({a.root_cause or '-'})", f"{b.status} ({b.root_cause or '-'})", ""
+        "", "", _outcome(a), _outcome(b), ""
     )
     console.print(table)
     if result.exact:
@@ -287,6 +294,13 @@ def replay_cmd(
         for d in result.differences:
             console.print(f"  {d}", markup=False)
         raise typer.Exit(1)
+
+
+def _outcome(r: TrialRecord) -> str:
+    """'failed (timeout)'; for a crash, what the agent raised."""
+    from chaoseval.investigate.semantic import crash_reason
+
+    return f"{r.status} ({crash_reason(r) or r.root_cause or '-'})"
 
 
 def sample_cmd(
@@ -308,9 +322,11 @@ def sample_cmd(
         typer.Option(
             "--scenarios",
             help="scenario files or directories the journal's scenarios come from, to rebuild "
-            "their instructions (default: the installed packs)",
+            "their instructions (default: the settings' scenario_paths, else the installed "
+            "packs)",
         ),
     ] = None,
+    config: ConfigPath = None,
 ) -> None:
     """Draw a reproducible sample of trials and write them to Markdown for human review."""
     from chaoseval.investigate.replay import sample, to_markdown
@@ -320,7 +336,7 @@ def sample_cmd(
         data = read_trials(journal)
         chosen = sample(data, n=n, seed=seed, status=status)
         try:
-            scenarios = load_scenarios(scenario_path)
+            scenarios = load_scenarios(project_scenario_paths(scenario_path, config))
         except ChaosevalError as exc:
             err.print(f"[yellow]warning:[/] instructions not rebuilt: {exc}")
             scenarios = []

@@ -26,6 +26,7 @@ from chaoseval.investigate.semantic import (
     LiteTrial,
     SemStep,
     common_prefix,
+    crash_reason,
     semantic_step,
     semantic_steps,
 )
@@ -131,10 +132,12 @@ def _arg_diff(failed: SemStep, others: list[SemStep]) -> str:
     return f"{', '.join(keys)} {'differs' if len(keys) == 1 else 'differ'}"
 
 
-def _after_fault(prev: SemStep, prev_n: int, nxt: SemStep | None) -> str:
+def _after_fault(
+    prev: SemStep, prev_n: int, nxt: SemStep | None, ended: str | None = None
+) -> str:
     what = f"an injected {'+'.join(prev.faults)}" if prev.faults else f"a {prev.result}"
     if nxt is None:
-        tail = "stopped instead of retrying"
+        tail = ended or "stopped instead of retrying"
     elif nxt.kind == "answer":
         tail = "gave up" if nxt.gave_up else "answered without retrying"
     elif nxt.tool == prev.tool:
@@ -149,9 +152,11 @@ def label_divergence(
     d: int,
     successes: Sequence[Sequence[SemStep]],
     weights: Sequence[int] | None = None,
+    ended: str | None = None,
 ) -> str:
     """A readable name for the first step where ``failed`` left every matching success.
-    ``weights``: how many successes took each path of ``successes`` (default one each)."""
+    ``weights``: how many successes took each path of ``successes`` (default one each);
+    ``ended``: why the failure's steps end there when it did not stop by itself (a crash)."""
     n = d + 1  # people count steps from 1
     # The successes that agreed with the failure up to d show what should have come next.
     votes: Counter[SemStep] = Counter()
@@ -163,8 +168,8 @@ def label_divergence(
     prev = failed[d - 1] if d > 0 else None
     if mine is None:  # the failure simply ended here
         if prev is not None and prev.kind == "tool" and prev.result != "ok":
-            return _after_fault(prev, n - 1, None)
-        return f"step {n}: stopped early"
+            return _after_fault(prev, n - 1, None, ended)
+        return f"step {n}: {ended or 'stopped early'}"
     if not expected:  # every matching success had ended: the failure did extra work
         return f"step {n}: extra step {mine.describe()}"
     exp_common = votes.most_common(1)[0][0]
@@ -179,7 +184,7 @@ def label_divergence(
             if all(dict(e.args) == dict(mine.args) for e in same_tool):
                 if mine.faults:
                     nxt = failed[d + 1] if d + 1 < len(failed) else None
-                    return _after_fault(mine, n, nxt)
+                    return _after_fault(mine, n, nxt, ended)
                 return f"step {n}, {mine.tool}: got {mine.result} instead of {same_tool[0].result}"
             return f"step {n}, {mine.tool}: {_arg_diff(mine, same_tool)}"
         if exp_common.kind == "answer":
@@ -190,6 +195,9 @@ def label_divergence(
 
 def _final_label(record: TrialRecord | LiteTrial, n: int) -> str:
     """Same steps as a success: the difference is in the answer or the judged state."""
+    crashed = crash_reason(record)
+    if crashed:
+        return f"step {n}: same steps, then {crashed}"
     failed_checks = [c.name for c in record.checks if not c.passed]
     if record.vetoes:
         return f"step {n}, answer: same steps, {record.vetoes[0].kind} veto"
@@ -211,7 +219,7 @@ def diverge_one(
     ):
         label = _final_label(failed, max(1, d))
         return Divergence(failed.trial_id, max(0, d - 1), label, failed.root_cause)
-    label = label_divergence(steps, d, successes, weights)
+    label = label_divergence(steps, d, successes, weights, crash_reason(failed))
     return Divergence(failed.trial_id, d, label, failed.root_cause)
 
 

@@ -22,7 +22,15 @@ import msgspec
 from chaoseval.model.records import TrialRecord
 from chaoseval.model.trajectory import ResultClass, Step, StepKind, Trajectory
 
-__all__ = ["DECODER", "LiteTrial", "SemStep", "common_prefix", "semantic_step", "semantic_steps"]
+__all__ = [
+    "DECODER",
+    "LiteTrial",
+    "SemStep",
+    "common_prefix",
+    "crash_reason",
+    "semantic_step",
+    "semantic_steps",
+]
 
 
 class _Data(msgspec.Struct):
@@ -67,6 +75,7 @@ class LiteTrial(msgspec.Struct):
 
     trial_id: str
     root_cause: str | None = None
+    error: str | None = None  # what a crashed trial raised (crash_reason)
     checks: list[_Check] = []
     vetoes: list[_Veto] = []
     trajectory: _Trajectory = msgspec.field(default_factory=_Trajectory)
@@ -171,6 +180,21 @@ def _tool_step(
     tool: str | None, args: bytes, result: str | None, faults: tuple[str, ...]
 ) -> SemStep:
     return SemStep("tool", tool, _args(msgspec.json.decode(args)), result, faults)
+
+
+def crash_reason(record: TrialRecord | LiteTrial, width: int = 160) -> str | None:
+    """'crashed: AttributeError: ...' for a trial the agent crashed (its recorded error, first
+    line, shortened), else None: every view that shows the trial says why it crashed instead of
+    describing where its steps stopped."""
+    if record.root_cause != "crash":
+        return None
+    lines = [line for line in (record.error or "").splitlines() if line.strip()]
+    # A traceback ends with the exception; any other message starts with what matters.
+    line = lines[-1] if lines and lines[0].startswith("Traceback") else (lines or [""])[0]
+    text = " ".join(line.split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"crashed: {text}" if text else "crashed (no error recorded)"
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:

@@ -16,8 +16,16 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 from rich.table import Table
 
-from chaoseval.analysis.twins import FaultMark, TimelineStep, TwinPair, TwinSet, replay_command
+from chaoseval.analysis.twins import (
+    FaultMark,
+    TimelineStep,
+    TwinPair,
+    TwinSet,
+    crash_reason,
+    replay_command,
+)
 from chaoseval.analysis.verdict import CellVerdict, Verdict
+from chaoseval.model.records import TrialRecord
 
 __all__ = [
     "VERDICT_CSS",
@@ -157,14 +165,20 @@ def _twin_table(p: TwinPair) -> str:
     )
 
 
-def _status(r_status: str, cause: str | None) -> str:
-    return r_status + (f" ({cause})" if cause else "")
+def _status(r: TrialRecord) -> str:
+    """'failed (timeout)', or for a crash what the agent raised: 'failed (crashed: ...)'."""
+    cause = crash_reason(r) or r.root_cause
+    return r.status + (f" ({cause})" if cause else "")
+
+
+def _cause(r: TrialRecord) -> str:
+    return crash_reason(r) or r.root_cause or ""
 
 
 def _twin_card(p: TwinPair, journal: str) -> str:
     r, c = p.perturbed, p.clean
     twin = (
-        f"clean twin <b>{escape(c.trial_id)}</b>: {escape(_status(c.status, c.root_cause))}"
+        f"clean twin <b>{escape(c.trial_id)}</b>: {escape(_status(c))}"
         if c
         else "no clean twin in this journal"
     )
@@ -174,7 +188,7 @@ def _twin_card(p: TwinPair, journal: str) -> str:
     )
     return (
         f"<div class='twin-card' id='{twin_anchor(r.trial_id)}'>"
-        f"<h4>{escape(r.trial_id)}: {escape(_status(r.status, r.root_cause))}</h4>"
+        f"<h4>{escape(r.trial_id)}: {escape(_status(r))}</h4>"
         f"<p>{twin}. First divergence: <b>{escape(p.label)}</b></p>{loose}"
         f"{_twin_table(p)}<p>Replay: {replays}</p></div>"
     )
@@ -199,12 +213,12 @@ def _all_rows(ts: TwinSet, journal: str) -> str:
         if i < ts.detailed:
             name = f"<a href='#{twin_anchor(p.perturbed.trial_id)}'>{name}</a>"
         twin = (
-            escape(f"{p.clean.trial_id}: {_status(p.clean.status, p.clean.root_cause)}")
+            escape(f"{p.clean.trial_id}: {_status(p.clean)}")
             if p.clean
             else "—"
         )
         rows.append(
-            f"<tr><td>{name}</td><td class='text'>{escape(p.perturbed.root_cause or '')}</td>"
+            f"<tr><td>{name}</td><td class='text'>{escape(_cause(p.perturbed))}</td>"
             f"<td class='text'>{twin}</td><td class='text'>{escape(p.label)}</td>"
             f"<td class='text'><code>{escape(replay_command(journal, p.perturbed.trial_id))}"
             "</code></td></tr>"
@@ -288,7 +302,7 @@ def print_twins(v: Verdict, console: Console, journal: str) -> None:
             continue
         hidden += ts.failed - ts.detailed
         for p in ts.pairs[: ts.detailed]:
-            twin = _status(p.clean.status, p.clean.root_cause) if p.clean else "—"
+            twin = _status(p.clean) if p.clean else "—"
             table.add_row(
                 rich_escape(c.label),
                 rich_escape(f"{p.perturbed.scenario}/{p.perturbed.index}"),
