@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chaoseval.channels.model.wire import Cut, chat_tool, first_choice, pieces
+from chaoseval.channels.model.wire import Cut, chat_tool, content_text, first_choice, pieces
 
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 ERROR_TYPES = {
@@ -30,7 +30,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     system = body.get("system")
     if system:
-        messages.append({"role": "system", "content": _text(system)})
+        messages.append({"role": "system", "content": content_text(system)})
     for message in body.get("messages") or []:
         _append(messages, message)
     chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
@@ -63,12 +63,12 @@ def _append(messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
     ]
     for b in blocks:
         if b.get("type") == "tool_result":
+            content = content_text(b.get("content"))
+            if b.get("is_error"):
+                # Chat completions has no error flag: the conventional envelope carries it.
+                content = json.dumps({"error": content})
             messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": b.get("tool_use_id"),
-                    "content": _text(b.get("content")),
-                }
+                {"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": content}
             )
     if role == "assistant":
         entry: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -77,12 +77,6 @@ def _append(messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
         messages.append(entry)
     elif text:
         messages.append({"role": role, "content": text})
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
 
 
 def _parts(done: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:

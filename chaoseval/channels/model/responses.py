@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any
 
-from chaoseval.channels.model.wire import Cut, chat_tool, first_choice, pieces
+from chaoseval.channels.model.wire import Cut, chat_tool, content_text, first_choice, pieces
 
 
 def to_chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -59,22 +59,16 @@ def _append_item(messages: list[dict[str, Any]], item: dict[str, Any]) -> None:
     elif kind == "function_call_output":
         output = item.get("output")
         messages.append(
-            {"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(output)}
+            {"role": "tool", "tool_call_id": item.get("call_id"), "content": content_text(output)}
         )
     elif kind == "message":
         role = item.get("role", "user")
         messages.append(
             {
                 "role": "system" if role == "developer" else role,
-                "content": _text(item.get("content")),
+                "content": content_text(item.get("content")),
             }
         )
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
 
 
 def from_chat(done: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:

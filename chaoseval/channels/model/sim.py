@@ -25,16 +25,17 @@ from anyio.abc import TaskGroup
 from chaoseval.agents.actor import run_solution
 from chaoseval.agents.simulated import SimActor
 from chaoseval.channels.model.calls import ModelCall
-from chaoseval.channels.model.toolresults import REJECTED, as_exception, read_error
-from chaoseval.channels.model.wire import (
-    completion,
-    estimate_tokens,
-    is_json,
-    request_hash,
-    usage,
-)
+from chaoseval.channels.model.observations import Observation, observation_for
+from chaoseval.channels.model.toolresults import REJECTED, as_exception
+from chaoseval.channels.model.wire import completion, estimate_tokens, request_hash, usage
 from chaoseval.channels.tasks import hosting
-from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
+from chaoseval.errors import (
+    AgentVisibleError,
+    ToolConnectionError,
+    ToolError,
+    ToolHTTPError,
+    ToolTimeout,
+)
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
 from chaoseval.model.scenario import ToolDescription
 from chaoseval.seams.agent import Episode
@@ -42,6 +43,7 @@ from chaoseval.seams.agent import Episode
 SIM_MODEL = "chaoseval-sim"
 REISSUES = 2  # how often the model repeats a call the agent refused before it gives up on it
 DEFAULT_TEMPERATURE = 1.0  # the OpenAI API's default when a request sets none
+FINAL_TOOLS = ("final_answer", "final_result")  # frameworks' answer tools (smolagents, pydantic-ai)
 
 
 @dataclass
@@ -72,13 +74,40 @@ class WireTools:
 
     async def call(self, name: str, /, **args: Any) -> Any:
         for _ in range(REISSUES + 1):
-            content = await self._model.ask_tool(name, args)
-            error = read_error(content)
-            if error is None:
-                return json.loads(content) if is_json(content) else content
-            if error.get("kind") not in REJECTED:
-                raise as_exception(error)
+            offered = self._model.offered
+            if name not in offered:
+                raise ToolNotOffered(name)
+            known = set(self.specs[name].params_schema().get("properties", {}))
+            seen = await self._model.ask_tool(name, fit_arguments(args, known, offered[name]))
+            if seen.error is None:
+                return seen.value
+            if seen.error.get("kind") not in REJECTED:
+                raise as_exception(seen.error)
         raise as_exception({"kind": "tool_error", "message": f"the agent kept refusing {name}"})
+
+
+class ToolNotOffered(ToolError):
+    """The plan needs a tool the request does not offer: the model says so, calls nothing."""
+
+    def __init__(self, name: str):
+        self.tool = name
+        super().__init__(f"{name} is not among the tools I was given")
+
+
+def fit_arguments(
+    args: dict[str, Any], known: set[str], offered: set[str] | None
+) -> dict[str, Any]:
+    """The arguments named as the request's schema names them (tool_schema_drift's rename):
+    when exactly one argument's name is missing from the offered parameters and exactly one
+    offered parameter is new (not in the scenario's schema), the argument takes the new name.
+    Anything else is left as the scenario names it (the server then refuses a stale call)."""
+    if offered is None:
+        return args
+    missing = [k for k in args if k not in offered]
+    new = [p for p in offered if p not in known and p not in args]
+    if len(missing) != 1 or len(new) != 1:
+        return args
+    return {new[0] if k == missing[0] else k: v for k, v in args.items()}
 
 
 class SimModelActor(SimActor):
@@ -105,7 +134,8 @@ class SimModel:
         self._actions_in, self._actions = anyio.create_memory_object_stream[
             ToolAction | FinalAction
         ](1)
-        self._results_in, self._results = anyio.create_memory_object_stream[str](1)
+        self._results_in, self._results = anyio.create_memory_object_stream[Observation](1)
+        self.offered: dict[str, set[str] | None] = {}  # the request's tools: parameter names
         self._pending: ToolAction | None = None
         self._final: FinalAction | None = None
         self._started = False
@@ -120,7 +150,7 @@ class SimModel:
             fresh: dict[str, Any] = json.loads(json.dumps(self._cache[digest]))  # plugins edit it
             return fresh
 
-    async def ask_tool(self, name: str, args: dict[str, Any]) -> str:
+    async def ask_tool(self, name: str, args: dict[str, Any]) -> Observation:
         """From the policy: emit a tool call, wait for the request that carries its result."""
         self._calls += 1
         await self._actions_in.send(ToolAction(f"call_{self._calls:03d}", name, args))
@@ -129,14 +159,15 @@ class SimModel:
     async def _next_action(self, body: dict[str, Any]) -> ToolAction | FinalAction:
         if self._final is not None:
             return self._final
+        self.offered = offered_tools(body)  # what the policy may call while answering this
         if not self._started:
             self._started = True
             self._tg.start_soon(self._drive, _settings(body))
         elif self._pending is not None:
-            content = _tool_result(body, self._pending.call_id)
-            if content is None:
+            seen = observation_for(body.get("messages") or [], self._pending.call_id)
+            if seen is None:
                 return self._pending  # no result for the call: the model asks for it again
-            await self._results_in.send(content)
+            await self._results_in.send(seen)
         action = await self._actions.receive()
         if isinstance(action, FinalAction):
             self._final, self._pending = action, None
@@ -151,6 +182,11 @@ class SimModel:
         actor = SimModelActor(episode)
         try:
             output = await run_solution(actor, _reference(episode))
+        except ToolNotOffered as exc:
+            output = actor.give_up(
+                f"I cannot finish this: I need the tool {exc.tool!r}, which is not among the "
+                "tools I was given."
+            )
         except AgentVisibleError as exc:
             output = actor.give_up(f"a dependency kept failing ({exc}); escalating to a human")
         except (TypeError, KeyError, AttributeError, ValueError) as exc:
@@ -161,23 +197,27 @@ class SimModel:
     def _render(
         self, action: ToolAction | FinalAction, body: dict[str, Any], digest: str
     ) -> dict[str, Any]:
-        if isinstance(action, ToolAction):
+        final_tool = None if isinstance(action, ToolAction) else self._final_tool(body)
+        if isinstance(action, ToolAction) or final_tool is not None:
+            if isinstance(action, ToolAction):
+                call_id, name, args = action.call_id, action.name, action.args
+            else:
+                assert final_tool is not None
+                call_id, name, args = "call_final", final_tool, self._final_args(action, body)
             message: dict[str, Any] = {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
                     {
-                        "id": action.call_id,
+                        "id": call_id,
                         "type": "function",
-                        "function": {"name": action.name, "arguments": json.dumps(action.args)},
+                        "function": {"name": name, "arguments": json.dumps(args, default=str)},
                     }
                 ],
             }
             finish = "tool_calls"
         else:
-            out = action.output
-            final = {"answer": out.answer, "gave_up": out.gave_up, "data": out.data}
-            message = {"role": "assistant", "content": json.dumps(final, default=str)}
+            message = {"role": "assistant", "content": _final_text(action)}
             finish = "stop"
         prompt = estimate_tokens([body.get("messages"), body.get("tools")])
         return completion(
@@ -187,6 +227,42 @@ class SimModel:
             usage(prompt, estimate_tokens(message)),
             ident=f"chatcmpl-{digest}",
         )
+
+    def _final_tool(self, body: dict[str, Any]) -> str | None:
+        """A framework's own answer tool (smolagents' ``final_answer``, pydantic-ai's
+        ``final_result``) when the request offers one the scenario does not have."""
+        specs = self._episode.tools.specs
+        offered = offered_tools(body)
+        return next((n for n in FINAL_TOOLS if n in offered and n not in specs), None)
+
+    def _final_args(self, action: FinalAction, body: dict[str, Any]) -> dict[str, Any]:
+        """The answer in the answer tool's parameters: the fields it has by name, else the
+        whole answer's JSON in its one parameter."""
+        name = self._final_tool(body)
+        params = sorted(offered_tools(body).get(name or "") or [])
+        out = action.output
+        fields = {"answer": out.answer, "gave_up": out.gave_up, "data": out.data}
+        if "answer" in params and len(params) > 1:
+            return {k: v for k, v in fields.items() if k in params}
+        return {params[0] if params else "answer": _final_text(action)}
+
+
+def _final_text(action: FinalAction) -> str:
+    out = action.output
+    return json.dumps({"answer": out.answer, "gave_up": out.gave_up, "data": out.data}, default=str)
+
+
+def offered_tools(body: dict[str, Any]) -> dict[str, set[str] | None]:
+    """The function tools a chat request offers, with their parameter names (None: no schema)."""
+    offered: dict[str, set[str] | None] = {}
+    for tool in body.get("tools") or []:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(fn, dict) or not fn.get("name"):
+            continue
+        schema = fn.get("parameters")
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        offered[str(fn["name"])] = set(props) if isinstance(props, dict) else None
+    return offered
 
 
 @asynccontextmanager
@@ -211,13 +287,3 @@ def _reference(episode: Episode) -> Any:
     if episode.reference is None:
         raise RuntimeError("chaoseval-sim follows the scenario's reference solution")
     return episode.reference
-
-
-def _tool_result(body: dict[str, Any], call_id: str) -> str | None:
-    for message in reversed(body.get("messages") or []):
-        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
-            content = message.get("content")
-            if isinstance(content, list):  # content parts
-                return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-            return str(content)
-    return None

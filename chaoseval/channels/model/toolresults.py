@@ -1,7 +1,8 @@
 """How a tool's outcome travels back to the model as the content of a tool message.
 
 A result is its JSON; an error is ``{"error": {"kind", "message", "status"?, "retry_after"?}}``
-so a model (and ``chaoseval-sim``) reads what went wrong the way an LLM reads an error text.
+so a model reads what went wrong the way an LLM reads an error text (``chaoseval-sim`` reads
+this and every other client's shape: chaoseval.channels.model.observations).
 Agents that refuse a call themselves (arguments that are not JSON, a tool that was never
 offered) say so with the kinds below: the model may then issue the call again.
 """
@@ -36,19 +37,6 @@ def error_content(exc: BaseException, kind: str | None = None) -> str:
         if exc.retry_after is not None:
             error["retry_after"] = exc.retry_after
     return json.dumps({"error": error})
-
-
-def read_error(content: Any) -> dict[str, Any] | None:
-    """The error envelope in a tool message's content, if it is one."""
-    if not isinstance(content, str):
-        return None
-    try:
-        value = json.loads(content)
-    except ValueError:
-        return None
-    if isinstance(value, dict) and set(value) == {"error"} and isinstance(value["error"], dict):
-        return value["error"]
-    return None
 
 
 def as_exception(error: dict[str, Any]) -> AgentVisibleError:

@@ -29,6 +29,30 @@ def is_json(text: str) -> bool:
     return True
 
 
+def content_text(content: Any) -> str:
+    """A message's content as text: a string as is, content parts joined (their ``text``),
+    a JSON object as its JSON text (a client that sends the tool's result object itself)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(_part_text(p) for p in content)
+    if isinstance(content, dict):
+        return _part_text(content)
+    return json.dumps(content, default=str)
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return str(part["text"])
+    if isinstance(part, dict) and part.get("type") in ("image", "image_url", "input_image"):
+        return ""  # not text: a model reading it sees no words
+    return json.dumps(part, default=str)
+
+
 def estimate_tokens(value: Any) -> int:
     """A deterministic token count (about four characters a token) for an offline model."""
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
