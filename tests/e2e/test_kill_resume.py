@@ -36,8 +36,12 @@ def _args(journal: Path, executor: str) -> list[str]:
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as fh:
-            found += [int(c) for c in fh.read().split()]
+        # A thread may end between the listing and the read: it has no children left then.
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                found += [int(c) for c in fh.read().split()]
+        except FileNotFoundError:
+            continue
     return found
 
 
