@@ -1,7 +1,7 @@
 """Synthetic journals written in bulk: one template line per outcome, fields varied by
 string substitution, so a million-trial journal takes seconds instead of a million trials.
 
-Used by tests/store/test_columns_memory.py and benchmarks/bench_report.py."""
+Used by tests/store/test_columns_memory.py and the tests beside it."""
 
 from __future__ import annotations
 
