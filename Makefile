@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= out
 
-.PHONY: install test demo lint bench clean chromium
+.PHONY: install test demo lint bench clean chromium bubblewrap
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # Lint first: a type error fails fast, before minutes of trials.
-test: lint
+test: lint bubblewrap
 	$(BIN)/python -m pytest -q
 
 # ruff everywhere; mypy as configured in pyproject.toml (strict on model, seams, engine,
@@ -48,7 +48,13 @@ BROWSER := -s ui-refund-admin -s ui-checkout -s ui-ticket-escalate -s ui-plan-do
            -s ui-return-approve -s ui-user-suspend -s ui-invoice-void -s ui-security-2fa \
            -p layout_shift -p modal -p slow_render -p viewport --trials 1 --seed 7
 
-demo: $(STAMP) chromium
+# exec: agents run each in a bubblewrap sandbox (chaoseval.agents.sandbox, docs/SECURITY.md):
+# installed through apt when missing (apt-get update first; as root). Where it cannot be, runs
+# go on unsandboxed and say so.
+bubblewrap: $(STAMP)
+	$(BIN)/python -c "import sys; from chaoseval.agents.sandbox import ensure_bubblewrap; r = ensure_bubblewrap(); r and print('note: ' + r + '; exec: agents will run without a sandbox', file=sys.stderr)"
+
+demo: $(STAMP) chromium bubblewrap
 	mkdir -p $(OUT)
 	$(BIN)/chaoseval run --agent naive --trials 5 --seed 7 $(CATALOGUE) \
 	  --journal $(OUT)/naive.jsonl --overwrite

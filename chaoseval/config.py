@@ -18,7 +18,7 @@ import difflib
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -48,6 +48,8 @@ class ProjectConfig(BaseModel):
     journal: Path | None = None
     app_dir: Path | None = None
     gate: list[str] | None = None  # rules, as `gate --rule`
+    # How exec: agents are isolated, as `run --sandbox` (chaoseval.agents.sandbox).
+    sandbox: Literal["auto", "bwrap", "none"] | None = None
     # Where the settings came from, for messages ("" when there is no file), and the file's
     # directory; not user keys.
     source: str = Field(default="", exclude=True)
@@ -161,6 +163,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "journal": DEFAULT_JOURNAL,
     "app_dir": Path("."),
     "gate": [],
+    "sandbox": "auto",
 }
 
 
@@ -183,6 +186,7 @@ class RunSettings:
     journal: Path
     app_dir: Path
     gate: list[str]
+    sandbox: str
 
     def ks(self) -> list[int]:
         """The k values asked for; by default 1, 2, 5 where the trial count allows, and n."""

@@ -107,3 +107,11 @@ class JournalError(HarnessError):
 
 class ConfigError(ChaosevalError):
     """The user asked for something that does not exist or does not fit together."""
+
+
+# --- said, not raised ------------------------------------------------------------------------
+
+
+class IsolationWarning(UserWarning):
+    """A run whose exec: agents are not isolated from each other (chaoseval.agents.sandbox):
+    issued once, when the run starts; the manifest and the report say it too."""

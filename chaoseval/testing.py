@@ -105,6 +105,7 @@ def _run_and_gate(s: RunSettings, resamples: int) -> MatrixResult:
             journal=s.journal,
             overwrite=True,
             wall_timeout=s.trial_timeout,
+            sandbox=s.sandbox,
         )
     )
     journal = read_journal(s.journal)

@@ -94,3 +94,19 @@ def chromium() -> Path:
     if reason is not None:
         pytest.skip(reason)
     return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def bwrap() -> str:
+    """bubblewrap for the tests of the exec: agents' sandbox: installed through apt when
+    missing and we are root (chaoseval.agents.sandbox.ensure_bubblewrap), skipped with the
+    reason only when that is impossible or when this machine cannot make namespaces."""
+    from chaoseval.agents.sandbox import ensure_bubblewrap, resolve
+
+    reason = ensure_bubblewrap()
+    if reason is not None:
+        pytest.skip(reason)
+    box = resolve("auto")
+    if box.bwrap is None:
+        pytest.skip(box.note)
+    return box.bwrap

@@ -1,8 +1,11 @@
 """Agents as processes, in any language: ``--agent 'exec:COMMAND'``.
 
 COMMAND runs once per trial (split like a shell would, but run without one unless the user
-writes ``sh -c '...'``), in a process group of its own and a fresh working directory, and
-talks to chaoseval only over the wire and its environment:
+writes ``sh -c '...'``), in a process group of its own, in the bubblewrap sandbox where the
+machine allows it (:mod:`chaoseval.agents.sandbox`: its own PID namespace and /proc, a private
+/tmp, the host read-only but its trial's directory), with a fresh working directory inside
+the trial's own directory (0700; in the sandbox ``HOME`` is there too), and talks to chaoseval
+only over the wire and its environment:
 
 =======================  ===================================================================
 variable                 value
@@ -15,7 +18,8 @@ CHAOSEVAL_MCP_URL        the trial's tools over MCP (streamable HTTP)
 CHAOSEVAL_TOOLS_URL      the trial's tools over plain HTTP (``POST /tools/NAME``)
 CHAOSEVAL_UI_URL         the trial's UI page (scenarios with a page; chaoseval.channels.browser)
 CHAOSEVAL_INSTRUCTION    the task (also written on stdin)
-CHAOSEVAL_MEMORY_FILE    a JSON file: the agent's memory, ``[{"key": ..., "value": ...}]``
+CHAOSEVAL_MEMORY_FILE    a JSON file (0600, in the trial's directory): the agent's memory,
+                         ``[{"key": ..., "value": ...}]``
 CHAOSEVAL_TRIAL_ID       scenario/cell/index
 CHAOSEVAL_MODEL          the model name to ask for
 CHAOSEVAL_SEED           the trial seed
@@ -32,13 +36,16 @@ scenario without a reference solution has no ``chaoseval-sim`` to answer: withou
 The answer is the last stdout line when it is a JSON object with ``answer`` (optional
 ``gave_up``, ``data``), else the whole of stdout. stdout and stderr are kept as the trial's
 artifacts, bounded and redacted. When the trial's deadline passes, the group gets SIGTERM and,
-after a short grace, SIGKILL; the trial is then a timeout. A non-zero exit is a crash that
-names its code. Either way the run goes on. If the process that started the agent dies first
-(a worker killed from outside), the agent's group is killed by :mod:`chaoseval.agents.guard`.
+after a short grace, SIGKILL (in the sandbox SIGTERM goes to the agent's processes, not to
+bwrap, and the namespace goes with bwrap); the trial is then a timeout. A non-zero exit is a
+crash that names its code. Either way the run goes on. If the process that started the agent
+dies first (a worker killed from outside), the agent's group is killed by
+:mod:`chaoseval.agents.guard`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -56,7 +63,7 @@ from subprocess import PIPE
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from chaoseval.agents import guard
+from chaoseval.agents import guard, sandbox
 from chaoseval.channels.asgi import single
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
@@ -66,9 +73,10 @@ from chaoseval.channels.model.session import (
     run_channels,
     trial_endpoint,
 )
+from chaoseval.engine.executors.reap import descendants
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import ChaosevalError, ConfigError, HarnessError
-from chaoseval.model.records import AgentOutput
+from chaoseval.model.records import AgentOutput, Isolation
 from chaoseval.seams.agent import Episode
 from chaoseval.store import artifacts
 
@@ -158,11 +166,18 @@ class ProcessAgent:
         self.argv = argv
         self.grace = grace
         self.upstream = upstream or UpstreamConfig()  # --model-endpoint sets it
+        # The run sets it once (isolate); an agent run by hand probes on its first trial.
+        self.sandbox: sandbox.Sandbox | None = None
         self._hub: ToolHub | None = None
 
     @classmethod
     def from_spec(cls, spec: str) -> ProcessAgent:
         return cls(spec.removeprefix(PREFIX))
+
+    def isolate(self, mode: str) -> Isolation:
+        """Run every trial under ``--sandbox MODE`` (chaoseval.agents.sandbox); what it gives."""
+        self.sandbox = sandbox.resolve(mode)
+        return self.sandbox.isolation
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[None]:
@@ -194,10 +209,13 @@ class ProcessAgent:
             model: ModelEndpoint | None = None
             if self.upstream.endpoint or episode.reference is not None:
                 model = await stack.enter_async_context(trial_endpoint(episode, self.upstream))
-            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
-            memory = workdir.parent / f"{workdir.name}-memory.json"
-            memory.write_text(json.dumps([m.model_dump(mode="json") for m in episode.memory]))
-            stack.callback(memory.unlink, missing_ok=True)
+            # The trial's own directory (0700): the agent's working directory, its HOME in the
+            # sandbox, and its memory file (0600), all removed with it.
+            trial = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
+            workdir, home, memory = trial / "work", trial / "home", trial / "memory.json"
+            workdir.mkdir()
+            home.mkdir()
+            _private_file(memory, json.dumps([m.model_dump(mode="json") for m in episode.memory]))
             ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
             env = {
                 **{k: v for k, v in os.environ.items() if k not in self._withheld},
@@ -213,7 +231,9 @@ class ProcessAgent:
                 "CHAOSEVAL_DEADLINE": _deadline(),
                 "TZ": _posix_tz(episode),
             }
-            return await self._run_process(env, workdir, episode.instruction)
+            box = self._sandbox()
+            argv = box.command(self.argv, trial, workdir)
+            return await self._run_process(argv, box.env(env, home), workdir, episode.instruction)
         raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
 
     @property
@@ -221,12 +241,19 @@ class ProcessAgent:
         """chaoseval's model keys, and --model-key-env's variable whatever its name."""
         return {*MODEL_VARIABLES, self.upstream.key_env}
 
-    async def _run_process(self, env: dict[str, str], cwd: Path, instruction: str) -> AgentOutput:
+    def _sandbox(self) -> sandbox.Sandbox:
+        if self.sandbox is None:
+            self.sandbox = sandbox.resolve("auto")
+        return self.sandbox
+
+    async def _run_process(
+        self, argv: list[str], env: dict[str, str], cwd: Path, instruction: str
+    ) -> AgentOutput:
         stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT)
         stderr = Capture(STDERR_LIMIT)
         try:
             process = await anyio.open_process(
-                self.argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env,
+                argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env,
                 start_new_session=True,  # its own process group: the whole tree is stopped
             )  # fmt: skip
         except OSError as exc:  # it was found before the run: something broke underneath
@@ -257,11 +284,25 @@ class ProcessAgent:
         """SIGTERM to the group, SIGKILL after the grace; nothing left running."""
         if process.returncode is not None:
             return
-        _signal_group(process, signal.SIGTERM)
+        if self._sandbox().bwrap is None:
+            _signal_group(process, signal.SIGTERM)
+        else:
+            # bwrap itself would die of SIGTERM and take the namespace with it at once: the
+            # agent's processes get it (the namespace's init ignores it), bwrap is spared.
+            for pid, _ in descendants(process.pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
         with anyio.move_on_after(self.grace):
             await process.wait()
         _signal_group(process, signal.SIGKILL)
         await process.wait()
+
+
+def _private_file(path: Path, text: str) -> None:
+    """``text`` in a new file only its owner may read (whatever the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def _relative_file(arg: str) -> bool:

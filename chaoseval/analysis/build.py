@@ -96,7 +96,7 @@ def analyze(
     records = Group.all(t)
     cells = by_cell(records, ks)
     by = groups(records, "cell")
-    warnings = list(t.warnings)
+    warnings = [*t.manifest.run_warnings(), *t.warnings]
     degraded = degradation(cells, by, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed)
     refs = recorded_references(t, warnings) if references else References(note=NOT_USED)
     sl: Slices = slices(records)

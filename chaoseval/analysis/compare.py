@@ -274,7 +274,7 @@ def _warnings(a: Trials, b: Trials) -> list[str]:
             "differ, so pairing is by task only"
         )
     for j in (a, b):
-        warnings += [f"{j.path}: {w}" for w in j.warnings]
+        warnings += [f"{j.path}: {w}" for w in [*j.manifest.run_warnings(), *j.warnings]]
     return warnings
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,7 +24,7 @@ from chaoseval.cli._common import (
     settings,
     user_agent,
 )
-from chaoseval.errors import ChaosevalError, ConfigError
+from chaoseval.errors import ChaosevalError, ConfigError, IsolationWarning
 
 if TYPE_CHECKING:
     from chaoseval.config import RunSettings
@@ -181,6 +182,15 @@ ShowProgress = Annotated[
     ),
 ]
 Report = Annotated[bool, typer.Option(help="print the report when done")]
+SandboxMode = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        help="how exec: agents are kept apart: auto (bubblewrap where it works, else a "
+        "warning), bwrap (refuse to run without it) or none (docs/SECURITY.md)",
+        show_default="auto",
+    ),
+]
 
 
 def run_cmd(
@@ -212,6 +222,7 @@ def run_cmd(
     executor: ExecutorName = None,
     max_memory: MaxMemory = None,
     ray_address: RayAddress = None,
+    sandbox: SandboxMode = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
 
@@ -233,7 +244,10 @@ def run_cmd(
         path = s.journal
         run_config = _config(s, flags)
         unknown = UnknownTools(run_config.scenarios)  # tallied as trials finish: none kept
-        result = run(run_config, on_record=unknown)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", IsolationWarning)  # the run gives it once
+            warnings.showwarning = _show_warning  # restored on leaving the block
+            result = run(run_config, on_record=unknown)
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
@@ -285,6 +299,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         executor=executor or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
         keep_records=False,  # the journal holds them: memory stays flat
+        sandbox=s.sandbox,
     )
 
 
@@ -319,6 +334,11 @@ def _progress(wanted: bool) -> RunProgress | None:
     if not wanted:
         return None
     return TerminalProgress() if sys.stderr.isatty() else LineProgress()
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """A warning the run gives (trials not isolated), as the CLI's other notes are shown."""
+    err.print(f"[bold yellow]warning:[/] {escape(str(message))}")
 
 
 def _end_notes(result: Any, unknown: UnknownTools, journal: Path) -> None:

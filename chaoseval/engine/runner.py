@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,9 +21,17 @@ from chaoseval.engine.judge import possible_root_causes
 from chaoseval.engine.matrix import Plans
 from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import instantiate
-from chaoseval.errors import ConfigError
+from chaoseval.errors import ConfigError, IsolationWarning
 from chaoseval.model.clock import ClockMode
-from chaoseval.model.records import CLEAN, Cell, ModelSettings, RunManifest, TrialRecord
+from chaoseval.model.records import (
+    CLEAN,
+    Cell,
+    Isolation,
+    ModelSettings,
+    RunManifest,
+    TrialRecord,
+    check_sandbox_mode,
+)
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
@@ -87,6 +96,9 @@ class RunConfig:
     # RunResult.records holds every record; a CLI run keeps none in memory (the journal has
     # them), so its memory stays flat however many trials run.
     keep_records: bool = True
+    # How exec: agents are isolated from each other and the host (chaoseval.agents.sandbox):
+    # "auto" (bubblewrap where it works, else a warning), "bwrap" (or refuse) or "none".
+    sandbox: str = "auto"
 
     @property
     def clock_mode(self) -> ClockMode:
@@ -138,6 +150,7 @@ def plan(config: RunConfig) -> Plans:
         raise ConfigError(f"--trials must be at least 1 (got {config.trials})")
     if not config.scenarios:
         raise ConfigError("no scenarios selected")
+    check_sandbox_mode(config.sandbox)  # said for any agent, not only one that sandboxes
     for cell in config.all_cells():
         instantiate(cell)  # unknown plugins and bad parameters stop the run before it starts
     return Plans(config.all_cells(), config.scenarios, config.trials)
@@ -168,6 +181,20 @@ def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
     return old
 
 
+def _isolate(config: RunConfig) -> Isolation | None:
+    """Put the agent's processes in their sandbox, once for the run, before any worker starts
+    (the workers get the agent as it is then); None for an agent that starts no process.
+    A run whose trials are not isolated says so once, here (IsolationWarning)."""
+    isolate = getattr(config.agent, "isolate", None)
+    if not callable(isolate):
+        return None
+    isolation: Isolation = isolate(config.sandbox)
+    warning = isolation.warning()
+    if warning is not None:
+        warnings.warn(warning, IsolationWarning, stacklevel=3)
+    return isolation
+
+
 async def _start(
     config: RunConfig, store: ArtifactStore | None
 ) -> tuple[RunManifest, KeptTrials, JournalWriter | None]:
@@ -176,6 +203,7 @@ async def _start(
     A new manifest records the scenarios' reference runs; a resumed one keeps its own (and its
     trials' artifacts)."""
     manifest = build_manifest(config, uuid.uuid4().hex[:12])
+    manifest.isolation = _isolate(config)
     old = _resumed(config, manifest)
     if old is not None:
         manifest = old.manifest

@@ -14,6 +14,7 @@ from pydantic import (
     model_serializer,
 )
 
+from chaoseval.errors import ConfigError
 from chaoseval.model.trajectory import Trajectory, built
 
 # 2: the manifest lists the run's root causes (name, label, owner); 1 still reads.
@@ -244,6 +245,32 @@ class ReferenceRun(BaseModel):
     error: str | None = None  # why the reference could not run at all
 
 
+SANDBOX_MODES = ("auto", "bwrap", "none")  # `run --sandbox` (chaoseval.agents.sandbox)
+
+
+def check_sandbox_mode(mode: str) -> None:
+    if mode not in SANDBOX_MODES:
+        raise ConfigError(f"--sandbox {mode!r}: choose one of {', '.join(SANDBOX_MODES)}")
+
+
+class Isolation(BaseModel):
+    """How a run's ``exec:`` agents were kept apart (chaoseval.agents.sandbox): in a sandbox
+    of their own ("bwrap"), or not at all ("none", with why)."""
+
+    sandbox: Literal["bwrap", "none"]
+    note: str = ""  # why not, when "none"
+
+    def warning(self) -> str | None:
+        """What a report says when the trials were not isolated from each other."""
+        if self.sandbox != "none":
+            return None
+        return (
+            f"trials were not isolated from each other ({self.note}): an exec: agent could "
+            "read another trial's environment and files, its per-trial credentials included, "
+            "and act in that trial (docs/SECURITY.md)"
+        )
+
+
 class RunManifest(BaseModel):
     type: Literal["manifest"] = "manifest"
     schema_version: int = SCHEMA_VERSION
@@ -266,6 +293,14 @@ class RunManifest(BaseModel):
     root_causes: list[RootCause] = Field(default_factory=list)
     # Scenario id -> its reference run; None when not recorded (older journals, imports).
     references: dict[str, ReferenceRun] | None = None
+    # How exec: agents were isolated; absent for agents that run in chaoseval's own process
+    # (and in journals written before sandboxes).
+    isolation: Isolation | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    def run_warnings(self) -> list[str]:
+        """What every report of this run says before its figures."""
+        warning = self.isolation.warning() if self.isolation is not None else None
+        return [warning] if warning else []
 
     def config_key(self) -> dict[str, Any]:
         """What must match for a resumed run to continue this journal."""

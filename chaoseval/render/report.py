@@ -71,7 +71,7 @@ def json_report(journal: Trials | Journal, ks: Sequence[int] | None = None) -> d
         "seed": m.seed,
         "clock": m.clock,
         "ks": ks,
-        "warnings": journal.warnings,
+        "warnings": [*m.run_warnings(), *journal.warnings],
         "root_causes": [c.model_dump() for c in m.root_causes],
         "perturbations": [_cell_json(r, r.cell) for r in cells],
         "cells": [
@@ -199,7 +199,7 @@ def print_report(
     vetoes per cell, and the first failed trials of each cell beside their clean twins."""
     journal = as_trials(journal)
     ks = list(ks or journal.manifest.ks)
-    for w in journal.warnings:
+    for w in [*journal.manifest.run_warnings(), *journal.warnings]:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     a = analysis or analyze(journal, ks, n_resamples=2_000, references=False)
     v = verdict or build_verdict(a, journal)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +18,18 @@ import pytest
 
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.engine.runner import RunConfig, run
+from chaoseval.errors import IsolationWarning
 from chaoseval.store.journal import read_journal
 from tests.e2e.shell import user_env
 from tests.engine.test_executors import _scenario
 
-# Ignores SIGTERM, starts a child of its own (same group), says both pids, then sleeps.
+# Ignores SIGTERM, starts a child of its own (same group), then sleeps. Both carry the token
+# given as their last argument: in its sandbox the agent can neither write outside its trial
+# nor know its pid as the host sees it, so the test finds them in the host's /proc by it.
 STUBBORN = """\
-import os, signal, subprocess, sys, time
+import signal, subprocess, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-with open(sys.argv[1], "a") as fh:
-    fh.write(f"{os.getpid()} {child.pid}\\n")
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", sys.argv[1]])
 time.sleep(120)
 """
 
@@ -45,29 +48,72 @@ def _parent(pid: int) -> int:
     return int(stat[stat.rfind(")") + 2 :].split()[1])
 
 
-def _kill_its_worker(pids: Path) -> None:
-    """Once the agent has said its pid, SIGKILL the worker that started it (its parent), as
-    the OOM killer would: the executor does not see it coming."""
+def _argv(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def carrying(token: str) -> list[int]:
+    """Host pids of the processes whose arguments include ``token`` (bwrap's own excepted),
+    the agent first."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        argv = _argv(int(entry.name)) if entry.name.isdigit() else []
+        if token in argv and Path(argv[0]).name != "bwrap" and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return sorted(found, key=lambda pid: "-c" in _argv(pid))
+
+
+def started(token: str, proc: subprocess.Popen[bytes] | None = None) -> list[int]:
+    """The agent and its child, once both run (within 60 s)."""
     deadline = time.monotonic() + 60
-    while not pids.exists() or not pids.read_text().strip():
-        if time.monotonic() > deadline:
-            return
-        time.sleep(0.02)
+    while len(pids := carrying(token)) < 2:
+        assert proc is None or proc.poll() is None, "chaoseval ended before the agent ran"
+        assert time.monotonic() < deadline, "the agent never ran"
+        time.sleep(0.05)
+    return pids
+
+
+def _worker(pid: int) -> int:
+    """The process that started agent ``pid``: its parent, or bwrap's in a sandbox."""
+    parent = _parent(pid)
+    while Path(_argv(parent)[0]).name == "bwrap":
+        parent = _parent(parent)
+    return parent
+
+
+def _kill_its_worker(token: str) -> None:
+    """Once the agent runs, SIGKILL the worker that started it, as the OOM killer would: the
+    executor does not see it coming."""
+    agent = started(token)[0]
     # Past the Ray executor's first look at the worker: a worker that dies before answering
     # anything sent after the trial gets the trial run again (ray.py), not recorded.
     time.sleep(0.5)
-    os.kill(_parent(int(pids.read_text().split()[0])), signal.SIGKILL)
+    os.kill(_worker(agent), signal.SIGKILL)
 
 
-def run_stubborn(tmp_path: Path, executor: Any, *, kill_worker: bool = False) -> float:
+def gone(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still alive after 5 s (none, when they died with their trial)."""
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def run_stubborn(
+    tmp_path: Path, executor: Any, *, kill_worker: bool = False, sandbox: str = "auto"
+) -> float:
     """Run the stubborn agent past a 1 s timeout under ``executor``: its one trial is a
     timeout, and the agent and its child are gone within 5 s. With ``kill_worker``, its
     worker is SIGKILLed from outside while the agent runs (a 60 s timeout): the trial is a
     crash, and the agent and its child are gone within 5 s all the same. The run's seconds."""
-    pids = tmp_path / "pids.txt"
+    token = f"stubborn-{uuid.uuid4().hex}"
     script = tmp_path / "agent.py"
     script.write_text(STUBBORN)
-    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(pids))}"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {token}"
+    seen: list[int] = []
     config = RunConfig(
         # No generated world: building it starts no freezegun walk of every loaded module,
         # which can hold a worker's loop past this short timeout once many modules are loaded.
@@ -82,22 +128,23 @@ def run_stubborn(tmp_path: Path, executor: Any, *, kill_worker: bool = False) ->
         wall_timeout=60.0 if kill_worker else 1.0,
         executor=executor,
         references=False,
+        sandbox=sandbox,
     )
-    killer = threading.Thread(target=_kill_its_worker, args=(pids,), daemon=True)
+    killer = threading.Thread(target=_kill_its_worker, args=(token,), daemon=True)
+    watcher = threading.Thread(target=lambda: seen.extend(started(token)), daemon=True)
+    watcher.start()
     if kill_worker:
         killer.start()
     t0 = time.monotonic()
-    run(config)
+    with pytest.warns(IsolationWarning) if sandbox == "none" else nullcontext():
+        run(config)
     elapsed = time.monotonic() - t0
     records = read_journal(tmp_path / "j.jsonl").records
     expected = "crash" if kill_worker else "timeout"
     assert len(records) == 1 and {r.root_cause for r in records} == {expected}
-    started = [int(p) for line in pids.read_text().split("\n") if line for p in line.split()]
-    assert len(started) == 2  # the agent and its child
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in started if alive(p)] == []
+    watcher.join(timeout=5)
+    assert len(seen) == 2  # the agent and its child
+    assert gone(seen) == []
     return elapsed
 
 
@@ -109,10 +156,11 @@ def test_a_stubborn_exec_agent_dies_with_its_killed_worker(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
-def test_a_stubborn_exec_agent_dies_with_a_worker_killed_from_outside(tmp_path):
-    """No executor kills the worker here, so nothing but the agent's guard is left to stop
-    the agent (chaoseval.agents.guard)."""
-    assert run_stubborn(tmp_path, "process", kill_worker=True) < 20
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_a_stubborn_exec_agent_dies_with_a_worker_killed_from_outside(tmp_path, sandbox):
+    """No executor kills the worker here, so nothing but the agent's guard (and, in a
+    sandbox, bwrap's --die-with-parent) is left to stop the agent (chaoseval.agents.guard)."""
+    assert run_stubborn(tmp_path, "process", kill_worker=True, sandbox=sandbox) < 20
 
 
 @pytest.mark.slow
@@ -121,9 +169,9 @@ def test_a_stubborn_exec_agent_dies_with_a_worker_killed_from_outside(tmp_path):
 def test_a_stubborn_exec_agent_dies_with_a_killed_chaoseval_run(tmp_path, executor):
     """`chaoseval run` itself SIGKILLed mid-trial: whoever started the agent (a worker, which
     dies with its runner, or the runner) is gone, and its guard kills the agent's group."""
-    pids = tmp_path / "pids.txt"
+    token = f"stubborn-{uuid.uuid4().hex}"
     (tmp_path / "agent.py").write_text(STUBBORN)
-    agent = f"exec:{shlex.quote(sys.executable)} agent.py {shlex.quote(str(pids))}"
+    agent = f"exec:{shlex.quote(sys.executable)} agent.py {token}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaoseval", "run", "--agent", agent,
          "-s", "vending-refund-dispensed", "--trials", "1", "--executor", executor,
@@ -131,16 +179,8 @@ def test_a_stubborn_exec_agent_dies_with_a_killed_chaoseval_run(tmp_path, execut
         cwd=tmp_path, env=user_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while not (pids.exists() and pids.read_text().endswith("\n")):
-            assert proc.poll() is None and time.monotonic() < deadline, "the agent never ran"
-            time.sleep(0.02)
+        pids = started(token, proc)
     finally:
         proc.kill()
         proc.wait()
-    started = [int(p) for p in pids.read_text().split()]
-    assert len(started) == 2  # the agent and its child
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in started if alive(p)] == []
+    assert gone(pids) == []

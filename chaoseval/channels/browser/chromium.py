@@ -18,13 +18,12 @@ WebKit and carry Safari user agents; chaoseval.model.device names its own.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chaoseval.debian import apt_install
 from chaoseval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,15 +45,9 @@ def ensure_chromium() -> str | None:
     """None when Chromium is there (installed now if need be), else why it cannot be."""
     if CHROMIUM.exists():
         return None
-    if os.geteuid() != 0:
-        return "chromium is missing and installing it needs root (apt-get install chromium)"
-    if shutil.which("apt-get") is None:
-        return "chromium is missing and there is no apt-get to install it with"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            return f"could not install chromium ({' '.join(cmd)}): {done.stderr[-300:]}"
+    reason = apt_install("chromium")
+    if reason is not None:
+        return reason
     return None if CHROMIUM.exists() else f"apt-get installed chromium but {CHROMIUM} is missing"
 
 

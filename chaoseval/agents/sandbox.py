@@ -1,0 +1,154 @@
+"""A sandbox per ``exec:`` agent: bubblewrap (``bwrap``, Debian's ``bubblewrap``).
+
+Without one, an exec: agent runs as the user who runs chaoseval: it can read its siblings'
+environments in ``/proc/<pid>/environ`` (their per-trial credentials with them) and act in
+their trials, write anywhere the user can, and leave a process in a session of its own that
+outlives the run. In the sandbox each agent has
+
+- a PID namespace of its own, with its own ``/proc``: no other trial's process is there;
+- a private ``/tmp`` (and ``$TMPDIR``): the other trials' directories are not there;
+- the host read-only, apart from its own trial directory (its working directory, ``HOME``
+  and memory file);
+- no capabilities (when chaoseval runs as root);
+- the host's network: it reaches its trial's servers on 127.0.0.1, each behind the trial's
+  own credential (docs/SECURITY.md).
+
+When the trial ends its process group is killed as before (:mod:`chaoseval.agents.process`),
+bwrap with it; the namespace's PID 1 goes, and the kernel kills whatever is left in the
+namespace, sessions of their own included. ``--die-with-parent`` does the same when the
+process that started bwrap dies.
+
+Whether bwrap works here is probed once per process and mode (a run resolves it in its driver,
+before any worker starts; forked and Ray workers get the answer with the agent), never per
+trial. ``--sandbox auto`` (the default) runs unsandboxed where bwrap is missing or fails the
+probe, and the run says so (:class:`chaoseval.errors.IsolationWarning`, the manifest, the report);
+``--sandbox bwrap`` refuses to run then; ``--sandbox none`` turns the sandbox off.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaoseval.debian import apt_install
+from chaoseval.errors import ConfigError
+from chaoseval.model.records import Isolation, check_sandbox_mode
+
+PROBE_TIMEOUT = 10.0  # seconds; bwrap starts in milliseconds
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """Where an exec: agent runs: under ``bwrap`` (its path), or as it is (``note`` says why)."""
+
+    bwrap: str | None = None
+    note: str = ""
+
+    @property
+    def isolation(self) -> Isolation:
+        if self.bwrap is None:
+            return Isolation(sandbox="none", note=self.note)
+        return Isolation(sandbox="bwrap")
+
+    def command(self, argv: list[str], trial: Path, cwd: Path) -> list[str]:
+        """``argv`` as run for a trial whose own directory is ``trial``."""
+        if self.bwrap is None:
+            return argv
+        return [self.bwrap, *bwrap_flags(trial, argv), "--chdir", str(cwd), "--", *argv]
+
+    def env(self, env: dict[str, str], home: Path) -> dict[str, str]:
+        """The agent's environment: in the sandbox, ``HOME`` is writable (frameworks write
+        their caches there) and Playwright still finds the browsers installed under the
+        user's home."""
+        if self.bwrap is None:
+            return env
+        out = {**env, "HOME": str(home)}
+        browsers = Path(env.get("HOME", "~")).expanduser() / ".cache" / "ms-playwright"
+        if "PLAYWRIGHT_BROWSERS_PATH" not in env and browsers.is_dir():
+            out["PLAYWRIGHT_BROWSERS_PATH"] = str(browsers)
+        return out
+
+
+def private_roots() -> list[str]:
+    """The directories every sandbox sees empty: /tmp, and the temporary directory where the
+    trials' own directories are made (when it is elsewhere)."""
+    roots = ["/tmp"]
+    temp = os.path.realpath(tempfile.gettempdir())
+    if temp not in ("/", "/tmp"):
+        roots.append(temp)
+    return roots
+
+
+def _exposed(argv: list[str], roots: list[str]) -> list[str]:
+    """Paths the command names inside a private directory (an agent script in /tmp), shown
+    read-only: the file's directory, or the file alone when that directory is /tmp itself."""
+    out: list[str] = []
+    for arg in argv:
+        if not os.path.isabs(arg) or not os.path.exists(arg):
+            continue
+        path = os.path.realpath(arg)
+        if path in roots or not any(Path(path).is_relative_to(r) for r in roots):
+            continue
+        shown = path if os.path.isdir(path) else os.path.dirname(path)
+        out.append(path if shown in roots else shown)
+    return out
+
+
+def bwrap_flags(trial: Path, argv: list[str]) -> list[str]:
+    """bwrap's options for an agent whose trial directory is ``trial``."""
+    roots = private_roots()
+    flags = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for root in roots:
+        flags += ["--tmpfs", root]
+    for path in _exposed(argv, roots):
+        flags += ["--ro-bind", path, path]
+    own = os.path.realpath(trial)
+    flags += ["--bind", own, own, "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+    if os.geteuid() == 0:  # root keeps every capability in the sandbox unless told
+        flags += ["--cap-drop", "ALL"]
+    return flags
+
+
+@functools.cache
+def probe(bwrap: str) -> str | None:
+    """None when bwrap runs a command with the trials' options here, else why not."""
+    with tempfile.TemporaryDirectory(prefix="chaoseval-probe-") as trial:
+        true = shutil.which("true") or "/bin/true"
+        argv = [bwrap, *bwrap_flags(Path(trial), []), "--chdir", trial, "--", true]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap did not run here ({exc})"
+    if done.returncode != 0:
+        why = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return f"bwrap cannot make a sandbox here ({why[0][:200]})"
+    return None
+
+
+def resolve(mode: str) -> Sandbox:
+    """The sandbox ``--sandbox MODE`` gives on this machine (probed once per process)."""
+    check_sandbox_mode(mode)
+    if mode == "none":
+        return Sandbox(note="--sandbox none")
+    bwrap = shutil.which("bwrap")
+    why = probe(bwrap) if bwrap else "bwrap is not installed (apt-get install bubblewrap)"
+    if why is None:
+        return Sandbox(bwrap=bwrap)
+    if mode == "bwrap":
+        raise ConfigError(f"--sandbox bwrap: {why}; or run with --sandbox none")
+    return Sandbox(note=why)
+
+
+def ensure_bubblewrap() -> str | None:
+    """None when bwrap is there (installed now if need be), else why it cannot be."""
+    if shutil.which("bwrap"):
+        return None
+    reason = apt_install("bubblewrap")
+    if reason is not None:
+        return reason
+    return None if shutil.which("bwrap") else "apt-get installed bubblewrap but bwrap is missing"

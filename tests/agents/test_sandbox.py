@@ -1,0 +1,244 @@
+"""The exec: agents' sandbox (chaoseval.agents.sandbox): trials that cannot touch each other,
+the host, or what outlives them; real bubblewrap, real processes, real sockets on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chaoseval.agents.process import ProcessAgent
+from chaoseval.cli.app import app
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.errors import IsolationWarning
+from chaoseval.loading.files import installed, select
+from chaoseval.model.records import TrialRecord
+from chaoseval.store.journal import read_journal
+from tests.engine.test_executor_orphans import carrying, gone
+
+SCENARIO = "vending-refund-not-dispensed"
+NOT_ISOLATED = "trials were not isolated from each other"
+
+# Scans /proc for its siblings' environments for a few seconds and uses every credential it
+# finds there: a sibling's tool URL (its secret path) with a tool call naming the intruder,
+# and a sibling's model key on that sibling's model channel.
+INTRUDER = r"""
+import json, os, time, urllib.request
+
+me = os.environ["CHAOSEVAL_TRIAL_ID"]
+own = {os.environ.get("CHAOSEVAL_TOOLS_URL"), os.environ.get("OPENAI_API_KEY")}
+tried = set()
+
+def post(url, body, headers={}):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json", **headers})
+    try:
+        urllib.request.urlopen(request, timeout=5).read()
+    except Exception:
+        pass  # a refused or failed call is still a call
+
+end = time.time() + 3
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        try:
+            raw = open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        env = dict(kv.split("=", 1) for kv in raw.split("\0") if "=" in kv)
+        tools, key = env.get("CHAOSEVAL_TOOLS_URL"), env.get("OPENAI_API_KEY")
+        if tools and tools not in own | tried:
+            tried.add(tools)
+            post(tools + "/tools/lookup_order", {"order_id": "intruder-" + me})
+        base = env.get("OPENAI_BASE_URL")
+        if key and base and key not in own | tried:
+            tried.add(key)
+            post(base + "/chat/completions",
+                 {"model": "sim-1", "messages": [{"role": "user", "content": "intruder " + me}]},
+                 {"authorization": "Bearer " + key})
+    time.sleep(0.1)
+print(json.dumps({"answer": f"found {len(tried)} credentials of other trials"}))
+"""
+
+
+def command(tmp_path: Path, body: str, *args: str) -> str:
+    path = tmp_path / f"agent_{uuid.uuid4().hex[:8]}.py"
+    path.write_text(body)
+    return " ".join(shlex.quote(a) for a in (sys.executable, str(path), *args))
+
+
+def run_exec(tmp_path: Path, cmd: str, *, sandbox: str = "auto", **kw) -> list[TrialRecord]:
+    journal = tmp_path / f"{uuid.uuid4().hex[:8]}.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=ProcessAgent(cmd, grace=0.5),
+            agent_name="exec:" + cmd,
+            trials=kw.pop("trials", 1),
+            seed=1,
+            journal=journal,
+            wall_timeout=kw.pop("timeout", 30.0),
+            references=False,
+            sandbox=sandbox,
+            **kw,
+        )
+    )
+    return read_journal(journal).records
+
+
+def foreign_steps(records: list[TrialRecord]) -> int:
+    """Steps in a trial's trajectory that another trial's agent made: a tool call naming
+    another trial, or any model call (the intruder makes none of its own)."""
+    count = 0
+    for r in records:
+        for step in r.trajectory.steps:
+            if step.kind == "model_call":
+                count += 1
+            args = step.args or {}
+            named = str(args.get("order_id", ""))
+            if named.startswith("intruder-") and named != f"intruder-{r.trial_id}":
+                count += 1
+    return count
+
+
+def test_at_j8_an_agent_reading_its_siblings_environments_makes_no_step_in_their_trials(
+    tmp_path, bwrap
+):
+    records = run_exec(tmp_path, command(tmp_path, INTRUDER), trials=8, concurrency=8)
+    assert len(records) == 8
+    assert foreign_steps(records) == 0
+    assert {r.answer for r in records} == {"found 0 credentials of other trials"}
+
+
+def test_without_the_sandbox_the_same_intruder_does_act_in_other_trials(tmp_path):
+    """The control for the test above: the intrusion is real, so its 0 is the sandbox's."""
+    with pytest.warns(IsolationWarning, match=NOT_ISOLATED):
+        records = run_exec(
+            tmp_path, command(tmp_path, INTRUDER), trials=8, concurrency=8, sandbox="none"
+        )
+    assert foreign_steps(records) > 0
+
+
+# Starts a grandchild in a session of its own (it would escape a kill of the agent's process
+# group), checks that it runs, and ends at once.
+DAEMON = r"""
+import json, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", sys.argv[1]],
+                         start_new_session=True)
+time.sleep(0.3)
+print(json.dumps({"answer": "started" if child.poll() is None else "did not start"}))
+"""
+
+
+def test_a_grandchild_in_its_own_session_is_gone_when_the_run_ends(tmp_path, bwrap):
+    token = f"daemon-{uuid.uuid4().hex}"
+    try:
+        [record] = run_exec(tmp_path, command(tmp_path, DAEMON, token))
+        assert record.answer == "started"
+        assert gone(carrying(token)) == []
+    finally:
+        for pid in carrying(token):  # a failing run leaves nothing behind either
+            os.kill(pid, 9)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory the user may write to outside /tmp (the sandbox makes /tmp private)."""
+    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix="chaoseval-outside-", dir=base))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# Tries to write outside its trial, then in its working directory, HOME and /tmp; says what
+# each attempt gave, and its memory file's mode and place.
+WRITER = r"""
+import json, os, sys
+results = {}
+for name, path in (("outside", sys.argv[1]), ("beside_script", sys.argv[2]),
+                   ("cwd", "written.txt"), ("home", os.path.expanduser("~/.cache/x")),
+                   ("tmp", "/tmp/x")):
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write("x")
+        results[name] = "written"
+    except OSError as exc:
+        results[name] = type(exc).__name__
+memory = os.environ["CHAOSEVAL_MEMORY_FILE"]
+results["memory_mode"] = oct(os.stat(memory).st_mode & 0o777)
+results["trial_mode"] = oct(os.stat(os.path.dirname(memory)).st_mode & 0o777)
+results["memory_in_trial"] = os.path.dirname(memory) == os.path.dirname(os.getcwd())
+print(json.dumps({"answer": json.dumps(results)}))
+"""
+
+
+def test_a_file_written_outside_the_trial_fails_inside_the_sandbox(tmp_path, outside, bwrap):
+    target, beside = outside / "escaped.txt", tmp_path / "escaped.txt"
+    [record] = run_exec(tmp_path, command(tmp_path, WRITER, str(target), str(beside)))
+    seen = json.loads(record.answer or "{}")
+    assert not target.exists() and not beside.exists()
+    assert seen["outside"] != "written" and seen["beside_script"] != "written"
+    assert seen["cwd"] == seen["home"] == seen["tmp"] == "written"
+
+
+def test_the_memory_file_is_private_inside_the_trial_directory(tmp_path):
+    """0600 in the trial's own 0700 directory, sandbox or not."""
+    for sandbox in ("auto", "none"):
+        cmd = command(tmp_path, WRITER, str(tmp_path / "x" / "a"), str(tmp_path / "x" / "b"))
+        with pytest.warns(IsolationWarning) if sandbox == "none" else nullcontext():
+            [record] = run_exec(tmp_path, cmd, sandbox=sandbox)
+        seen = json.loads(record.answer or "{}")
+        assert seen["memory_mode"] == "0o600" and seen["trial_mode"] == "0o700", sandbox
+        assert seen["memory_in_trial"], sandbox
+
+
+def cli_run(tmp_path: Path, cmd: str, *flags: str):
+    journal = tmp_path / "j.jsonl"
+    result = CliRunner().invoke(
+        app,
+        ["run", "--agent", f"exec:{cmd}", "-s", SCENARIO, "-n", "3", "-j", "3",
+         "--journal", str(journal), "--no-report", "--no-progress", *flags],
+    )  # fmt: skip
+    return result, journal
+
+
+def test_sandbox_none_warns_once_and_the_manifest_and_report_say_so(tmp_path):
+    result, journal = cli_run(tmp_path, command(tmp_path, "print('hi')\n"), "--sandbox", "none")
+    assert result.exit_code == 0, result.output
+    assert result.output.count(NOT_ISOLATED) == 1
+    manifest = read_journal(journal).manifest
+    assert manifest.isolation is not None and manifest.isolation.sandbox == "none"
+    report = CliRunner().invoke(app, ["report", str(journal), "--format", "json"])
+    assert NOT_ISOLATED in " ".join(json.loads(report.output)["warnings"])
+
+
+def test_a_machine_without_bwrap_runs_unsandboxed_and_says_so_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it (the agent's path is absolute)
+    result, journal = cli_run(tmp_path, command(tmp_path, "print('hi')\n"))
+    assert result.exit_code == 0, result.output
+    assert result.output.count(NOT_ISOLATED) == 1 and "bwrap is not installed" in result.output
+    assert len(read_journal(journal).records) == 3
+
+
+def test_sandbox_bwrap_refuses_to_run_without_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result, journal = cli_run(tmp_path, command(tmp_path, "print('hi')\n"), "--sandbox", "bwrap")
+    assert result.exit_code == 2 and "bubblewrap" in result.output
+    assert not journal.exists()
+
+
+def test_a_sandboxed_run_records_it_and_warns_nothing(tmp_path, bwrap):
+    result, journal = cli_run(tmp_path, command(tmp_path, "print('hi')\n"))
+    assert result.exit_code == 0 and NOT_ISOLATED not in result.output
+    isolation = read_journal(journal).manifest.isolation
+    assert isolation is not None and isolation.sandbox == "bwrap"
