@@ -15,18 +15,47 @@ is never picked up. Relative paths in the file are relative to the file's direct
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.errors import ConfigError
 
-__all__ = ["ProjectConfig", "RunSettings", "find_config", "load_config", "project_config"]
+__all__ = [
+    "ProjectConfig",
+    "RunSettings",
+    "find_config",
+    "load_config",
+    "parse_size",
+    "project_config",
+]
 
 DEFAULT_JOURNAL = Path("chaoseval.jsonl")
+SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_size(text: str | None, option: str) -> int | None:
+    """``512M``, ``2G``, ``1.5G`` or a number of bytes, as bytes."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    if not m or float(m[1]) <= 0:
+        raise ConfigError(f"{option} {text!r}: write a size such as 512M, 2G or 1.5G")
+    return int(float(m[1]) * SIZE_UNITS[m[2].upper()])
+
+
+def _size(value: str | int | None, option: str) -> int | None:
+    """A size setting: bytes as a number, or text as :func:`parse_size` reads it."""
+    if value is None or isinstance(value, str):
+        return parse_size(value, option)
+    if value <= 0:
+        raise ConfigError(f"{option} {value!r}: write a size such as 8M, or a number of bytes")
+    return value
 
 
 class ProjectConfig(BaseModel):
@@ -50,6 +79,7 @@ class ProjectConfig(BaseModel):
     gate: list[str] | None = None  # rules, as `gate --rule`
     # How exec: agents are isolated, as `run --sandbox` (chaoseval.agents.sandbox).
     sandbox: Literal["auto", "bwrap", "none"] | None = None
+    max_request_size: int | None = None  # bytes, or "8M": as `run --max-request-size`
     # Where the settings came from, for messages ("" when there is no file), and the file's
     # directory; not user keys.
     source: str = Field(default="", exclude=True)
@@ -57,6 +87,16 @@ class ProjectConfig(BaseModel):
 
     def default_journal(self) -> Path:
         return self.journal or DEFAULT_JOURNAL
+
+    @field_validator("max_request_size", mode="before")
+    @classmethod
+    def _size_text(cls, value: Any) -> Any:
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            try:
+                return _size(value, "")
+            except ConfigError as exc:
+                raise ValueError(str(exc).strip()) from None
+        return value
 
 
 _USER_KEYS = sorted(set(ProjectConfig.model_fields) - {"source", "root"})
@@ -187,6 +227,13 @@ class RunSettings:
     app_dir: Path
     gate: list[str]
     sandbox: str
+    max_request_size: int | str | None = None
+
+    @property
+    def request_limit(self) -> int:
+        """Bytes of one request body a trial's servers accept."""
+        limit = _size(self.max_request_size, "--max-request-size")
+        return DEFAULT_REQUEST_LIMIT if limit is None else limit
 
     def ks(self) -> list[int]:
         """The k values asked for; by default 1, 2, 5 where the trial count allows, and n."""

@@ -106,6 +106,7 @@ def _run_and_gate(s: RunSettings, resamples: int) -> MatrixResult:
             overwrite=True,
             wall_timeout=s.trial_timeout,
             sandbox=s.sandbox,
+            request_limit=s.request_limit,
         )
     )
     journal = read_journal(s.journal)

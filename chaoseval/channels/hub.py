@@ -21,12 +21,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from starlette.responses import PlainTextResponse
+from mcp.types import INVALID_REQUEST
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import serve_asgi
+from chaoseval.channels.limits import BodyTooLarge, bounded_body
 from chaoseval.channels.mcp.wire import TrialEndpoint
-from chaoseval.engine.http import ToolsApp
+from chaoseval.engine.http import ToolsApp, too_large_tools
 from chaoseval.engine.toolbox import ToolBox
 
 TRIAL_PATH = re.compile(r"^/trials/(?P<token>[A-Za-z0-9_-]+)(?P<rest>/.*)?$")
@@ -87,7 +89,14 @@ class ToolHub:
         # requests of one trial at once subtract each other's tool time (an underestimate).
         toolbox = trial.mcp.tools.toolbox
         started, busy, held = time.perf_counter(), toolbox.busy_seconds, trial.mcp.held_seconds
-        if rest.rstrip("/") == "/mcp":
+        mcp = rest.rstrip("/") == "/mcp"
+        try:
+            receive = await bounded_body(scope, receive, toolbox.request_limit)
+        except BodyTooLarge as exc:
+            toolbox.note_oversized("mcp" if mcp else "tools", rest, exc)
+            await (too_large_rpc(exc) if mcp else too_large_tools(exc))(scope, receive, send)
+            return
+        if mcp:
             await trial.mcp.handle(scope, receive, send)
             if scope.get("method") == "GET":
                 return  # the server's event stream, open as long as the session: no exchange
@@ -103,6 +112,12 @@ class ToolHub:
             - (toolbox.busy_seconds - busy)
             - (trial.mcp.held_seconds - held)
         )
+
+
+def too_large_rpc(error: BodyTooLarge) -> Response:
+    """413 as the mcp library's own transport writes it: a JSON-RPC error with no id."""
+    message = {"code": INVALID_REQUEST, "message": f"Payload Too Large: {error}"}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": message}, 413)
 
 
 @asynccontextmanager

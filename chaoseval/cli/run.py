@@ -89,6 +89,14 @@ MaxMemory = Annotated[
     str | None,
     typer.Option(help="RSS limit per worker process (e.g. 2G, 512M); past it, a crash"),
 ]
+MaxRequestSize = Annotated[
+    str | None,
+    typer.Option(
+        help="largest request body a trial's servers accept (model channel, MCP, HTTP tools, "
+        "pages; e.g. 8M, 32M): over it, a 413 and the agent's oversized request in its trial",
+        show_default="8M",
+    ),
+]
 
 
 Perturbations = Annotated[
@@ -223,6 +231,7 @@ def run_cmd(
     max_memory: MaxMemory = None,
     ray_address: RayAddress = None,
     sandbox: SandboxMode = None,
+    max_request_size: MaxRequestSize = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
 
@@ -298,6 +307,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         progress=_progress(flags["progress"]),
         executor=executor or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
+        request_limit=s.request_limit,
         keep_records=False,  # the journal holds them: memory stays flat
         sandbox=s.sandbox,
     )

@@ -15,6 +15,7 @@ ToolTimeout                  server: 504 + ``X-Chaoseval-Error: timeout``;
 ToolConnectionError          server: connection closed without a response;
                              respx: ``httpx.RemoteProtocolError``
 ToolError and other refusals 422 + ``X-Chaoseval-Error: <kind>``, ``{"error": ...}``
+a body over the run's limit 413 + ``X-Chaoseval-Error: request_too_large`` (channels.limits)
 HarnessError                 500 + ``X-Chaoseval-Error: harness_error``
 ===========================  =====================================================
 
@@ -40,6 +41,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import drop_connection, serve_asgi
+from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, bounded_body
 from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
 from chaoseval.errors import (
     AgentVisibleError,
@@ -120,6 +122,13 @@ class ToolsApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # no lifespan or websocket protocol here
+        try:
+            receive = await bounded_body(scope, receive, _limit(self.toolbox))
+        except BodyTooLarge as exc:
+            if isinstance(self.toolbox, ToolBox):
+                self.toolbox.note_oversized("tools", scope["path"], exc)
+            await too_large_tools(exc)(scope, receive, send)
+            return
         request = Request(scope, receive)
         path = scope["path"]
         match = re.match(TOOL_PATH, path)
@@ -147,6 +156,16 @@ class ToolsApp:
             return await answer(self.toolbox, name, args), []
         with held_faults() as held:
             return await answer(self.toolbox, name, args), held
+
+
+def _limit(toolbox: ToolChannel) -> int:
+    return toolbox.request_limit if isinstance(toolbox, ToolBox) else DEFAULT_REQUEST_LIMIT
+
+
+def too_large_tools(error: BodyTooLarge) -> Response:
+    """413 with the tools' own error body (``{"error", "kind"}``)."""
+    reply = _error(413, "request_too_large", str(error))
+    return Response(reply.body, reply.status, reply.headers)
 
 
 @asynccontextmanager

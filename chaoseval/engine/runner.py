@@ -15,6 +15,7 @@ from typing import Protocol
 
 import anyio
 
+from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.budget import Budget
 from chaoseval.engine.executors import Executor, Finished, TrialJob, make_executor
 from chaoseval.engine.judge import possible_root_causes
@@ -93,6 +94,9 @@ class RunConfig:
     # (chaoseval.engine.executors.default_executor).
     executor: str | Executor | None = None
     max_memory: int | None = None  # bytes of RSS per worker process (process executor)
+    # Bytes of one request body a trial's servers accept (model channel, MCP, HTTP tools,
+    # pages): over it, a 413 and the agent's oversized request in its trajectory.
+    request_limit: int = DEFAULT_REQUEST_LIMIT
     # RunResult.records holds every record; a CLI run keeps none in memory (the journal has
     # them), so its memory stays flat however many trials run.
     keep_records: bool = True
@@ -283,6 +287,7 @@ def _job(config: RunConfig, manifest: RunManifest, store: ArtifactStore | None) 
         concurrency=max(1, config.concurrency),
         store=store,
         max_memory=config.max_memory,
+        request_limit=config.request_limit,
     )
 
 

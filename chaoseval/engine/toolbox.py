@@ -20,6 +20,7 @@ import anyio
 from freezegun import freeze_time
 from pydantic import BaseModel, ValidationError
 
+from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, record_oversized
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -85,6 +86,8 @@ class TrialState:
         # Seconds spent inside chaoseval's wire channels that were neither the upstream's nor
         # an injected delay: None while no wire channel served the trial (in-process agents).
         self.channel_overhead: float | None = None
+        # Bytes of one request body the trial's servers accept (--max-request-size).
+        self.request_limit = DEFAULT_REQUEST_LIMIT
 
     def add_overhead(self, seconds: float) -> None:
         """A wire channel's own share of one exchange (never negative: timers are not exact)."""
@@ -182,6 +185,15 @@ class ToolBox:
     def add_overhead(self, seconds: float) -> None:
         """A wire channel's own time for one request (TrialRecord.channel_overhead)."""
         self._state.add_overhead(seconds)
+
+    @property
+    def request_limit(self) -> int:
+        """Bytes of one request body the trial's tool servers accept."""
+        return self._state.request_limit
+
+    def note_oversized(self, channel: str, path: str, error: BodyTooLarge) -> None:
+        """The agent sent a request body over the limit: a step of its trial."""
+        record_oversized(self._state, self._world.clock, channel, path, error)
 
     async def call(self, name: str, /, **args: Any) -> Any:
         started = time.perf_counter()

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.judge import Verdict, judge
 from chaoseval.engine.toolbox import Received, StepBudgetExceeded, ToolBox, TrialState
 from chaoseval.engine.ui import render as render_page
@@ -133,9 +134,11 @@ async def run_trial(
     run_seed: int,
     wall_timeout: float,
     trial_timeout: float | None = None,
+    request_limit: int = DEFAULT_REQUEST_LIMIT,
 ) -> TrialRecord:
     """One trial. ``trial_timeout`` (``--trial-timeout``) replaces the scenario's trial timeout
-    for real-clock agents, longer or shorter; a virtual clock keeps the scenario's."""
+    for real-clock agents, longer or shorter; a virtual clock keeps the scenario's.
+    ``request_limit`` (``--max-request-size``): bytes of one request body to its servers."""
     scenario = plan.scenario
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -143,6 +146,7 @@ async def run_trial(
     if trial_timeout is not None and clock_mode == "real":
         trial.time_budget = trial_timeout
     state = trial.state
+    state.request_limit = request_limit
     try:
         plugins = instantiate(plan.cell)
         # Built once per (scenario, world seed), copied per trial.

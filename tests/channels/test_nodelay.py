@@ -12,18 +12,14 @@ from __future__ import annotations
 import os
 import re
 import socket
-from contextlib import AsyncExitStack
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
 from model_support import Probe, run_agent
+from servers_support import all_servers
 
 import chaoseval
-from chaoseval.channels.browser.server import serve_pages
-from chaoseval.channels.hub import ToolHub
-from chaoseval.channels.model.session import trial_endpoint
-from chaoseval.engine.http import serve_tools
 from chaoseval.seams.agent import Episode
 
 # The modules that start a server (each through channels.asgi.serve_asgi), all tested below.
@@ -72,18 +68,13 @@ _OPEN: list[anyio.abc.SocketStream] = []
 
 async def _probe(episode: Episode) -> dict[str, tuple[bytes, list[int]]]:
     seen: dict[str, tuple[bytes, list[int]]] = {}
-    async with AsyncExitStack() as stack:
-        hub = await stack.enter_async_context(ToolHub.serving())
-        urls = await stack.enter_async_context(hub.trial(episode.tools))  # type: ignore[arg-type]
-        tools = await stack.enter_async_context(serve_tools(episode.tools))
-        model = await stack.enter_async_context(trial_endpoint(episode))
-        page = await stack.enter_async_context(serve_pages(episode))
+    async with all_servers(episode) as on:
         asks = {
-            "tool hub (HTTP tools)": (urls.tools, urlsplit(urls.tools).path + "/tools"),
-            "tool hub (MCP)": (urls.mcp, urlsplit(urls.mcp).path),
-            "HTTP tools server": (tools, "/tools"),
-            "model channel": (model.base_url, "/v1/models"),
-            "page server": (page, urlsplit(page).path),
+            "tool hub (HTTP tools)": (on.hub.tools, urlsplit(on.hub.tools).path + "/tools"),
+            "tool hub (MCP)": (on.hub.mcp, urlsplit(on.hub.mcp).path),
+            "HTTP tools server": (on.tools, "/tools"),
+            "model channel": (on.model.base_url, "/v1/models"),
+            "page server": (on.page, urlsplit(on.page).path),
         }
         for kind, (url, path) in asks.items():
             port, status = await _ask(url, path)

@@ -62,6 +62,8 @@ def test_relative_paths_are_relative_to_the_file(tmp_path: Path) -> None:
         ('perturbations = "latency"\n', "perturbations: Input should be a valid list"),
         ("temperature = -1\n", "temperature"),
         ("agent = \n", "not valid TOML"),
+        ('max_request_size = "lots"\n', "max_request_size: Value error, 'lots': write a size"),
+        ("max_request_size = 0\n", "max_request_size"),
     ],
 )
 def test_a_bad_file_names_itself_and_the_setting(tmp_path: Path, text: str, says: str) -> None:

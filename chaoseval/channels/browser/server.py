@@ -40,6 +40,7 @@ from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.browser.script import SCRIPT, SETTLE_MS
+from chaoseval.channels.limits import BodyTooLarge, bounded_body, record_oversized
 from chaoseval.engine.a11y import aria_snapshot
 from chaoseval.engine.domops import browser_ops
 from chaoseval.engine.trial import Observation
@@ -77,6 +78,13 @@ class PageApp:
         match = PATH.match(scope["path"])
         if match is None or not secrets.compare_digest(match["token"], self.token):
             await PlainTextResponse("no such page", 404)(scope, receive, send)
+            return
+        obs = self.observation
+        try:
+            receive = await bounded_body(scope, receive, obs.state.request_limit)
+        except BodyTooLarge as exc:
+            record_oversized(obs.state, obs.world.clock, "page", scope["path"], exc)
+            await JSONResponse({"ok": False, "error": str(exc)}, 413)(scope, receive, send)
             return
         request = Request(scope, receive)
         route = (request.method, match["rest"])

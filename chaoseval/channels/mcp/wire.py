@@ -59,6 +59,9 @@ class TrialEndpoint:
             json_response=True,
             security_settings=LOCALHOST,
             session_idle_timeout=None,  # sessions end with the trial
+            # The hub refuses (and records) a body over the run's limit before the SDK sees
+            # it; the SDK's own 4 MiB default must not refuse one within it, unrecorded.
+            max_request_body_size=toolbox.request_limit,
         )
         self.closed = anyio.Event()  # the trial is over: release what still hangs
         self.held_seconds = 0.0  # wall time spent holding injected hangs

@@ -19,6 +19,7 @@ STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tok
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
+    413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
     503: "overloaded_error",

@@ -19,12 +19,14 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import HOST, serve_asgi
+from chaoseval.channels.limits import BodyTooLarge, bounded_body, record_oversized
 from chaoseval.channels.model import anthropic, responses
 from chaoseval.channels.model.calls import (
     Endpoint,
@@ -73,9 +75,30 @@ class ModelServer:
             channel.close()
 
     def channel_for(self, request: Request) -> TrialModelChannel | None:
-        auth = request.headers.get("authorization", "")
-        token = auth[7:] if auth.lower().startswith("bearer ") else request.headers.get("x-api-key")
+        return self._channel(request.headers)
+
+    def _channel(self, headers: Headers) -> TrialModelChannel | None:
+        auth = headers.get("authorization", "")
+        token = auth[7:] if auth.lower().startswith("bearer ") else headers.get("x-api-key")
         return self.channels.get(token or "")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app, behind the trial's request size limit (known from the key, before the
+        body is read: a request with no trial's key is refused without reading it)."""
+        channel = self._channel(Headers(scope=scope)) if scope["type"] == "http" else None
+        if channel is not None:
+            state, path = channel.link.state, scope["path"]
+            try:
+                receive = await bounded_body(scope, receive, state.request_limit)
+            except BodyTooLarge as exc:
+                record_oversized(state, channel.link.world.clock, "model", path, exc)
+                if path.endswith("/messages"):
+                    body = anthropic.error_body(413, str(exc))
+                else:
+                    body = error_body(str(exc), "invalid_request_error", "request_too_large")
+                await JSONResponse(body, 413)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
     async def _models(self, request: Request) -> Response:
         if self.channel_for(request) is None:
@@ -294,7 +317,7 @@ logging.getLogger("uvicorn.error").addFilter(_deliberate)
 async def serve_model_channel() -> AsyncIterator[ModelServer]:
     """Start the model-channel server on a free 127.0.0.1 port for the duration of a run."""
     server = ModelServer()
-    async with serve_asgi(server.app) as url:
+    async with serve_asgi(server) as url:
         server.port = int(url.rsplit(":", 1)[1])
         try:
             yield server

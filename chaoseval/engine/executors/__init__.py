@@ -17,9 +17,9 @@ plus what the runner counts (status, cost, tokens). The runner is the journal's 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
+from chaoseval.config import parse_size
 from chaoseval.engine.executors.base import Executor, Finished, Sink, TrialJob
 from chaoseval.errors import ConfigError
 from chaoseval.seams.agent import AgentAdapter
@@ -81,16 +81,3 @@ def make_executor(name: str | Executor | None) -> Executor:
     if factory is None:
         raise ConfigError(f"--executor {chosen!r} is not one of {', '.join(sorted(EXECUTORS))}")
     return factory()
-
-
-SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
-def parse_size(text: str | None, option: str) -> int | None:
-    """``512M``, ``2G``, ``1.5G`` or a number of bytes, as bytes."""
-    if text is None:
-        return None
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
-    if not m or float(m[1]) <= 0:
-        raise ConfigError(f"{option} {text!r}: write a size such as 512M, 2G or 1.5G")
-    return int(float(m[1]) * SIZE_UNITS[m[2].upper()])

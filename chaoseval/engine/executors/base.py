@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import ChaosevalError
 from chaoseval.model.clock import ClockMode
@@ -35,6 +36,7 @@ class TrialJob:
     trial_timeout: float | None = None  # --trial-timeout: replaces the scenarios' (real clock)
     store: ArtifactStore | None = None
     max_memory: int | None = None  # bytes of RSS per worker process (process executor)
+    request_limit: int = DEFAULT_REQUEST_LIMIT  # bytes of one request body to a trial's server
 
 
 @dataclass

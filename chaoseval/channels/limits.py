@@ -1,0 +1,94 @@
+"""Bounded requests: no server chaoseval runs holds more than the run's limit of one body.
+
+Every server reads a request's body through :func:`bounded_body` before its app sees it: the
+body is read as it streams in and kept only while it is within the limit (a ``Content-Length``
+over it is refused without reading a byte into memory). Over the limit, the rest is read and
+thrown away (up to :data:`DRAIN_LIMIT`, so the client is reading when its answer comes, as an
+HTTP client that writes the whole body before it reads expects), and the server answers 413 in
+its own API's shape. The trial records the agent's oversized request as a ``note`` step
+(:func:`record_oversized`): the agent's behaviour, judged with the rest, not a harness error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.types import Message, Receive, Scope
+
+DEFAULT_REQUEST_LIMIT = 8 << 20  # bytes of one request body (--max-request-size)
+DRAIN_LIMIT = 256 << 20  # bytes of an oversized body read and dropped before answering
+OVERSIZED = "oversized_request"  # the note step's ``tool``
+
+
+class BodyTooLarge(Exception):
+    """A request body over the limit: ``size`` bytes seen (at least), ``limit`` allowed."""
+
+    def __init__(self, size: int, limit: int):
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"request body of {'more than ' if size > DRAIN_LIMIT else ''}{size} bytes is over "
+            f"this run's limit of {limit} bytes (--max-request-size)"
+        )
+
+
+def _declared(scope: Scope) -> int | None:
+    for name, value in scope.get("headers") or ():
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def bounded_body(scope: Scope, receive: Receive, limit: int) -> Receive:
+    """Read the request's body, at most ``limit`` bytes of it; a ``receive`` that hands the
+    app the body read, then the connection's own messages (a disconnect).
+
+    Raises :class:`BodyTooLarge` once the rest of an oversized body has been dropped."""
+    declared = _declared(scope)
+    size, chunks = 0, list[bytes]()
+    over = declared is not None and declared > limit
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            if over:  # the client went away mid-body: it gets no answer anyway
+                raise BodyTooLarge(max(size, declared or 0), limit)
+            return _replay([message], receive)
+        part = message.get("body", b"")
+        size += len(part)
+        if not over and size > limit:
+            over, chunks = True, []  # what was kept goes: nothing of it is used
+        if not over and part:
+            chunks.append(part)
+        if not message.get("more_body", False):
+            break
+        if over and size > DRAIN_LIMIT:
+            break  # the server closes the connection after its answer: the client is told
+    if over:
+        raise BodyTooLarge(max(size, declared or 0), limit)
+    body = b"".join(chunks)
+    return _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    async def replayed() -> Message:
+        if messages:
+            return messages.pop(0)
+        return await receive()
+
+    return replayed
+
+
+def record_oversized(state: Any, clock: Any, channel: str, path: str, error: BodyTooLarge) -> None:
+    """The agent's oversized request, as a step of its trial (``state``: its TrialState)."""
+    state.trajectory.add_step(
+        "note",
+        t=clock.monotonic(),
+        tool=OVERSIZED,
+        args={"channel": channel, "path": path},
+        result={"status": 413, "bytes": error.size, "limit": error.limit},
+        result_class="http_error",
+        error=str(error),
+    )
