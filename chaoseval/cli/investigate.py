@@ -272,7 +272,7 @@ def replay_cmd(
     for i in range(max(len(a.trajectory.steps), len(b.trajectory.steps))):
         sa = a.trajectory.steps[i] if i < len(a.trajectory.steps) else None
         sb = b.trajectory.steps[i] if i < len(b.trajectory.steps) else None
-        same = sa is not None and sb is not None and sa == sb
+        same = result.same_step(i)  # wall-clock fields aside
         either = sa or sb
         t = f"{either.t:g}" if either is not None else ""
         if sa is not None and sb is not None and sa.t != sb.t:

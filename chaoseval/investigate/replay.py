@@ -2,7 +2,8 @@
 
 A replay rebuilds the trial's plan from the manifest (run seed, agent, model settings, the
 cell) and the record (scenario, cell, index), runs it again and compares the trajectories.
-Wall-clock fields are ignored; on the virtual clock step times are simulated and must match.
+Wall-clock fields (:data:`WALL_CLOCK`) are ignored; on the virtual clock step times are
+simulated and must match.
 """
 
 from __future__ import annotations
@@ -27,8 +28,30 @@ from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 from chaoseval.store.lite import STATUS  # the status column's codes
 
-# Step fields that measure real elapsed time when the trial ran on the real clock.
-WALL_FIELDS = frozenset({"t", "latency"})
+
+@dataclass(frozen=True)
+class Timed:
+    """A step field that measures elapsed time: ``path`` dotted into a dict (``result.x``)."""
+
+    path: str
+    kind: str | None = None  # only in steps of this kind (None: every step)
+    # Read from the wall clock even when the trial's clock is virtual (a virtual clock's
+    # times are simulated: part of the trial, compared).
+    always: bool = False
+
+
+# Every field of a trajectory that two runs of one trial may differ in only because time
+# passed differently: the one list replay (and anything else comparing runs) ignores. A
+# channel that records a new wall-clock measurement adds it here.
+WALL_CLOCK = (
+    Timed("t"),  # the trial clock's time at the step
+    Timed("latency"),  # the trial clock's time the step took
+    # The model channel times an exchange with the wall clock whatever the trial's clock
+    # (chaoseval.channels.model.channel): the request's whole time and the upstream's share.
+    Timed("latency", kind="model", always=True),
+    Timed("result.upstream_latency", kind="model", always=True),
+)
+WALL_FIELDS = frozenset(t.path for t in WALL_CLOCK)  # every one, whatever the clock
 
 
 @dataclass
@@ -46,6 +69,21 @@ class Replay:
         """Everything but step timings matched: the agent waited differently, e.g. jitter drawn
         from an unseeded random source, though it took the same steps."""
         return not compare(self.original, self.replayed, ignore=WALL_FIELDS)
+
+    def same_step(self, i: int) -> bool:
+        """Step ``i`` is in both runs and equal but for wall-clock fields."""
+        a, b = self.original.trajectory.steps, self.replayed.trajectory.steps
+        if i >= len(a) or i >= len(b):
+            return False
+        ignore = wall_fields(self.original.clock)
+        return step_view(a[i], ignore) == step_view(b[i], ignore)
+
+
+def wall_fields(clock: str) -> frozenset[str]:
+    """The ``kind:path`` keys of :data:`WALL_CLOCK` that are wall time on ``clock``."""
+    return frozenset(
+        f"{t.kind or '*'}:{t.path}" for t in WALL_CLOCK if t.always or clock == "real"
+    )
 
 
 def find_record(journal: Journal, trial_id: str) -> TrialRecord:
@@ -83,9 +121,19 @@ def record_cell(journal: Journal, record: TrialRecord) -> Cell:
 
 
 def step_view(step: Step, ignore: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The step as data, less the fields in ``ignore``: ``path`` (any step), or ``kind:path``
+    (``*:path`` any step) with ``path`` dotted into a dict field."""
     data = step.model_dump()
     for key in ignore:
-        data.pop(key, None)
+        kind, _, path = key.rpartition(":")
+        if kind not in ("", "*", step.kind):
+            continue
+        *parents, last = path.split(".")
+        inner: Any = data
+        for name in parents:
+            inner = inner.get(name) if isinstance(inner, dict) else None
+        if isinstance(inner, dict):
+            inner.pop(last, None)
     return data
 
 
@@ -94,7 +142,7 @@ def compare(
 ) -> list[str]:
     """What differs between two runs of one trial, ignoring wall-clock fields."""
     if ignore is None:
-        ignore = WALL_FIELDS if original.clock == "real" else frozenset()
+        ignore = wall_fields(original.clock)
     diffs: list[str] = []
     for name in ("seed", "world_seed", "status", "root_cause", "answer", "error"):
         a, b = getattr(original, name), getattr(replayed, name)

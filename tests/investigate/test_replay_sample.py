@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,41 @@ def test_sample_markdown(journal: Journal, scenarios, tmp_path: Path) -> None:
         )
         assert result.exit_code == 0, result.output
     assert out.read_text() == again.read_text() == text
+
+
+# An exec: agent on the standard library: the model channel and HTTP tools, quick to start.
+WIRE_AGENT = Path(__file__).resolve().parents[2] / "benchmarks" / "wire_agent.py"
+
+
+@pytest.mark.parametrize(
+    "agent",
+    ["openai-naive", f"exec:{sys.executable} {WIRE_AGENT}"],
+    ids=["model-channel", "exec"],
+)
+def test_replay_of_a_wire_trial_ignores_its_wall_clock_fields(agent: str, tmp_path: Path) -> None:
+    """A model channel times its exchanges on the wall clock (latency, upstream_latency) even
+    in a virtual-clock trial; an exec: agent's whole trial is on the real clock."""
+    path = tmp_path / "run.jsonl"
+    runner = CliRunner()
+    args = ["run", "--agent", agent, "-s", "vending-refund-not-dispensed", "--trials", "1",
+            "--seed", "7", "--journal", str(path), "--no-report", "--no-progress"]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    [record] = read_journal(path).records
+    assert any(s.kind == "model" and s.args for s in record.trajectory.steps)  # on the wire
+    result = runner.invoke(app, ["replay", str(path), record.trial_id])
+    assert result.exit_code == 0, result.output
+    assert "reproduced exactly" in result.output
+
+
+def test_every_wall_clock_field_is_ignored_and_nothing_else(journal: Journal) -> None:
+    record = next(r for r in journal.records if r.trajectory.tool_steps())
+    base = record.model_copy(deep=True)
+    step = base.trajectory.add_step("model", t=1.0, args={"endpoint": "chat"})
+    step.result = {"status": 200, "upstream_latency": 0.25}
+    step.latency = 0.5
+    later = base.model_copy(deep=True)
+    moved = later.trajectory.steps[-1]
+    moved.latency, moved.result = 0.9, {"status": 200, "upstream_latency": 0.75}
+    assert compare(base, later) == []  # wall time, on a virtual clock too
+    moved.result["status"] = 429
+    assert compare(base, later) == [f"step {moved.index}: result differ"]
