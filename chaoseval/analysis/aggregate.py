@@ -65,21 +65,26 @@ class CellResult:
         return self.perturbed and self.faults_delivered == 0
 
 
-def _first_seen(codes: np.ndarray) -> list[int]:
-    """The distinct codes in the order they first appear."""
-    uniq, first = np.unique(codes, return_index=True)
-    return [int(c) for c in uniq[np.argsort(first, kind="stable")]]
+def _by_task(g: Group, *weights: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
+    """The tasks of ``g`` in first-seen order and, per weight, its sum over each task's rows.
+
+    Sized by the tasks ``g`` holds, not by the journal's vocabulary: a (task, cell) group of a
+    journal of 100k tasks costs its own rows, not 100k."""
+    sc = g["scenario"]
+    uniq, first, inverse = np.unique(sc, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    names = g.t.vocab["scenario"]
+    sums = [np.bincount(inverse, weights=w, minlength=len(uniq))[order] for w in weights]
+    return [names[c] for c in uniq[order].tolist()], sums
 
 
 def task_counts(records: Records) -> dict[str, tuple[int, int]]:
     """Per task (first-seen order): scored trials n and passed c."""
     g = as_group(records)
-    sc, st = g["scenario"], g["status"]
-    size = len(g.t.vocab["scenario"])
-    n = np.bincount(sc, weights=st != 2, minlength=size)
-    c = np.bincount(sc, weights=st == 0, minlength=size)
-    names = g.t.vocab["scenario"]
-    return {names[t]: (int(n[t]), int(c[t])) for t in _first_seen(sc)}
+    st = g["status"]
+    names, (n, c) = _by_task(g, st != 2, st == 0)
+    return dict(zip(names, zip(n.astype(int).tolist(), c.astype(int).tolist(), strict=True),
+                    strict=True))  # fmt: skip
 
 
 def _perturbed(g: Group) -> np.ndarray:
@@ -98,10 +103,8 @@ def not_landed(records: Records) -> list[str]:
     g = as_group(records)
     if not len(g) or not _perturbed(g).all():
         return []
-    sc = g["scenario"]
-    hit = np.bincount(sc, weights=g["delivered"] > 0, minlength=len(g.t.vocab["scenario"]))
-    names = g.t.vocab["scenario"]
-    return sorted(names[t] for t in _first_seen(sc) if not hit[t])
+    names, (hit,) = _by_task(g, g["delivered"] > 0)
+    return sorted(name for name, h in zip(names, hit.tolist(), strict=True) if not h)
 
 
 def untouched_channels(records: Records) -> list[str]:
@@ -123,10 +126,10 @@ def landed_counts(records: Records) -> dict[str, tuple[int, int]]:
 
 def in_tasks(g: Group, tasks: Iterable[str]) -> np.ndarray:
     """Per row of ``g``: whether its task is one of ``tasks``."""
-    vocab = g.t.vocab["scenario"]
-    wanted = set(tasks)
-    codes = np.array([v in wanted for v in vocab] or [False])
-    return codes[g["scenario"]] if len(g) else np.zeros(0, bool)
+    codes = [c for c in (g.t.code("scenario", name) for name in tasks) if c >= 0]
+    if not codes or not len(g):
+        return np.zeros(len(g), bool)
+    return np.isin(g["scenario"], codes)
 
 
 def veto_counts(g: Group) -> Counter[str]:
