@@ -22,6 +22,7 @@ from bench_browser import main as browser_trials
 from bench_model_channel import main as model_channel
 from bench_report import main as report_cost
 from bench_run import main as run_cost
+from bench_sandbox import main as sandbox_cost
 from coverage_sim import main as interval_coverage
 
 FULL_RESAMPLES = 10_000
@@ -68,6 +69,7 @@ def main() -> None:
     interval_coverage()
     run_cost()
     report_cost()
+    sandbox_cost()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import sys
 import tempfile
 import uuid
@@ -242,3 +243,30 @@ def test_a_sandboxed_run_records_it_and_warns_nothing(tmp_path, bwrap):
     assert result.exit_code == 0 and NOT_ISOLATED not in result.output
     isolation = read_journal(journal).manifest.isolation
     assert isolation is not None and isolation.sandbox == "bwrap"
+
+
+# Stopped at its timeout, it takes a moment to finish up (as an agent flushing its state
+# would), then says so to the test's listener on 127.0.0.1 (its stdout is no longer read then).
+GRACEFUL = r"""
+import signal, socket, sys, time
+def stop(*_):
+    time.sleep(0.2)
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).sendall(b"stopped")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("working", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_sandboxed_agent_gets_its_grace_at_the_timeout(tmp_path, bwrap):
+    """SIGTERM reaches the agent while bwrap, and so its namespace, lives on for the grace:
+    sent to bwrap too, it would end the namespace and the agent with it at once."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(10)
+        port = str(server.getsockname()[1])
+        [record] = run_exec(tmp_path, command(tmp_path, GRACEFUL, port), timeout=3.0)
+        assert record.root_cause == "timeout"
+        connection, _ = server.accept()
+        with connection:
+            assert connection.recv(100) == b"stopped"
