@@ -270,3 +270,13 @@ def test_a_sandboxed_agent_gets_its_grace_at_the_timeout(tmp_path, bwrap):
         connection, _ = server.accept()
         with connection:
             assert connection.recv(100) == b"stopped"
+
+
+def test_the_settings_file_sets_the_sandbox_and_names_a_wrong_value(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "chaoseval.toml").write_text('sandbox = "none"\n')
+    result, _ = cli_run(tmp_path, command(tmp_path, "print('hi')\n"))
+    assert result.exit_code == 0 and result.output.count(NOT_ISOLATED) == 1, result.output
+    (tmp_path / "chaoseval.toml").write_text('sandbox = "off"\n')
+    result, _ = cli_run(tmp_path, command(tmp_path, "print('hi')\n"), "--overwrite")
+    assert result.exit_code == 2 and "chaoseval.toml" in result.output and "sandbox" in result.output
