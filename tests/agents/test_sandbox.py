@@ -279,4 +279,5 @@ def test_the_settings_file_sets_the_sandbox_and_names_a_wrong_value(tmp_path, mo
     assert result.exit_code == 0 and result.output.count(NOT_ISOLATED) == 1, result.output
     (tmp_path / "chaoseval.toml").write_text('sandbox = "off"\n')
     result, _ = cli_run(tmp_path, command(tmp_path, "print('hi')\n"), "--overwrite")
-    assert result.exit_code == 2 and "chaoseval.toml" in result.output and "sandbox" in result.output
+    assert result.exit_code == 2
+    assert "chaoseval.toml" in result.output and "sandbox" in result.output
