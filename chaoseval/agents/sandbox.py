@@ -105,8 +105,12 @@ def bwrap_flags(trial: Path, argv: list[str]) -> list[str]:
     flags = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for root in roots:
         flags += ["--tmpfs", root]
-    for path in _exposed(argv, roots):
+    exposed = _exposed(argv, roots)
+    for path in exposed:
         flags += ["--ro-bind", path, path]
+    for root in roots:  # a shown directory holding $TMPDIR must not show the trials in it
+        if any(Path(root).is_relative_to(path) for path in exposed):
+            flags += ["--tmpfs", root]
     own = os.path.realpath(trial)
     flags += ["--bind", own, own, "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if os.geteuid() == 0:  # root keeps every capability in the sandbox unless told

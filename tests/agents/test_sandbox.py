@@ -8,6 +8,7 @@ import os
 import shlex
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -281,3 +282,20 @@ def test_the_settings_file_sets_the_sandbox_and_names_a_wrong_value(tmp_path, mo
     result, _ = cli_run(tmp_path, command(tmp_path, "print('hi')\n"), "--overwrite")
     assert result.exit_code == 2
     assert "chaoseval.toml" in result.output and "sandbox" in result.output
+
+
+def test_a_script_beside_tmpdir_shows_no_other_trial(tmp_path, monkeypatch, bwrap):
+    """The agent's script is shown read-only with its directory; when that directory holds
+    $TMPDIR (where the trials' directories are made), the other trials stay hidden."""
+    from chaoseval.agents.sandbox import Sandbox
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    sibling = Path(tempfile.mkdtemp(prefix="chaoseval-"))
+    own = Path(tempfile.mkdtemp(prefix="chaoseval-"))
+    script = tmp_path / "agent.py"
+    script.write_text("import os, sys; print(sorted(os.listdir(sys.argv[1])))")
+    argv = Sandbox(bwrap=bwrap).command([sys.executable, str(script), str(temp)], own, own)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == repr([own.name]) and sibling.exists()
