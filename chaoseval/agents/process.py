@@ -63,7 +63,7 @@ from subprocess import PIPE
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from chaoseval.agents import guard, sandbox
+from chaoseval.agents import crash, guard, sandbox
 from chaoseval.channels.asgi import single
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
@@ -92,9 +92,10 @@ MODEL_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "AN
 class AgentProcessFailed(ChaosevalError):
     """The agent's process exited with a non-zero code: the agent crashed (judged as a crash)."""
 
-    def __init__(self, code: int, stderr_tail: str):
+    def __init__(self, code: int, summary: str):
         self.code = code
-        detail = f"; stderr ends: {stderr_tail}" if stderr_tail else ""
+        self.summary = summary  # the error line of its stderr (chaoseval.agents.crash)
+        detail = f"; stderr: {summary}" if summary else ""
         super().__init__(f"agent process exited with code {code}{detail}")
 
 
@@ -250,7 +251,7 @@ class ProcessAgent:
         self, argv: list[str], env: dict[str, str], cwd: Path, instruction: str
     ) -> AgentOutput:
         stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT)
-        stderr = Capture(STDERR_LIMIT)
+        stderr = Capture(STDERR_LIMIT, TAIL_LIMIT)  # the tail: where a crash's error is
         try:
             process = await anyio.open_process(
                 argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env,
@@ -276,8 +277,7 @@ class ProcessAgent:
                 _keep(stdout, stderr)
         code = process.returncode
         if code:
-            tail = stderr.text().strip().splitlines()[-3:]
-            raise AgentProcessFailed(code, " | ".join(tail)[-300:])
+            raise AgentProcessFailed(code, crash.summary(stderr.text()))
         return parse_answer(stdout)
 
     async def _stop(self, process: Process) -> None:
