@@ -59,3 +59,22 @@ def model_steps(record: TrialRecord) -> list[Any]:
 def info(step: Any) -> dict[str, Any]:
     """A model step's request (args), answer (result) and cost (data) in one mapping."""
     return {**(step.args or {}), **(step.result or {}), **step.data.model_dump()}
+
+
+def probe_trial(
+    body: Callable[[Episode], Awaitable[Any]], scenario: str = SCENARIO, **config: Any
+) -> TrialRecord:
+    """One clean trial of a Probe running ``body``, no reference runs; ``config``: more
+    RunConfig fields (a journal, a request limit)."""
+    [record] = run(
+        RunConfig(
+            scenarios=select(installed(), [scenario]),
+            agent=Probe(body),
+            agent_name="probe",
+            trials=1,
+            seed=3,
+            references=False,
+            **config,
+        )
+    ).records
+    return record

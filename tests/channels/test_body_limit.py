@@ -20,14 +20,12 @@ from typing import Any
 import anthropic
 import httpx
 import openai
-from model_support import Probe
+from model_support import probe_trial
 from servers_support import all_servers
 from typer.testing import CliRunner
 
 from chaoseval.channels.limits import OVERSIZED
 from chaoseval.cli.app import app
-from chaoseval.engine.runner import RunConfig, run
-from chaoseval.loading.files import installed, select
 from chaoseval.model.records import TrialRecord
 from chaoseval.seams.agent import Episode
 from chaoseval.store.journal import read_journal
@@ -38,19 +36,7 @@ STREAMED = 8 << 20  # bytes sent in chunks at one server: far over the limit
 
 
 def _run(body: Any, scenario: str) -> TrialRecord:
-    [record] = run(
-        RunConfig(
-            scenarios=select(installed(), [scenario]),
-            agent=Probe(body),
-            agent_name="probe",
-            trials=1,
-            seed=3,
-            journal=None,
-            request_limit=LIMIT,
-            references=False,
-        )
-    ).records
-    return record
+    return probe_trial(body, scenario, request_limit=LIMIT)
 
 
 async def _chunks() -> AsyncIterator[bytes]:

@@ -35,6 +35,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
 from chaoseval.channels.asgi import drop_connection
+from chaoseval.channels.mcp import logs
 from chaoseval.channels.mcp.server import EXCHANGE_KEY, Exchange, TrialTools
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
@@ -47,6 +48,9 @@ LOCALHOST = TransportSecuritySettings(
     allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
     allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
 )
+
+
+logs.install()  # the SDK logs into the trial it serves, not onto chaoseval's stderr
 
 
 class TrialEndpoint:
@@ -65,14 +69,19 @@ class TrialEndpoint:
         )
         self.closed = anyio.Event()  # the trial is over: release what still hangs
         self.held_seconds = 0.0  # wall time spent holding injected hangs
+        self.log = logs.TrialLog()  # the SDK's log records while it serves this trial
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TrialEndpoint]:
-        async with self.manager.run():
-            try:
-                yield self
-            finally:
-                self.closed.set()
+        try:
+            with self.log.bound():
+                async with self.manager.run():
+                    try:
+                        yield self
+                    finally:
+                        self.closed.set()
+        finally:
+            self.log.keep()  # the SDK's shutdown notices included
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         exchange = Exchange(relay=any(k == RELAY_HEADER for k, _ in scope.get("headers", [])))
@@ -94,7 +103,8 @@ class TrialEndpoint:
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 self._deliver(exchange.on_written)
 
-        await self.manager.handle_request(scope, replay, sender)
+        with self.log.bound():
+            await self.manager.handle_request(scope, replay, sender)
 
     def _deliver(self, ids: list[int]) -> None:
         self.tools.toolbox.deliver(list(ids))
