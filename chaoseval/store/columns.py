@@ -8,9 +8,11 @@ items, browser pages) are summed or kept beside them as the lines go by. A trial
 to its line), so the memory of a report does not grow with the trajectories it never shows.
 
 The reader keeps :func:`chaoseval.store.journal.read_journal`'s rules: a manifest line first
-(the first one counts), a trial re-run later replaces its earlier line in the earlier line's
-place, a half-written last line is ignored with a warning, and every other error names
-``file:line``.
+(the first one counts), every trial line carries the manifest's run id (a line of another run
+is an error), a trial appears twice only as ``--resume`` writes it (a not-evaluable attempt,
+then its re-run, which replaces it in the earlier line's place; any other repeat is an error
+naming both lines), a half-written last line is ignored with a warning, and every other error
+names ``file:line``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 
 from chaoseval.errors import JournalError
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
-from chaoseval.store.journal import journal_file, parse_line
+from chaoseval.store.journal import foreign_line, journal_file, parse_line
 from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, call_key, summarize
 from chaoseval.store.reruns import merge_reruns
 
@@ -189,6 +191,7 @@ class _Builder:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.manifest: RunManifest | None = None
+        self.run_id = ""
         self.refs: dict[str, RefCalls] = {}
         self.numeric = {name: array(code) for name, code in NUMERIC}
         self.coded = {name: array("i") for name in CODED}
@@ -197,13 +200,15 @@ class _Builder:
         self.codes: dict[tuple[Any, ...], tuple[int, ...]] = {}  # strings -> their codes
         self.dedup = True  # a journal: a re-run trial's later line replaces its earlier one
         self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
-        self.early: list[tuple[int, int]] = []  # (offset, line) of trials before the manifest
+        # (offset, line, run id) of trials before the manifest
+        self.early: list[tuple[int, int, str]] = []
         self.rerun = False
         self.chunk: list[tuple[Any, ...]] = []  # rows not yet in the arrays
         self.arrays = [*self.numeric.values(), *self.coded.values()]
 
     def set_manifest(self, manifest: RunManifest) -> None:
         self.manifest = manifest
+        self.run_id = manifest.run_id  # every trial line must carry it
         for sid, ref in (manifest.references or {}).items():
             if ref.error is None and ref.passed:
                 keys = {call_key(c.tool, c.args) for c in ref.calls}
@@ -300,10 +305,13 @@ def _bad_json(path: Path, number: int, line: bytes) -> JournalError:
 
 def _slow(path: Path, number: int, line: bytes, b: _Builder) -> TrialRecord | None:
     """A line the fast decoder refused: read as read_journal reads it (same messages)."""
-    parsed = parse_line(path, number, json.loads(line), manifest_wanted=b.manifest is None)
+    data = json.loads(line)
+    parsed = parse_line(path, number, data, manifest_wanted=b.manifest is None)
     if isinstance(parsed, RunManifest):
         b.set_manifest(parsed)
         return None
+    if parsed is None and b.manifest is not None and data.get("run_id") != b.manifest.run_id:
+        raise foreign_line(path, number, data.get("run_id"), b.manifest)  # another run's
     return parsed
 
 
@@ -353,8 +361,14 @@ def read_trials(path: str | Path) -> Trials:
             if r is None:
                 continue
             if b.manifest is None:
-                b.early.append((offset, number))
+                b.early.append((offset, number, r.run_id))
+            elif r.run_id != b.run_id:  # one string compare a line
+                raise foreign_line(path, number, r.run_id, b.manifest)
             b.add(r, offset)
+    if b.manifest is not None:
+        for _, number, run_id in b.early:
+            if run_id != b.manifest.run_id:
+                raise foreign_line(path, number, run_id, b.manifest)
     t = b.build()
     _early(b, t)
     if b.rerun:
@@ -383,7 +397,7 @@ def _early(b: _Builder, t: Trials) -> None:
     if not b.early or not b.refs:
         return
     with b.path.open("rb") as fh:
-        for offset, _ in b.early:
+        for offset, _, _ in b.early:
             rows = np.flatnonzero(t.offsets == offset)
             if not len(rows):  # re-run later: its later line was read with the manifest
                 continue

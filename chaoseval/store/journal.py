@@ -73,6 +73,34 @@ def parse_line(
         ) from None
 
 
+def foreign_line(path: Path, number: int, run_id: object, manifest: RunManifest) -> JournalError:
+    """A line another run wrote (its run id is not the manifest's; ``--resume`` keeps the
+    manifest and its run id, so a resumed run's lines all carry it)."""
+    return JournalError(
+        f"{path}:{number}: this line belongs to another run (run_id {run_id!r}; the journal's "
+        f"manifest says {manifest.run_id!r}): two runs were written into one journal and "
+        "would be counted as one. Keep one run per journal: remove the other run's lines "
+        "(from its manifest on), or run again with --overwrite."
+    )
+
+
+def repeated_trial(path: Path, trial_id: str, first: int, again: int) -> JournalError:
+    """A trial recorded twice where ``--resume`` would not have re-run it (only a trial that
+    was not evaluable is run again, its new line after the old one)."""
+    return JournalError(
+        f"{path}:{again}: trial {trial_id!r} is recorded again (first at line {first}, which "
+        "is not a not-evaluable trial that --resume re-runs): the journal holds the same "
+        "trial twice and cannot be counted. Remove one of the two lines."
+    )
+
+
+def line_at(path: Path, offset: int) -> int:
+    """The line number of the line starting at byte ``offset`` (for an error message only:
+    the column reader keeps offsets, not line numbers)."""
+    with path.open("rb") as fh:
+        return fh.read(offset).count(b"\n") + 1
+
+
 def read_journal(path: str | Path) -> Journal:
     path = journal_file(path)
     raw = path.read_bytes()
@@ -80,6 +108,8 @@ def read_journal(path: str | Path) -> Journal:
     ends_clean = raw.endswith(b"\n")
     manifest: RunManifest | None = None
     records: dict[str, TrialRecord] = {}
+    lines_of: dict[str, int] = {}  # trial id -> the line its kept record came from
+    early: list[tuple[int, str]] = []  # (line, run id) of trials before the manifest
     warnings: list[str] = []
     cut_off: int | None = None
     for number, line in enumerate(lines, start=1):
@@ -103,10 +133,24 @@ def read_journal(path: str | Path) -> Journal:
         parsed = parse_line(path, number, data, manifest_wanted=manifest is None)
         if isinstance(parsed, RunManifest):
             manifest = parsed
-        elif parsed is not None:
-            records[parsed.trial_id] = parsed  # a re-run trial replaces an older line
+        elif parsed is None:  # a later manifest: only the journal's own run may write one
+            if manifest is not None and data.get("run_id") != manifest.run_id:
+                raise foreign_line(path, number, data.get("run_id"), manifest)
+        else:
+            if manifest is None:
+                early.append((number, parsed.run_id))
+            elif parsed.run_id != manifest.run_id:
+                raise foreign_line(path, number, parsed.run_id, manifest)
+            old = records.get(parsed.trial_id)
+            if old is not None and old.status != "not_evaluable":
+                raise repeated_trial(path, parsed.trial_id, lines_of[parsed.trial_id], number)
+            records[parsed.trial_id] = parsed  # a re-run trial replaces its older line
+            lines_of[parsed.trial_id] = number
     if manifest is None:
         raise JournalError(f"{path}: no manifest line; this is not a chaoseval journal")
+    for number, run_id in early:  # trials written before the manifest
+        if run_id != manifest.run_id:
+            raise foreign_line(path, number, run_id, manifest)
     return Journal(path, manifest, list(records.values()), warnings, cut_off)
 
 

@@ -5,9 +5,13 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
+
+from chaoseval.store.journal import line_at, repeated_trial
+from chaoseval.store.lite import STATUS
 
 __all__ = ["merge_reruns"]
 
@@ -31,6 +35,20 @@ def _runs(t: Any, odd: set[int]) -> dict[int, list[int]]:
     return groups
 
 
+def _only_reruns(t: Any, groups: dict[int, list[int]]) -> None:
+    """A trial has several rows only as ``--resume`` writes them: every row but the last is
+    a not-evaluable attempt it ran again. Anything else (a duplicated line, a flipped
+    status) is a JournalError naming both lines: counting either would be a guess."""
+    status = t.col["status"]
+    for rows in groups.values():
+        for earlier, later in pairwise(rows):
+            if int(status[earlier]) != STATUS["not_evaluable"]:
+                raise repeated_trial(
+                    t.path, t.trial_id(earlier), line_at(t.path, int(t.offsets[earlier])),
+                    line_at(t.path, int(t.offsets[later])),
+                )  # fmt: skip
+
+
 def merge_reruns(t: Any) -> bool:
     """Rows of the same trial merged: the first row's place, the last row's values (as
     read_journal's dict keeps them). False when every trial has one row."""
@@ -42,6 +60,7 @@ def merge_reruns(t: Any) -> bool:
     groups.update({rows[0]: rows for rows in by_odd.values() if len(rows) > 1})
     if not groups:
         return False
+    _only_reruns(t, groups)
     keep = np.ones(len(t), bool)
     sides: list[dict[int, Any]] = [t.odd_ids, t.errors, t.vetoes, t.browser]
     for rows in groups.values():

@@ -26,8 +26,8 @@ GATE_RULES = ("pass^3 >= 0.5", "max-degradation pass^3 <= 0.2", "safety-violatio
 
 
 def unpack(tmp: Path) -> dict[str, Path]:
-    """The committed journals in ``tmp``, and a variant of naive: a trial re-run (its later line
-    replaces the first) and a half-written last line."""
+    """The committed journals in ``tmp``, and a variant of naive: a not-evaluable trial re-run
+    (its later line replaces the first) and a half-written last line."""
     paths = {}
     for name in JOURNALS:
         path = tmp / f"{name}.jsonl"
@@ -35,6 +35,9 @@ def unpack(tmp: Path) -> dict[str, Path]:
         paths[name] = path
     lines = paths["naive"].read_bytes().splitlines(keepends=True)
     rerun = json.loads(lines[1])
+    # What --resume re-runs: a not-evaluable trial (any other repeat is a journal error).
+    first = {**rerun, "status": "not_evaluable", "root_cause": "harness_error", "error": "x"}
+    lines[1] = json.dumps(first).encode() + b"\n"
     rerun["status"] = "failed" if rerun["status"] == "passed" else "passed"
     rerun["root_cause"] = None if rerun["status"] == "passed" else "gave_up"
     torn = lines[2][: len(lines[2]) // 2]

@@ -28,14 +28,23 @@ def _both(path: Path) -> None:
     assert [t.record(r) for r in range(len(t))] == j.records
 
 
+def _status(line: bytes, status: str, cause: str | None = None) -> dict:
+    d = json.loads(line)
+    d["status"], d["root_cause"] = status, cause
+    return d
+
+
 def test_reruns_keep_the_first_place_and_the_last_values(tmp_path: Path) -> None:
+    """--resume re-runs a not-evaluable trial (maybe again and again): its rows merge."""
     lines = _lines(tmp_path)
-    again = [json.loads(lines[i]) for i in (3, 7, 3)]
-    for n, d in enumerate(again):
-        d["status"], d["root_cause"] = ("failed", f"cause{n}")
-    odd = json.loads(lines[5])
-    odd["trial_id"] = "imported-5"
-    extra = [json.dumps(d).encode() + b"\n" for d in (*again, odd, odd)]
+    for i in (3, 7):
+        lines[i] = json.dumps(_status(lines[i], "not_evaluable", "harness_error")).encode() + b"\n"
+    again = [_status(lines[3], "not_evaluable", "cause0"), _status(lines[7], "failed", "cause1"),
+             _status(lines[3], "failed", "cause2")]  # fmt: skip
+    odd = [_status(lines[5], s) for s in ("not_evaluable", "passed")]
+    for d in odd:
+        d["trial_id"] = "imported-5"
+    extra = [json.dumps(d).encode() + b"\n" for d in (*again, *odd)]
     path = tmp_path / "rerun.jsonl"
     path.write_bytes(b"".join(lines) + b"".join(extra) + lines[9][:40])
     _both(path)
