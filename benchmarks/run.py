@@ -23,6 +23,7 @@ from bench_model_channel import main as model_channel
 from bench_report import main as report_cost
 from bench_run import main as run_cost
 from bench_sandbox import main as sandbox_cost
+from bench_wire import main as wire_overhead
 from coverage_sim import main as interval_coverage
 
 FULL_RESAMPLES = 10_000
@@ -65,6 +66,7 @@ def main() -> None:
     print(_row("vectorised (chaoseval.analysis.inference.paired_compare)", vec_full))
     print(_row("naive loop per resample, numpy inside", loop_full, vec_full))
     model_channel()
+    wire_overhead()
     browser_trials()
     interval_coverage()
     run_cost()
