@@ -78,6 +78,16 @@ def test_the_example_solves_scenarios_clean_and_degrades_under_faults(at_j8):
         assert landed == set(SCENARIOS), cell  # faults delivered on every task
 
 
+def test_the_example_survives_a_renamed_parameter(tmp_path):
+    """tool_schema_drift renames a parameter of every tool the example lists: chaoseval-sim
+    calls with the name the request's schema has (it failed 'orderId: Field required' before)."""
+    cells = ["tool_schema_drift:modes=rename,probability=1", "tool_schema_drift:probability=1"]
+    records = run_example(tmp_path, cells, scenarios=[SCENARIOS[0]], trials=2)
+    drifted = [r for r in records if r.cell != "clean"]
+    assert len(drifted) == 4 and all(r.faults_delivered() for r in drifted)
+    assert all(r.passed for r in records), [(r.trial_id, r.error, r.answer) for r in records]
+
+
 PLANTED = "sk-planted-upstream-key-123456"
 LEAK = (
     "import json, os, sys\n"

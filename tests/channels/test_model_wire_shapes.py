@@ -287,3 +287,26 @@ def test_every_shape_gets_the_examples_outcome(shape: str, example: dict[str, An
 def test_an_outcome_reads_as_a_model_reads_it(content: str, kind: str | None) -> None:
     seen = read_content(content)
     assert (seen.error or {}).get("kind") == kind, seen
+
+
+def test_a_tool_the_request_does_not_offer_is_never_called() -> None:
+    """The plan needs the scenario's tools; a request that offers none of them gets a text
+    answer saying so, not a call to a tool that does not exist in that conversation."""
+
+    async def loop(episode: Episode, endpoint: ModelEndpoint) -> AgentOutput:
+        client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
+        other = {"type": "function", "function": {"name": "weather", "parameters": {}}}
+        async with client:
+            reply = await client.chat.completions.create(
+                model="m",
+                messages=[{"role": "user", "content": episode.instruction}],
+                tools=[other],  # type: ignore[list-item]
+            )
+        message = reply.choices[0].message
+        assert message.tool_calls is None and reply.choices[0].finish_reason == "stop"
+        return final(message.content)
+
+    records = run_agent(ShapeAgent(loop), [SCENARIOS[1]], trials=2)
+    for record in records:
+        assert not record.trajectory.tool_steps()
+        assert "not among the tools I was given" in (record.answer or ""), record.answer
