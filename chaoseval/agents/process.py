@@ -22,6 +22,9 @@ CHAOSEVAL_MEMORY_FILE    a JSON file (0600, in the trial's directory): the agent
                          ``[{"key": ..., "value": ...}]``
 CHAOSEVAL_TRIAL_ID       scenario/cell/index
 CHAOSEVAL_MODEL          the model name to ask for
+CHAOSEVAL_TEMPERATURE    the trial's sampling temperature (the channel applies it to requests
+                         that send none; an agent that sends its own overrides it)
+CHAOSEVAL_MODEL_SEED     the trial's sampling seed, when one is set (likewise)
 CHAOSEVAL_SEED           the trial seed
 CHAOSEVAL_DEADLINE       Unix time (seconds) at which the trial is stopped
 TZ                       the trial clock's UTC offset, as POSIX TZ
@@ -228,6 +231,7 @@ class ProcessAgent:
                 "CHAOSEVAL_MEMORY_FILE": str(memory),
                 "CHAOSEVAL_TRIAL_ID": link.trial_id,
                 "CHAOSEVAL_MODEL": episode.model.model,
+                **_sampling_env(episode),
                 "CHAOSEVAL_SEED": str(episode.trial_seed),
                 "CHAOSEVAL_DEADLINE": _deadline(),
                 "TZ": _posix_tz(episode),
@@ -354,6 +358,14 @@ def _model_env(model: ModelEndpoint | None) -> dict[str, str]:
         "ANTHROPIC_BASE_URL": model.anthropic_base_url,
         "ANTHROPIC_API_KEY": model.api_key,
     }
+
+
+def _sampling_env(episode: Episode) -> dict[str, str]:
+    settings = episode.model
+    env = {"CHAOSEVAL_TEMPERATURE": f"{settings.temperature:g}"}
+    if settings.seed is not None:
+        env["CHAOSEVAL_MODEL_SEED"] = str(settings.seed)
+    return env
 
 
 def _deadline() -> str:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, by_scenario_cell
 from chaoseval.analysis.build import Analysis, analyze
+from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.tables import delta_cell
 from chaoseval.render.verdict import print_twins, print_verdict
@@ -68,6 +69,8 @@ def json_report(journal: Trials | Journal, ks: Sequence[int] | None = None) -> d
         "run_id": m.run_id,
         "agent": m.agent,
         "model": m.model.model_dump(),
+        # Only for runs whose model requests went through a model channel (what they sent).
+        **({"sampling": sampled} if (sampled := sampling_json(m.model, journal.sampling)) else {}),
         "seed": m.seed,
         "clock": m.clock,
         "ks": ks,
@@ -205,6 +208,8 @@ def print_report(
     v = verdict or build_verdict(a, journal)
     print_verdict(v, console)
     console.print(_cell_table(a, v, journal))
+    for line in sampling_lines(journal.manifest.model, journal.sampling):
+        console.print(f"Sampling {escape(line)}", highlight=False)
     cells = a.cells
     console.print(_cause_table(cells, v.labels))
     legend = root_cause_legend(journal, {c for r in cells for c in r.root_causes})

@@ -101,6 +101,8 @@ class Trials:
         default_factory=dict
     )
     by_tool: dict[str, ToolTally] = field(default_factory=dict)
+    # Model requests on the wire by (temperature sent, used, seed sent, used): how many.
+    sampling: Counter[tuple[Any, Any, Any, Any]] = field(default_factory=Counter)
     records: list[TrialRecord] | None = None  # an in-memory journal (imports): no file to seek
     refs: dict[str, RefCalls] = field(default_factory=dict)  # what "correct" was measured on
     _codes: dict[str, dict[Any, int]] = field(default_factory=dict, repr=False, compare=False)
@@ -263,6 +265,8 @@ class _Builder:
             t.browser[row] = (s.cls, *s.browser)
 
     def _tally(self, s: TrialSummary, r: Any) -> None:
+        if s.sampling:
+            self.t.sampling.update(s.sampling)
         by_tool = self.t.by_tool
         for tool, calls, not_ok, dlv in s.tools:
             tally = by_tool.get(tool) or by_tool.setdefault(tool, ToolTally())
@@ -380,6 +384,7 @@ def _retally(b: _Builder, t: Trials) -> None:
     """The sums per tool again over the rows' final lines: a re-run trial counts once, where
     its first line was (as read_journal orders it)."""
     t.by_tool = {}
+    t.sampling = Counter()
     with b.path.open("rb") as fh:
         for offset in t.offsets.tolist():
             fh.seek(offset)

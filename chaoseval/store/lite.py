@@ -148,6 +148,8 @@ class TrialSummary:
     vetoes: list[tuple[str, str]] = field(default_factory=list)  # kind, detail
     cls: float | None = None
     browser: tuple[tuple[tuple[str, bool], ...], str | None] | None = None  # faults, screenshot
+    # Per model request on the wire: (temperature sent, used, seed sent, used); None: not sent.
+    sampling: list[tuple[Any, Any, Any, Any]] = field(default_factory=list)
 
 
 def _result(value: Any) -> Any:
@@ -221,6 +223,16 @@ def _walk(r: Any) -> tuple[list[Any], int, int, int, bool]:
     return tool_steps, actions, kinds, legal, note
 
 
+def _sampling(steps: Sequence[Any]) -> list[tuple[Any, Any, Any, Any]]:
+    """What each model request sent and used (a model channel's step: ``args``)."""
+    out = []
+    for s in steps:
+        a = s.args
+        if s.kind == "model" and a and "sent_temperature" in a:
+            out.append((a["sent_temperature"], a.get("temperature"), a["sent_seed"], a.get("seed")))
+    return out
+
+
 def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
     """The per-trial values of one record (see columns.NUMERIC for their order)."""
     faults = r.trajectory.faults
@@ -258,6 +270,8 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
     bad = next((i for i, t in enumerate(tools) if t[2]), len(tools) - 1)
     failing = tool_steps[bad].tool if tool_steps else None
     out = TrialSummary(values, tools, failing, [(v.kind, v.detail) for v in vetoes])
+    if kinds & 1:
+        out.sampling = _sampling(r.trajectory.steps)
     out.cls = _cls(r) if note else None
     if out.cls is not None:
         out.browser = (tuple((f.kind, bool(f.delivered)) for f in faults), _screenshot(r))

@@ -9,7 +9,7 @@ the :class:`ModelReply` (delays, a cut stream, malformed tool calls) or by raisi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from chaoseval.errors import AgentVisibleError
@@ -35,6 +35,9 @@ class ModelCall:
     turn: int
     step: int
     tool: str = "model"  # so the shared ``tools`` glob selects model calls as one "tool"
+    # What the agent itself sent for the sampling settings (None: it sent none, and the
+    # channel applied the trial's configured value to ``body``).
+    sent: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

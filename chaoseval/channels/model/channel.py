@@ -21,11 +21,13 @@ from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import Prices, cost, current
 from chaoseval.channels.model.wire import request_hash, tool_calls_of
 from chaoseval.errors import HarnessError
+from chaoseval.model.records import ModelSettings
 from chaoseval.model.trajectory import ModelCallData, Step
 from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
 
 RETRY_HEADER = "x-stainless-retry-count"
+SAMPLED = ("temperature", "seed")  # the sampling settings a request may leave to the channel
 
 
 class Upstream(Protocol):
@@ -69,11 +71,13 @@ class TrialModelChannel:
         upstream: Upstream,
         *,
         prices: Prices | None = None,
+        settings: ModelSettings | None = None,
     ):
         self.token = token
         self.link = link
         self.upstream = upstream
         self.prices = prices if prices is not None else current()  # the run's (--prices)
+        self.settings = settings  # the trial's configured sampling (--temperature, --model-seed)
         self.closed = anyio.Event()
         self._count = 0
         self._last_by_hash: dict[str, Exchange] = {}
@@ -113,12 +117,24 @@ class TrialModelChannel:
             turn=state.turn,
             step=step.index,
         )
+        call.sent = self._apply_settings(body)
         self._count += 1
         exchange = Exchange(call, digest, step, time.perf_counter())
         self._last_by_hash[digest] = exchange
         self._last = exchange
         self._exchanges.append(exchange)
         return exchange
+
+    def _apply_settings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The trial's configured temperature and seed, where the request sends none (after
+        the request's hash: a client's retry is judged on what it sent); what it did send."""
+        sent = {key: body.get(key) for key in SAMPLED}
+        if self.settings is not None:
+            if sent["temperature"] is None:
+                body["temperature"] = self.settings.temperature
+            if sent["seed"] is None and self.settings.seed is not None:
+                body["seed"] = self.settings.seed
+        return sent
 
     def close(self) -> None:
         """The trial ended: a request still held (a hang) was delivered by now."""
@@ -202,8 +218,12 @@ class TrialModelChannel:
             "messages": len(call.body.get("messages") or []),
             "tools": len(call.body.get("tools") or []),
             "stream": call.stream,
+            # As the upstream got them (configured, the agent's own, or the sampling
+            # plugin's), and as the agent sent them (None: it sent none).
             "temperature": call.body.get("temperature"),
             "seed": call.body.get("seed"),
+            "sent_temperature": call.sent.get("temperature"),
+            "sent_seed": call.sent.get("seed"),
         }
         answer: dict[str, Any] = {
             "status": status,

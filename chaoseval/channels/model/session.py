@@ -86,7 +86,9 @@ async def trial_endpoint(
             upstream = await stack.enter_async_context(sim_upstream(episode))
         token = "sk-chaoseval-" + secrets.token_hex(16)
         link = trial_link(episode)
-        channel = TrialModelChannel(token, link, upstream, prices=channels.config.prices)
+        channel = TrialModelChannel(
+            token, link, upstream, prices=channels.config.prices, settings=episode.model
+        )
         channels.server.register(channel)
         try:
             yield ModelEndpoint(channels.server.base_url, token, channel)

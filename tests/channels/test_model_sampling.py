@@ -1,0 +1,126 @@
+"""The configured sampling settings reach an agent's model calls, and reports say which values
+were configured and which the requests sent."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import openai
+from model_support import model_steps, run_agent
+from test_model_wire_shapes import ShapeAgent, chat_tools, final, run_tool
+
+from chaoseval.agents.process import ProcessAgent
+from chaoseval.analysis.sampling import sampling_json, sampling_lines
+from chaoseval.channels.model.session import ModelEndpoint
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.records import AgentOutput, ModelSettings, TrialRecord
+from chaoseval.render.report import json_report
+from chaoseval.seams.agent import Episode
+from chaoseval.store.columns import read_trials
+from chaoseval.store.journal import read_journal
+
+SCENARIO = "library-renew-loan"
+
+
+def agent(temperature: float | None = None) -> ShapeAgent:
+    """A chat tool loop that sends a temperature only when given one."""
+
+    async def loop(episode: Episode, endpoint: ModelEndpoint) -> AgentOutput:
+        client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
+        extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+        messages: list[Any] = [{"role": "user", "content": episode.instruction}]
+        async with client:
+            for _ in range(30):
+                reply = await client.chat.completions.create(
+                    model="m", messages=messages, tools=chat_tools(episode), **extra
+                )
+                message = reply.choices[0].message
+                if not message.tool_calls:
+                    return final(message.content)
+                call = message.tool_calls[0]
+                value, exc = await run_tool(episode, call.function.name, call.function.arguments)
+                content = json.dumps({"error": str(exc)}) if exc else json.dumps(value)
+                messages += [
+                    message.model_dump(exclude_none=True),
+                    {"role": "tool", "tool_call_id": call.id, "content": content},
+                ]
+        raise AssertionError("no answer")
+
+    return ShapeAgent(loop)
+
+
+def outcomes(records: list[TrialRecord]) -> list[str]:
+    return [r.status for r in sorted(records, key=lambda r: r.index)]
+
+
+def test_the_configured_temperature_reaches_an_agent_that_sends_none() -> None:
+    cold = run_agent(agent(), [SCENARIO], trials=6, seed=7, temperature=0.0)
+    hot = run_agent(agent(), [SCENARIO], trials=6, seed=7, temperature=2.0)
+    assert outcomes(cold) != outcomes(hot), outcomes(cold)
+    for records, t in ((cold, 0.0), (hot, 2.0)):
+        steps = [s.args or {} for r in records for s in model_steps(r)]
+        assert steps and all(a["sent_temperature"] is None for a in steps)
+        assert {a["temperature"] for a in steps} == {t}
+
+
+def test_an_agent_that_sends_its_own_temperature_keeps_it_and_the_report_says_so(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "own.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=agent(temperature=0.3),
+            agent_name="own-temperature",
+            trials=2,
+            seed=7,
+            model=ModelSettings(temperature=1.5),
+            journal=journal,
+        )
+    )
+    trials = read_trials(journal)
+    doc = json_report(trials)["sampling"]
+    requests = doc["requests"]
+    assert requests > 0 and doc["temperature"]["configured"] == 1.5
+    assert doc["temperature"]["sent"] == {"0.3": requests} == doc["temperature"]["used"]
+    assert doc["temperature"]["overridden"] is True
+    (line, _) = sampling_lines(trials.manifest.model, trials.sampling)
+    assert "the agent sent T=0.3" in line and "overrides the configured value" in line
+
+
+def test_a_run_without_a_model_channel_says_nothing_of_sampling() -> None:
+    assert sampling_json(ModelSettings(), Counter()) == {}
+    assert sampling_lines(ModelSettings(), Counter()) == []
+
+
+def test_an_exec_agent_is_told_the_configured_temperature_and_seed(tmp_path: Path) -> None:
+    script = tmp_path / "env_agent.py"
+    script.write_text(
+        "import json, os\n"
+        "keys = ('CHAOSEVAL_TEMPERATURE', 'CHAOSEVAL_MODEL_SEED')\n"
+        "print(json.dumps({'answer': json.dumps({k: os.environ.get(k) for k in keys})}))\n"
+    )
+    journal = tmp_path / "env.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=ProcessAgent(f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"),
+            agent_name="exec:env",
+            trials=1,
+            seed=7,
+            model=ModelSettings(temperature=0.25, seed=42),
+            journal=journal,
+            references=False,
+        )
+    )
+    (record,) = read_journal(journal).records
+    assert json.loads(record.answer or "") == {
+        "CHAOSEVAL_TEMPERATURE": "0.25",
+        "CHAOSEVAL_MODEL_SEED": "42",
+    }
