@@ -133,9 +133,12 @@ def test_an_exec_agent_reaches_the_model_endpoint_through_its_channel(
     assert clean.answer == sampled.answer == "scripted key-hidden", clean.error
     # Only upstream of chaoseval is the real key sent; the trials ran at once, in any order.
     assert {h["authorization"] for h, _ in recorder.seen} == {f"Bearer {UPSTREAM_KEY}"}
-    bodies = sorted((b for _, b in recorder.seen), key=lambda b: "seed" in b)
+    bodies = sorted((b for _, b in recorder.seen), key=lambda b: b["temperature"])
     assert [b["model"] for b in bodies] == ["gpt-4o-mini"] * 2  # --model, as it was told
-    assert "temperature" not in bodies[0]  # the process set none
+    # The process set none: the channel applied the configured settings, and says so.
+    assert (bodies[0]["temperature"], bodies[0]["seed"]) == (0.2, 1)
+    sent = info(model_steps(clean)[0])
+    assert (sent["sent_temperature"], sent["sent_seed"], sent["temperature"]) == (None, None, 0.2)
     assert (bodies[1]["temperature"], bodies[1]["seed"]) == (1.3, 9)  # sampling rewrote it
     assert [info(s)["status"] for s in model_steps(clean)] == [200]
 
