@@ -17,6 +17,7 @@ names ``file:line``.
 
 from __future__ import annotations
 
+import gc
 import json
 from array import array
 from collections import Counter
@@ -344,6 +345,24 @@ def read_trials(path: str | Path) -> Trials:
     """The journal at ``path`` as columns, read line by line."""
     path = journal_file(path)
     b = _Builder(path)
+    # The lines decode into acyclic objects that die young; the collector's full passes
+    # would walk everything alive (a 100k-task manifest's millions of objects) again and
+    # again for no garbage: it is off while reading, as it was before when done.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _read(path, b)
+    finally:
+        if collecting:
+            gc.enable()
+    t = b.build()
+    _early(b, t)
+    if b.rerun:
+        _retally(b, t)
+    return t
+
+
+def _read(path: Path, b: _Builder) -> None:
     with path.open("rb") as fh:
         for number, offset, line in _lines(fh):
             if not line.strip():
@@ -373,11 +392,6 @@ def read_trials(path: str | Path) -> Trials:
         for _, number, run_id in b.early:
             if run_id != b.manifest.run_id:
                 raise foreign_line(path, number, run_id, b.manifest)
-    t = b.build()
-    _early(b, t)
-    if b.rerun:
-        _retally(b, t)
-    return t
 
 
 def _retally(b: _Builder, t: Trials) -> None:
