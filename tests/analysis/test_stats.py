@@ -325,3 +325,25 @@ def test_noise_floor_rejects_bad_input() -> None:
         noise_floor([np.array([0, 2]), np.array([1, 1])])
     with pytest.raises(ValueError, match="2 tasks"):
         noise_floor([np.array([0, 1])])
+
+
+def test_ratio_over_many_tasks_is_the_delta_method_and_agrees_with_the_bootstrap() -> None:
+    """Above RATIO_BOOTSTRAP_MAX_N tasks the ratio's interval is the delta method's (no
+    n x 10,000 resampling), says so, and lands where the paired bootstrap does."""
+    from chaoseval.analysis.inference import RATIO_BOOTSTRAP_MAX_N
+    from chaoseval.analysis.stats import _percentiles, _resampled_means
+
+    rng = np.random.default_rng(3)
+    n = RATIO_BOOTSTRAP_MAX_N + 500
+    b = rng.beta(4, 2, n)
+    a = np.clip(b - rng.normal(0.1, 0.1, n), 0, 1)  # paired: a follows b
+    result, _ = paired_compare(a, b)
+    assert result.ratio is not None and result.ratio.method == "delta method"
+    assert result.ratio_note is not None and "delta method" in result.ratio_note
+    means = _resampled_means([a, b], 4_000, np.random.default_rng(0))
+    low, high = _percentiles(means[:, 0] / means[:, 1], 0.95)
+    width = high - low
+    assert abs(result.ratio.low - low) < 0.1 * width
+    assert abs(result.ratio.high - high) < 0.1 * width
+    small, _ = paired_compare(a[:RATIO_BOOTSTRAP_MAX_N], b[:RATIO_BOOTSTRAP_MAX_N])
+    assert small.ratio is not None and small.ratio.method == "percentile bootstrap"
