@@ -59,6 +59,8 @@ class InvalidCountsError(ChaosevalError, ValueError):
 
 
 def _as_int(name: str, value: object) -> int:
+    if type(value) is int:  # the common case, without the ABC check below (once per task)
+        return value
     # bool is an int subclass; True trials is almost certainly a bug upstream, so refuse it.
     if isinstance(value, bool | np.bool_) or not isinstance(value, Integral):
         raise InvalidCountsError(
