@@ -65,8 +65,15 @@ def run_noise(cell: str, records: Records) -> RunNoise:
     names = g.t.vocab["scenario"]
     tasks = sorted({names[c] for c in np.unique(sc).tolist()})
     code = {n: i for i, n in enumerate(names)}
+    # Each task's scored outcomes in row order: one sort, not a mask over every row per task
+    # (that was tasks x rows: 10^10 at 100k tasks).
+    kept, outcome = sc[scored], passed[scored]
+    order = np.argsort(kept, kind="stable")
+    uniq, starts = np.unique(kept[order], return_index=True)
+    by_code = dict(zip(uniq.tolist(), np.split(outcome[order], starts[1:]), strict=True))
+    none = np.zeros(0, np.int64)
     try:
-        floor = noise_floor([passed[(sc == code[t]) & scored] for t in tasks])
+        floor = noise_floor([by_code.get(code[t], none) for t in tasks])
     except ValueError as exc:
         return RunNoise(cell, None, str(exc))
     per_task = max(1, round(floor.mean_trials))
