@@ -112,11 +112,27 @@ def _table(path: Path) -> dict[str, Any] | None:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror})") from None
     if path.name != "pyproject.toml":
-        return doc
+        return _own_file(doc, path)
     table = doc.get("tool", {}).get("chaoseval")
     if table is not None and not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.chaoseval] must be a table of settings")
     return table
+
+
+def _own_file(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    """chaoseval.toml holds the settings at its top level; a pasted pyproject block (only a
+    [tool.chaoseval] table) means the same and is read as such."""
+    tool = doc.get("tool")
+    if tool is None:
+        return doc
+    if isinstance(tool, dict) and set(tool) == {"chaoseval"} and set(doc) == {"tool"}:
+        table = tool["chaoseval"]
+        if isinstance(table, dict):
+            return table
+    raise ConfigError(
+        f"{path}: settings go at the top level of chaoseval.toml; delete the [tool.chaoseval] "
+        "line and keep its keys above any other table ([tool.chaoseval] is for pyproject.toml)"
+    )
 
 
 def _where(path: Path) -> str:

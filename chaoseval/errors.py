@@ -115,3 +115,47 @@ class ConfigError(ChaosevalError):
 class IsolationWarning(UserWarning):
     """A run whose exec: agents are not isolated from each other (chaoseval.agents.sandbox):
     issued once, when the run starts; the manifest and the report say it too."""
+
+
+# --- errors crossing a process boundary ------------------------------------------------------
+
+# What the user must fix (settings, a scenario, a plugin): one message, never a traceback,
+# whichever executor the error happened in.
+USER_FACING = (ConfigError, ScenarioError, PluginError)
+
+
+def user_facing(exc: BaseException) -> ChaosevalError | None:
+    """The ConfigError, ScenarioError or PluginError behind ``exc`` (itself, its cause, an
+    exception group's member, a Ray task error's ``cause``), or None."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, BaseException):
+            # A Ray task error: also an instance of its cause's class, but its text is the
+            # worker's traceback; the cause carries the message.
+            todo.insert(0, cause)
+            continue
+        if isinstance(e, USER_FACING):
+            return e
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        todo.extend([e.__cause__, e.__context__])
+    return None
+
+
+def relay(exc: ChaosevalError) -> tuple[str, str]:
+    """``exc`` as (kind, message): plain data that crosses a pipe or a Ray call."""
+    kind = "config" if isinstance(exc, ConfigError) else "scenario"
+    return (kind if isinstance(exc, ConfigError | ScenarioError) else "harness"), str(exc)
+
+
+def relayed(kind: str, message: str) -> ChaosevalError:
+    """The error :func:`relay` sent, rebuilt on the other side with the same message."""
+    if kind == "config":
+        return ConfigError(message)
+    return ScenarioError(message) if kind == "scenario" else HarnessError(message)

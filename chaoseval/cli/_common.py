@@ -70,7 +70,7 @@ AppDir = Annotated[
 def fail(exc: Exception, code: int = 2) -> NoReturn:
     """Print ``error: ...`` on stderr and exit with ``code`` (2: the user's input was wrong)."""
     # Messages quote rules like 'pass^5[timeout]': escape them so rich keeps the brackets.
-    err.print(f"[bold red]error:[/] {escape(str(exc))}")
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from chaoseval import redact
-from chaoseval.cli._common import ConfigPath, console, fail, settings
+from chaoseval.cli._common import ConfigPath, console, err, fail, settings
 from chaoseval.errors import ChaosevalError, ConfigError
 
 if TYPE_CHECKING:
@@ -171,11 +171,21 @@ def report_cmd(
         fail(exc)
 
 
-def _check_ks(data: Trials, k: list[int] | None) -> list[int]:
-    ks = sorted(set(k or data.manifest.ks))
+def _check_ks(data: Trials, k: list[int] | None, wanted: set[int] | None = None) -> list[int]:
+    """The k values a view reports: refused, as run and gate refuse them, when a k exceeds
+    the trials per cell (pass^k of 20 out of 8 trials is not a measurement, not a dash)."""
+    ks = sorted(set(k or data.manifest.ks) | (wanted or set()))
     bad = [x for x in ks if x < 1]
     if bad:
         raise ConfigError(f"--k {bad}: k must be >= 1")
+    trials = data.manifest.trials
+    too_big = [x for x in ks if trials and x > trials]
+    if too_big:
+        asked = "rules ask for" if wanted and set(too_big) & wanted else "--k asks for"
+        raise ConfigError(
+            f"{asked} k = {too_big} but {data.path.name} has {trials} trials per cell; "
+            f"pass^k needs k <= trials: use k <= {trials}"
+        )
     return ks
 
 
@@ -202,6 +212,9 @@ def compare_cmd(
 
     try:
         ja, jb = load(a, source, errors_as=errors_as), load(b, source, errors_as=errors_as)
+        _check_pairable(ja, jb)
+        for t in (ja, jb):
+            _check_ks(t, k)
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed)
         if format == "table":
             print_comparison(h, console)
@@ -213,6 +226,26 @@ def compare_cmd(
             raise ConfigError(f"unknown --format {format!r}; use table, markdown or json")
     except ChaosevalError as exc:
         fail(exc)
+
+
+def _check_pairable(a: Trials, b: Trials) -> None:
+    """Two journals that can be compared: a table of dashes for two runs of different
+    scenarios says nothing, and a journal compared with itself says 0 everywhere."""
+    if a.path.resolve() == b.path.resolve() or a.manifest.run_id == b.manifest.run_id:
+        same = "the same file" if a.path.resolve() == b.path.resolve() else "the same run"
+        err.print(
+            f"[yellow]warning:[/] {escape(str(a.path))} and {escape(str(b.path))} are {same}: "
+            "every difference is 0; compare the journals of two harnesses",
+            soft_wrap=True,
+        )
+    sa, sb = set(a.names("scenario")), set(b.names("scenario"))
+    if not sa & sb:
+        raise ConfigError(
+            f"{a.path} and {b.path} share no task, so nothing can be paired "
+            f"(A ran {', '.join(sorted(sa)[:5]) or 'nothing'}; B ran "
+            f"{', '.join(sorted(sb)[:5]) or 'nothing'}); run both harnesses on the same "
+            "scenarios (-s)"
+        )
 
 
 def gate_cmd(
@@ -262,14 +295,7 @@ def gate_cmd(
             )
         rules = [parse_rule(r) for r in rule]
         data = load(journal or cfg.default_journal(), source, errors_as=errors_as)
-        wanted = {r.k for r in rules if r.k is not None}
-        ks = sorted(set(k or data.manifest.ks) | wanted)
-        too_big = [x for x in ks if x > data.manifest.trials]
-        if too_big:
-            raise ConfigError(
-                f"rules ask for k = {too_big} but the run has {data.manifest.trials} trials per "
-                "cell; pass^k needs k <= trials"
-            )
+        ks = _check_ks(data, k, {r.k for r in rules if r.k is not None})
         a = analyze(data, ks, n_resamples=resamples, references=False)
         results = evaluate(a, rules, perturbation or [])
     except ChaosevalError as exc:

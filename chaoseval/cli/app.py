@@ -30,6 +30,9 @@ def build() -> typer.Typer:
         help="Robustness and chaos testing for tool-using AI agents: pass^k under perturbation.",
         no_args_is_help=True,
         pretty_exceptions_enable=False,
+        # Help texts are plain text: "[tool.chaoseval]" and 'chaoseval[ray]' are words, not
+        # rich markup tags to swallow.
+        rich_markup_mode=None,
     )
     app.callback()(_session)
     for module in (run, analysis, investigate, summary, catalogue, authoring, relay):

@@ -288,11 +288,14 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
     ks = s.ks()
     agent = _agent(s.agent, s.app_dir, flags["model_endpoint"], flags["model_key_env"])
     clock_notice(agent, s.agent)
+    scenarios = select_scenarios(s.scenario_paths, s.scenarios)
+    cells = parse_cells(s.perturbations)
+    _check_tools(scenarios, cells)
     return RunConfig(
-        scenarios=select_scenarios(s.scenario_paths, s.scenarios),
+        scenarios=scenarios,
         agent=agent,
         agent_name=s.agent,
-        cells=parse_cells(s.perturbations),
+        cells=cells,
         trials=s.trials,
         seed=s.seed,
         model=ModelSettings(model=s.model, temperature=s.temperature, seed=flags["model_seed"]),
@@ -311,6 +314,18 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         keep_records=False,  # the journal holds them: memory stays flat
         sandbox=s.sandbox,
     )
+
+
+def _check_tools(scenarios: list[Any], cells: list[Any]) -> None:
+    """A -p tools=GLOB that selects no tool of the selected scenarios is a typo: its cell
+    could never land, so say it before the run instead of in the report after it."""
+    from chaoseval.engine.trial import instantiate
+    from chaoseval.seams.perturbation import check_tool_globs
+
+    tools = sorted({t.name for s in scenarios for t in s.tools})
+    for cell in cells:
+        for plugin in instantiate(cell):
+            check_tool_globs(plugin, cell.name, tools)
 
 
 def _executor(flags: dict[str, Any], agent: str, app_dir: Path) -> Any:

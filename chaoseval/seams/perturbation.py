@@ -12,10 +12,11 @@ A plugin also owns the root causes its faults can give a failure: it lists them 
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast, get_args
 
@@ -129,6 +130,30 @@ class FailureContext:
         return self.output.answer + json.dumps(self.output.data, default=str)
 
 
+def _did_you_mean(error: Any, fields: list[str]) -> str:
+    """' (did you mean 'probability'?)' for a misspelt parameter name."""
+    if error["type"] != "extra_forbidden" or not error["loc"]:
+        return ""
+    close = difflib.get_close_matches(str(error["loc"][0]), fields, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_tool_globs(plugin: Perturbation[Any], cell: str, tools: Sequence[str]) -> None:
+    """A tool plugin's ``tools`` globs must each select a tool the run's scenarios have: a
+    misspelt name would otherwise run a cell whose faults never land, with exit 0."""
+    globs = getattr(plugin.params, "tools", ["*"])
+    if plugin.channel != "tool" or not tools:
+        return
+    for glob in globs:
+        if not any(fnmatch.fnmatchcase(t, glob) for t in tools):
+            close = difflib.get_close_matches(glob, tools, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"-p {cell}: tools={glob} selects no tool of the selected scenarios, so its "
+                f"faults could never land; {hint}their tools: {', '.join(tools)}"
+            )
+
+
 class Perturbation(Generic[P]):
     """Base class for plugins: set ``channel``, a ``Params`` model, and implement ``apply``.
 
@@ -152,10 +177,12 @@ class Perturbation(Generic[P]):
         try:
             return cls(cast(Any, cls.Params(**params)), label=label)
         except ValidationError as exc:
+            fields = list(cls.Params.model_fields)
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}{_did_you_mean(e, fields)}"
+                for e in exc.errors()
             )
-            known = ", ".join(cls.Params.model_fields)
+            known = ", ".join(fields)
             raise ConfigError(
                 f"perturbation {cls.name!r}: bad parameters ({problems}); parameters: {known}"
             ) from None

@@ -40,7 +40,10 @@ def import_object(path: str) -> object:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ConfigError(f"module {module_name!r} has no attribute {attr!r}") from None
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=1)
+            hint = f"; did you mean {module_name}:{close[0]}?" if close else ""
+            raise ConfigError(f"module {module_name!r} has no attribute {attr!r}{hint}") from None
     return obj
 
 

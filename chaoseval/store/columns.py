@@ -31,7 +31,7 @@ import numpy as np
 
 from chaoseval.errors import JournalError
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
-from chaoseval.store.journal import foreign_line, journal_file, parse_line
+from chaoseval.store.journal import bad_line, foreign_line, journal_file, parse_line
 from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, call_key, summarize
 from chaoseval.store.reruns import merge_reruns
 
@@ -297,15 +297,12 @@ class _Builder:
         return t
 
 
-def _bad_json(path: Path, number: int, line: bytes) -> JournalError:
+def _bad_json(path: Path, number: int, line: bytes, first: bool) -> JournalError:
     try:
         json.loads(line)
     except json.JSONDecodeError as exc:
-        return JournalError(
-            f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}). "
-            "The journal is corrupt there; remove that line to keep the rest."
-        )
-    return JournalError(f"{path}:{number}: not valid JSON. The journal is corrupt there.")
+        return bad_line(path, number, f"{exc.msg} at column {exc.colno}", first=first)
+    return bad_line(path, number, "msgspec refused it", first=first)
 
 
 def _slow(path: Path, number: int, line: bytes, b: _Builder) -> TrialRecord | None:
@@ -380,7 +377,8 @@ def _read(path: Path, b: _Builder) -> None:
             try:
                 r = _decode(path, number, line.removesuffix(b"\n"), b)
             except json.JSONDecodeError:
-                raise _bad_json(path, number, line.removesuffix(b"\n")) from None
+                first = b.manifest is None and not b.early
+                raise _bad_json(path, number, line.removesuffix(b"\n"), first) from None
             if r is None:
                 continue
             if b.manifest is None:

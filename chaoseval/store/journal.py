@@ -46,6 +46,21 @@ def journal_file(path: str | Path) -> Path:
     return path
 
 
+def bad_line(path: Path, number: int, detail: str, *, first: bool) -> JournalError:
+    """A line that is not JSON: a corrupt line in a journal, or (before any manifest) a file
+    that is no journal at all, such as the settings file given by mistake."""
+    if first:
+        return JournalError(
+            f"{path} is not a chaoseval journal: line {number} is not JSON ({detail}). Pass the "
+            "JSONL file 'chaoseval run' wrote (its --journal, or the settings' journal when "
+            "no path is given)"
+        )
+    return JournalError(
+        f"{path}:{number}: not valid JSON ({detail}). "
+        "The journal is corrupt there; remove that line to keep the rest."
+    )
+
+
 def parse_line(
     path: Path, number: int, data: Any, *, manifest_wanted: bool = True
 ) -> RunManifest | TrialRecord | None:
@@ -126,9 +141,8 @@ def read_journal(path: str | Path) -> Journal:
                     "it is ignored. 'chaoseval run --resume' re-runs that trial."
                 )
                 continue
-            raise JournalError(
-                f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}). "
-                "The journal is corrupt there; remove that line to keep the rest."
+            raise bad_line(
+                path, number, f"{exc.msg} at column {exc.colno}", first=manifest is None
             ) from None
         parsed = parse_line(path, number, data, manifest_wanted=manifest is None)
         if isinstance(parsed, RunManifest):

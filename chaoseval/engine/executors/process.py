@@ -42,7 +42,7 @@ from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.reap import kill_tree
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
 from chaoseval.engine.trial import TrialPlan
-from chaoseval.errors import ConfigError, HarnessError
+from chaoseval.errors import ChaosevalError, ConfigError, HarnessError, relayed
 
 TICK = 0.1  # seconds between the supervisor's looks at its workers
 LOST_IDLE = 3  # workers dying with no trial in flight before the run gives up
@@ -101,6 +101,7 @@ class _Pool:
         self.ctx = multiprocessing.get_context("fork")
         self.finished = anyio.Event()
         self.fatal: str | None = None
+        self.fatal_error: ChaosevalError | None = None
         self.idle_losses = 0
         self.settling = 0  # lost workers whose trials are not settled yet
         self._tg: TaskGroup | None = None
@@ -116,6 +117,8 @@ class _Pool:
                 tg.cancel_scope.cancel()
         finally:
             await self._stop_all()
+        if self.fatal_error is not None:
+            raise self.fatal_error
         if self.fatal is not None:
             raise HarnessError(f"a worker process could not start the agent:\n{self.fatal}")
 
@@ -147,6 +150,8 @@ class _Pool:
                     await self._done(w, message[1], message[2])
                 elif message[0] == "fatal":
                     self.fatal = message[1]
+                    if message[2] is not None:  # what the user must fix: said as it was
+                        self.fatal_error = relayed(*message[2])
                     self.finished.set()
         except (
             anyio.EndOfStream,

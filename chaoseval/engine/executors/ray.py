@@ -49,7 +49,7 @@ from chaoseval.engine.executors.one import Flight, overdue
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.ray_worker import WATCH, Result, TrialActor
 from chaoseval.engine.trial import TrialPlan
-from chaoseval.errors import ConfigError, HarnessError
+from chaoseval.errors import ChaosevalError, ConfigError, HarnessError, user_facing
 
 TICK = 0.1  # seconds between the driver's looks at its actors
 LOST_IDLE = 3  # actors dying with no trial in flight before the run gives up
@@ -165,6 +165,7 @@ class _Pool:
         self.actors: list[_Actor] = []
         self.finished = anyio.Event()
         self.fatal: str | None = None
+        self.fatal_error: ChaosevalError | None = None
         self.idle_losses = 0
         self.remote: Any = None
         self.shared: Any = None  # the plans and job, put once in Ray's object store
@@ -194,6 +195,8 @@ class _Pool:
             with anyio.CancelScope(shield=True):
                 await self._stop_all()
             shutil.rmtree(Path(tempfile.gettempdir()) / temp_root, ignore_errors=True)
+        if self.fatal_error is not None:
+            raise self.fatal_error
         if self.fatal is not None:
             raise HarnessError(f"a Ray worker could not run the agent:\n{self.fatal}")
 
@@ -215,8 +218,7 @@ class _Pool:
             await self._lost(a, exc)  # its node died as it started, or its creation failed
             return
         except self.ray.exceptions.RayError as exc:
-            self.fatal = str(exc)  # it could not start: a runtime env, an import, the plans
-            self.finished.set()
+            self._fatal(exc)  # it could not start: a runtime env, an import, the plans
             return
         a.ready = True
         assert self._tg is not None
@@ -230,6 +232,12 @@ class _Pool:
             await a.handle.watch.options(concurrency_group=WATCH).remote()
         except self.ray.exceptions.RayActorError as exc:
             await self._lost(a, exc)
+
+    def _fatal(self, exc: BaseException) -> None:
+        """The run cannot go on; what the user must fix is said as its one message."""
+        self.fatal = str(exc)
+        self.fatal_error = user_facing(exc)
+        self.finished.set()
 
     def _fill(self, a: _Actor) -> None:
         """Send ``a`` trials up to its slots; a suspect only to an empty actor, alone."""
@@ -253,8 +261,7 @@ class _Pool:
             await self._lost(a, exc)
             return
         except self.ray.exceptions.RayError as exc:  # the agent's session failed to start
-            self.fatal = str(exc)
-            self.finished.set()
+            self._fatal(exc)
             return
         flight = a.inflight.pop(index, None)
         if flight is None:

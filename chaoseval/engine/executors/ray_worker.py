@@ -38,6 +38,7 @@ from chaoseval.engine.executors.process import _rss
 from chaoseval.engine.executors.reap import kill_descendants
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT
 from chaoseval.engine.trial import TrialPlan
+from chaoseval.errors import relay, relayed, user_facing
 
 WATCH = "watch"  # the concurrency group of blocker(), watch() and abort()
 
@@ -116,7 +117,10 @@ class TrialActor:
                     self.shared[BLOCKER] = -1
                     await asyncio.sleep(worker.BEAT)
         except Exception as exc:  # the session could not start: every trial says so
-            self._failed = exc
+            found = user_facing(exc)
+            # What the user must fix, rebuilt as a one-message error that pickles: the driver
+            # says it as it is (ray.py), with no worker traceback around it.
+            self._failed = relayed(*relay(found)) if found is not None else exc
             self._ready.set()
 
     async def trial(self, index: int) -> Result:

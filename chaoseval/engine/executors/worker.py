@@ -32,6 +32,7 @@ from chaoseval.engine.executors.base import Finished, TrialJob
 from chaoseval.engine.executors.one import agent_session, run_one
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
 from chaoseval.engine.trial import TrialPlan
+from chaoseval.errors import relay, user_facing
 
 BEAT = 0.05  # seconds between heartbeats of the worker's event loop
 STALL = 0.5  # seconds without a heartbeat after which the loop counts as blocked
@@ -107,10 +108,14 @@ async def _serve(
                         break
                     trials.start_soon(trial, message[1])
             outer.cancel_scope.cancel()
-    except Exception:  # the agent's session could not start: the run cannot go on
+    except Exception as exc:  # the agent's session could not start: the run cannot go on
+        # What the user must fix (no Chromium, a bad setting) travels as its one message and
+        # this worker ends quietly: no traceback on the terminal around it.
+        found = user_facing(exc)
         with contextlib.suppress(Exception):
-            await reply(("fatal", traceback.format_exc(limit=8)))
-        raise
+            await reply(("fatal", traceback.format_exc(limit=8), found and relay(found)))
+        if found is None:
+            raise
 
 
 async def _heartbeat(shared: Any) -> None:
