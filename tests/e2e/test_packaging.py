@@ -27,6 +27,8 @@ def package_dirs() -> dict[str, Path]:
     roots |= {name: ROOT / path for name, path in setuptools.get("package-dir", {}).items()}
     found: dict[str, Path] = {}
     for name, root in roots.items():
+        if not any(root.glob("*.py")):
+            found[name] = root  # a data-only package (chaoseval.docs: the guides)
         for init in root.rglob("*.py"):
             rel = init.parent.relative_to(root)
             if "__pycache__" not in rel.parts:
@@ -41,7 +43,8 @@ def test_the_explicit_packages_list_names_every_package_directory() -> None:
     assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
     assert sorted(listed - set(found)) == []  # a listed package that no longer exists
     for name, directory in found.items():
-        assert (directory / "__init__.py").exists(), f"{name}: no __init__.py"
+        if any(directory.glob("*.py")):
+            assert (directory / "__init__.py").exists(), f"{name}: no __init__.py"
 
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -61,7 +64,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    for name in ("chaoseval", "scenarios", "perturbations"):
+    for name in ("chaoseval", "scenarios", "perturbations", "docs"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     wheels = tmp / "wheels"
     pip = (sys.executable, "-m", "pip")
@@ -84,6 +87,14 @@ def test_the_wheel_runs_the_bundled_library_from_an_unrelated_directory(
     code = "import chaoseval as c, chaoseval.bundled.scenarios as b; print(c.__file__, b.__file__)"
     for where in run(venv / "bin" / "python", "-c", code, cwd=tmp_path, env=env).split():
         assert Path(where).is_relative_to(venv), f"imported {where}, not the wheel's copy"
+    # The authoring guide and the bundled scenario sources it points to are installed (issue 21).
+    code = (
+        "import importlib.resources as r; d = r.files('chaoseval');"
+        "print(d / 'docs' / 'AUTHORING.md'); print(d / 'bundled' / 'scenarios' / 'library.yaml');"
+        "print(d / 'bundled' / 'scenarios' / 'vending.py')"
+    )
+    for where in run(venv / "bin" / "python", "-c", code, cwd=tmp_path, env=env).split():
+        assert Path(where).is_file() and Path(where).is_relative_to(venv), where
     chaoseval = venv / "bin" / "chaoseval"
     listed = run(chaoseval, "scenarios", "list", cwd=tmp_path, env=env)
     assert "vending-refund-log-down" in listed

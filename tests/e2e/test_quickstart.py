@@ -51,3 +51,8 @@ def test_readme_agent_and_run_command(tmp_path: Path) -> None:
     assert {r["cell"] for r in trials} >= {"clean"} and len({r["cell"] for r in trials}) > 1
     assert any(f["delivered"] for r in trials for f in r["trajectory"]["faults"])
     assert all(r["usage"]["model_calls"] == 1 for r in trials)  # record_model_call counted
+    # A complete agent, not a stub: it passes its scenarios, clean and under every fault the
+    # command injects, backing off on the trial's clock (issue 21 point 4).
+    assert [r["trial_id"] for r in trials if r["status"] != "passed"] == []
+    kinds = {f["kind"] for r in trials for f in r["trajectory"]["faults"] if f["delivered"]}
+    assert {"latency", "timeout", "http_error"} <= kinds, kinds

@@ -1,0 +1,35 @@
+"""`chaoseval doctor` (issue 21): in a fresh project it says what is missing and exits 1; once
+set up (the README's agent and a settings file) it exits 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.newcomer import chaoseval, flat
+from tests.e2e.test_quickstart import block
+
+pytestmark = pytest.mark.slow
+
+
+def test_doctor_says_what_is_missing_then_that_the_project_is_ready(tmp_path: Path) -> None:
+    empty = chaoseval("chaoseval doctor", tmp_path, code=1).stdout
+    assert "fail settings: no chaoseval.toml" in flat(empty)
+    assert "fix: write chaoseval.toml" in empty
+    settings = 'agent = "myagent:factory"\nscenarios = ["vending-*"]\n'
+    (tmp_path / "chaoseval.toml").write_text(settings)
+    missing = flat(chaoseval("chaoseval doctor", tmp_path, code=1).stdout)
+    assert "ok settings" in missing and "ok scenarios: 3 load" in missing
+    assert "fail agent: myagent:factory: cannot import module 'myagent'" in missing
+    (tmp_path / "myagent.py").write_text(block("python", "def factory()"))
+    ready = flat(chaoseval("chaoseval doctor", tmp_path).stdout)
+    assert "ok agent: myagent:factory answered a clean trial of vending-" in ready
+    assert "ready" in ready and "fail" not in ready
+
+
+def test_doctor_names_missing_chromium_for_ui_tasks(tmp_path: Path) -> None:
+    (tmp_path / "chaoseval.toml").write_text('agent = "naive"\nscenarios = ["ui-checkout"]\n')
+    proc = chaoseval(f"CHAOSEVAL_CHROMIUM={tmp_path}/none chaoseval doctor", tmp_path)
+    out = flat(proc.stdout)
+    assert "warn chromium: no Chromium at" in out and "apt-get install chromium" in out
