@@ -117,10 +117,13 @@ def untouched_channels(records: Records) -> list[str]:
     return [name for bit, name in ((1, "its model"), (2, "its tools")) if not kinds & bit]
 
 
-def landed_counts(records: Records) -> dict[str, tuple[int, int]]:
-    """Per-task (n, c) over the tasks the cell's perturbations reached."""
+def landed_counts(
+    records: Records, missed: Sequence[str] | None = None
+) -> dict[str, tuple[int, int]]:
+    """Per-task (n, c) over the tasks the cell's perturbations reached (``missed``: the
+    tasks not reached, when the caller has them already)."""
     g = as_group(records)
-    skip = set(not_landed(g))
+    skip = set(not_landed(g) if missed is None else missed)
     return {t: nc for t, nc in task_counts(g).items() if t not in skip}
 
 
@@ -151,8 +154,8 @@ def _summary(counts: dict[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
 
 def cell_result(name: str, records: Records, ks: Sequence[int]) -> CellResult:
     g = as_group(records)
-    counts = landed_counts(g)
     missed = not_landed(g)
+    counts = landed_counts(g, missed)
     # Root causes and vetoes describe the same trials the metrics do: the tasks reached.
     reached = g.where(~in_tasks(g, missed))
     failed = reached.where(reached["status"] == 1)
