@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= out
 
-.PHONY: install test demo lint bench clean chromium bubblewrap
+.PHONY: install test demo lint bench clean chromium bubblewrap frameworks test-frameworks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,41 @@ demo: $(STAMP) chromium bubblewrap
 	$(BIN)/chaoseval report $(OUT)/browser-naive.jsonl --format html \
 	  -o $(OUT)/report-browser-naive.html
 	@echo "reports: $(OUT)/report.html $(OUT)/report-naive.html $(OUT)/report-browser-naive.html"
+
+# Third-party agent frameworks for examples/ and tests/frameworks: each in its own venv (or, for
+# Node, its own node_modules) under FRAMEWORKS, from the pinned versions in examples/requirements/
+# and examples/node/package-lock.json (each lock is complete: pip installs it as it is, --no-deps,
+# then checks it). A venv is rebuilt when its lock file changes.
+FRAMEWORKS ?= .cache/frameworks
+PY_FRAMEWORKS := openai-agents pydantic-ai langgraph smolagents anthropic
+FRAMEWORK_STAMPS := $(PY_FRAMEWORKS:%=$(FRAMEWORKS)/%/.installed) $(FRAMEWORKS)/node/.installed
+
+# A checkout or rebase rewrites the lock files' times, not their contents: an install is redone
+# only when the lock differs from the copy kept beside it.
+$(FRAMEWORKS)/%/.installed: examples/requirements/%.txt
+	@if cmp -s $< $(FRAMEWORKS)/$*/requirements.txt; then touch $@; else \
+	  set -ex; rm -rf $(FRAMEWORKS)/$*; \
+	  $(PYTHON) -m venv $(FRAMEWORKS)/$*; \
+	  $(FRAMEWORKS)/$*/bin/python -m pip install -q --no-deps -r $<; \
+	  $(FRAMEWORKS)/$*/bin/python -m pip check; \
+	  cp $< $(FRAMEWORKS)/$*/requirements.txt; touch $@; fi
+
+# node_modules beside a link to examples/node/agent.mjs: run with `node --preserve-symlinks-main`,
+# the script resolves its packages from here while its source stays in examples/node.
+$(FRAMEWORKS)/node/.installed: examples/node/package.json examples/node/package-lock.json
+	@if cmp -s examples/node/package-lock.json $(FRAMEWORKS)/node/package-lock.json \
+	  && cmp -s examples/node/package.json $(FRAMEWORKS)/node/package.json; then touch $@; else \
+	  set -ex; rm -rf $(FRAMEWORKS)/node; mkdir -p $(FRAMEWORKS)/node; \
+	  cp examples/node/package.json examples/node/package-lock.json $(FRAMEWORKS)/node/; \
+	  cd $(FRAMEWORKS)/node && npm ci --no-audit --no-fund --loglevel=error && cd - >/dev/null; \
+	  ln -s $(abspath examples/node/agent.mjs) $(FRAMEWORKS)/node/agent.mjs; touch $@; fi
+
+frameworks: $(FRAMEWORK_STAMPS)
+
+# The framework matrix (tests/frameworks, left out of `make test`): each framework's example agent
+# through exec: beside examples/openai_mcp_agent.py on the same seeds.
+test-frameworks: $(STAMP) frameworks
+	CHAOSEVAL_FRAMEWORKS=$(abspath $(FRAMEWORKS)) $(BIN)/python -m pytest -q -m frameworks tests/frameworks
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

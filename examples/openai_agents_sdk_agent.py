@@ -6,6 +6,12 @@ server, its model over the Responses API (the SDK's default). No chaoseval impor
 chaoseval starts it once per trial with the trial's model channel in OPENAI_BASE_URL /
 OPENAI_API_KEY and the trial's tools in CHAOSEVAL_MCP_URL; the task comes on stdin. The last
 line it prints is its answer as JSON: {"answer": ..., "gave_up": ..., "data": ...}.
+
+Tracing is left as the SDK ships it: on, exporting each run's trace to OpenAI's tracing endpoint
+with the key in OPENAI_API_KEY. Under chaoseval that key is the trial's own token and the export
+fails (the SDK logs "[non-fatal] Tracing ..." to stderr and goes on). To turn tracing off, set
+OPENAI_AGENTS_DISABLE_TRACING=1 in the environment, or call
+``agents.set_tracing_disabled(True)`` before the run.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+from agents import Agent, OpenAIResponsesModel, Runner
 from agents.mcp import MCPServerStreamableHttp
 from openai import AsyncOpenAI
 
@@ -38,7 +44,6 @@ def final(content: str) -> dict[str, Any]:
 
 
 async def solve(task: str) -> dict[str, Any]:
-    set_tracing_disabled(True)  # traces would be uploaded to OpenAI with the key
     name = os.environ.get("CHAOSEVAL_MODEL") or os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
     client = AsyncOpenAI(timeout=float(os.environ.get("AGENT_MODEL_TIMEOUT", "10")))
     tools = MCPServerStreamableHttp(
