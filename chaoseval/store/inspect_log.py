@@ -144,6 +144,20 @@ def _usage(sample: dict[str, Any]) -> Usage:
     return usage
 
 
+def _unscored(path: Path, log: dict[str, Any], samples: list[dict[str, Any]]) -> str:
+    """Why a log whose samples carry no score cannot be imported: it measured nothing (an
+    eval that could not reach its model), so its trials are not 'not evaluable' but absent."""
+    err = log.get("error") or next((s.get("error") for s in samples if s.get("error")), None)
+    why = str(err.get("message") if isinstance(err, dict) else err or "").strip()
+    first = why.splitlines()[0][:300] if why else ""
+    status = log.get("status") or "unknown"
+    return (
+        f"{path}: the log holds no scored samples ({len(samples)} sample(s), none scored; eval "
+        f"status {status!r}{': ' + first if first else ''}); nothing was measured. Run "
+        "'inspect eval' again once it reaches its model, then import that log"
+    )
+
+
 def load_inspect(path: str | Path, scorer: str | None = None, errors_as: str = "source") -> Journal:
     path = Path(path)
     check_errors_as(errors_as)
@@ -160,6 +174,8 @@ def load_inspect(path: str | Path, scorer: str | None = None, errors_as: str = "
             f"{path}: the log has no samples (written with --no-log-samples?); chaoseval needs "
             "per-sample scores to compute per-task pass^k"
         )
+    if not any(s.get("scores") for s in samples):
+        raise ConfigError(_unscored(path, log, samples))
     seen: dict[str, set[int]] = {}
     records = []
     for s in samples:
