@@ -10,7 +10,9 @@ What is replaced by :data:`MARKER`:
 
 Writers call :func:`current` (journal lines, artifacts, report and investigation output), so
 adding a rule here covers all of them. Long strings are cut by :func:`cap` with their full size
-in the marker, so a 100 MB answer cannot make a 200 MB journal.
+in the marker, so a 100 MB answer cannot make a 200 MB journal. Text is always redacted before
+it is cut (:func:`head`, :func:`tail`): cut first, a secret across the cut would keep a half
+that no rule recognises.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ HEADER = re.compile(
 )
 BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 TEXT_LIMIT = 256 << 10  # characters of one string kept in a journal line
+# Characters past a cut redacted with what is kept (head, tail): a secret up to this long
+# across the cut is replaced whole, never kept in part.
+MARGIN = 4096
 
 
 @dataclass
@@ -180,16 +185,49 @@ def guard_output() -> None:
             setattr(sys, name, RedactingStream(stream))
 
 
-def cap(value: Any, limit: int = TEXT_LIMIT) -> Any:
-    """``value`` with every string longer than ``limit`` cut, its full size in the marker."""
+def head(
+    value: str, limit: int, redactor: Redactor | None = None, *, more: bool | None = None
+) -> str:
+    """The first ``limit`` characters of ``value`` once redacted: redact, then cut, never the
+    other way round (a secret across the cut would keep its first half, which no rule knows).
+
+    Only ``limit + MARGIN`` characters are redacted, not all of a 100 MB string; when that
+    window is itself a cut, its last MARGIN characters are never kept, so a secret up to
+    MARGIN long across the window's end is caught or dropped, never half kept. ``more``: the
+    text goes on past ``value`` (a stream's kept head), which is then such a cut too."""
+    r = redactor or current()
+    window = value[: limit + MARGIN]
+    kept = r.text(window)
+    if more or len(window) < len(value):
+        kept = kept[: max(0, len(kept) - MARGIN)]
+    return kept[:limit]
+
+
+def tail(
+    value: str, limit: int, redactor: Redactor | None = None, *, more: bool | None = None
+) -> str:
+    """The last ``limit`` characters of ``value`` once redacted (as :func:`head`, from the
+    end: a secret across the cut would keep its second half; ``more``: text came before)."""
+    r = redactor or current()
+    window = value[-(limit + MARGIN) :] if limit + MARGIN < len(value) else value
+    kept = r.text(window)
+    if more or len(window) < len(value):
+        kept = kept[MARGIN:]
+    return kept[-limit:] if limit else ""
+
+
+def cap(value: Any, limit: int = TEXT_LIMIT, redactor: Redactor | None = None) -> Any:
+    """``value`` with every string longer than ``limit`` cut, its full size in the marker;
+    each is redacted before it is cut (:func:`head`)."""
     if isinstance(value, str):
         if len(value) <= limit:
             return value
-        return value[:limit] + f"[... cut by chaoseval: {len(value)} characters in full]"
+        kept = head(value, limit, redactor)
+        return kept + f"[... cut by chaoseval: {len(value)} characters in full]"
     if isinstance(value, dict):
-        return {k: cap(v, limit) for k, v in value.items()}
+        return {k: cap(v, limit, redactor) for k, v in value.items()}
     if isinstance(value, list):
-        return [cap(v, limit) for v in value]
+        return [cap(v, limit, redactor) for v in value]
     return value
 
 
@@ -202,4 +240,5 @@ def clean_json(line: str, dump: Any) -> str:
     redactor = current()
     if len(line) <= TEXT_LIMIT and not redactor.needed(line):
         return line
-    return json.dumps(redactor.data(cap(dump())), ensure_ascii=False, separators=(",", ":"))
+    data = redactor.data(cap(dump(), redactor=redactor))  # each long string redacted, then cut
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

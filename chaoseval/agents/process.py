@@ -66,6 +66,7 @@ from subprocess import PIPE
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from chaoseval import redact
 from chaoseval.agents import crash, guard, sandbox
 from chaoseval.channels.asgi import single
 from chaoseval.channels.browser.server import serve_pages
@@ -86,9 +87,10 @@ from chaoseval.store import artifacts
 PREFIX = "exec:"
 GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN = 1.0  # seconds to wait for output pipes once the process is gone
-STDOUT_LIMIT = 1 << 20  # bytes of stdout kept in memory (head); the answer comes from these
-TAIL_LIMIT = 64 << 10  # bytes of stdout's end kept apart: the JSON answer line lives there
+STDOUT_LIMIT = 1 << 20  # bytes of stdout kept in memory (head)
+TAIL_LIMIT = 64 << 10  # bytes of stdout's end kept apart
 STDERR_LIMIT = 256 << 10
+ANSWER_LIMIT = 32 << 20  # bytes of the last stdout line read as the JSON answer
 MODEL_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
 
@@ -104,41 +106,75 @@ class AgentProcessFailed(ChaosevalError):
 
 @dataclass
 class Capture:
-    """A bounded copy of one output stream: its head, its tail, and how much there was."""
+    """A bounded copy of one output stream: its head, its tail, its last line (stdout's: the
+    JSON answer, whatever its size and wherever head and tail were cut), and how much there
+    was. Head and tail keep :data:`redact.MARGIN` bytes past their limits: the text is
+    redacted with them, then cut, so a secret across a cut is never kept in part."""
 
     limit: int
     tail_limit: int = 0
+    line_limit: int = 0  # bytes of the last line kept for the answer (0: not tracked)
     head: bytearray = field(default_factory=bytearray)
     tail: bytearray = field(default_factory=bytearray)
     size: int = 0
+    line: bytearray = field(default_factory=bytearray)  # the line being written
+    last: bytes = b""  # the last complete line that is not blank
+    over: bool = False  # the line being written passed line_limit: it is no answer
 
     def add(self, chunk: bytes) -> None:
         self.size += len(chunk)
-        room = self.limit - len(self.head)
+        if self.line_limit:
+            self._track(chunk)
+        room = self.limit + redact.MARGIN - len(self.head)
         if room > 0:
             self.head += chunk[:room]
             chunk = chunk[room:]
         if chunk and self.tail_limit:
             self.tail += chunk
-            del self.tail[: max(0, len(self.tail) - self.tail_limit)]
+            del self.tail[: max(0, len(self.tail) - self.tail_limit - redact.MARGIN)]
+
+    def _track(self, chunk: bytes) -> None:
+        end = chunk.rfind(b"\n")
+        if end >= 0:
+            lines = chunk[:end].split(b"\n")
+            self._grow(lines[0])
+            lines[0] = b"" if self.over else bytes(self.line)
+            done = next((ln for ln in reversed(lines) if ln.strip()), None)
+            if done is not None or self.over:
+                self.last = done or b""  # a line over the limit leaves no answer
+            self.line, self.over = bytearray(), False
+            chunk = chunk[end + 1 :]
+        self._grow(chunk)
+
+    def _grow(self, part: bytes) -> None:
+        if self.over:
+            return
+        self.line += part
+        if len(self.line) > self.line_limit:
+            self.line, self.over = bytearray(), True
 
     @property
     def cut(self) -> bool:
         return self.size > len(self.head) + len(self.tail)
 
     def text(self) -> str:
-        """Everything kept; a marker where the middle was dropped."""
+        """Everything kept, redacted and then cut to the limits; a marker where the middle
+        was dropped."""
         head = self.head.decode("utf-8", "replace")
-        if not self.tail:
+        if not self.cut:  # all of it is here: nothing was cut, nothing to cut
+            return redact.redact(head + self.tail.decode("utf-8", "replace"))
+        head = redact.head(head, self.limit, more=True)
+        if not self.tail_limit:
             return head
-        gap = self.size - len(self.head) - len(self.tail)
-        marker = f"\n[... {gap} bytes not kept ...]\n" if gap else ""
-        return head + marker + self.tail.decode("utf-8", "replace")
+        tail = redact.tail(self.tail.decode("utf-8", "replace"), self.tail_limit, more=True)
+        gap = self.size - len(head.encode()) - len(tail.encode())
+        return head + f"\n[... {gap} bytes not kept ...]\n" + tail
 
     def last_line(self) -> str:
-        data = bytes(self.tail) if self.tail else bytes(self.head)
-        lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
-        return lines[-1] if lines else ""
+        if self.over:
+            return ""
+        data = bytes(self.line) if bytes(self.line).strip() else self.last
+        return data.decode("utf-8", "replace").strip()
 
 
 def parse_answer(stdout: Capture) -> AgentOutput:
@@ -254,7 +290,7 @@ class ProcessAgent:
     async def _run_process(
         self, argv: list[str], env: dict[str, str], cwd: Path, instruction: str
     ) -> AgentOutput:
-        stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT)
+        stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT, ANSWER_LIMIT)
         stderr = Capture(STDERR_LIMIT, TAIL_LIMIT)  # the tail: where a crash's error is
         try:
             process = await anyio.open_process(
@@ -281,7 +317,7 @@ class ProcessAgent:
                 _keep(stdout, stderr)
         code = process.returncode
         if code:
-            raise AgentProcessFailed(code, crash.summary(stderr.text()))
+            raise AgentProcessFailed(code, crash.summary(stderr.text()))  # redacted, then cut
         return parse_answer(stdout)
 
     async def _stop(self, process: Process) -> None:

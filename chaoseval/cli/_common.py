@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from chaoseval.errors import ConfigError
 from chaoseval.loading.userpath import append_path, check_not_shadowed
+from chaoseval.render.printable import escape
 
 if TYPE_CHECKING:
     from chaoseval.config import ProjectConfig

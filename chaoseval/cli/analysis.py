@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from chaoseval import redact
 from chaoseval.cli._common import ConfigPath, console, err, fail, settings
 from chaoseval.errors import ChaosevalError, ConfigError
+from chaoseval.render.printable import escape
 
 if TYPE_CHECKING:
     from chaoseval.store.columns import Trials

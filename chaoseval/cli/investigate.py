@@ -27,6 +27,7 @@ from chaoseval.cli._common import (
 )
 from chaoseval.errors import ChaosevalError, ConfigError
 from chaoseval.loading.userpath import append_path
+from chaoseval.render.printable import escape, visible
 
 if TYPE_CHECKING:
     from chaoseval.investigate.search import SearchResult
@@ -208,8 +209,8 @@ def diverge_cmd(
             t.consistency, ""
         )
         consistency = f"[{style}]{t.consistency}[/]" if style else t.consistency
-        if t.groups:
-            labels = "\n".join(g.label for g in t.groups)
+        if t.groups:  # the agent's own steps: shown, never obeyed (escapes, markup)
+            labels = "\n".join(escape(g.label) for g in t.groups)
             counts = "\n".join(str(g.count) for g in t.groups)
             if t.reference == CLEAN:
                 labels = "(vs clean successes)\n" + labels
@@ -218,13 +219,14 @@ def diverge_cmd(
             labels, counts = "(no successful trial to compare with)", ""
         else:
             labels, counts = "", ""
-        table.add_row(t.scenario, t.cell, f"{t.passed}/{t.failed}", consistency, labels, counts)
+        table.add_row(escape(t.scenario), escape(t.cell), f"{t.passed}/{t.failed}", consistency,
+                      labels, counts)  # fmt: skip
     console.print(table)
     stable_errors = [t for t in tasks if t.consistency == "stable error"]
     if stable_errors:
         console.print(
             f"[bold red]{len(stable_errors)} stable error(s)[/]: consistent, and consistently "
-            "wrong: " + ", ".join(f"{t.scenario} [{t.cell}]" for t in stable_errors),
+            "wrong: " + escape(", ".join(f"{t.scenario} [{t.cell}]" for t in stable_errors)),
             markup=True,
         )
 
@@ -268,7 +270,7 @@ def replay_cmd(
     except ChaosevalError as exc:
         fail(exc)
     a, b = result.original, result.replayed
-    table = Table("#", "t", "recorded", "replayed", "", title=f"replay of {trial_id}")
+    table = Table("#", "t", "recorded", "replayed", "", title=f"replay of {escape(trial_id)}")
     for i in range(max(len(a.trajectory.steps), len(b.trajectory.steps))):
         sa = a.trajectory.steps[i] if i < len(a.trajectory.steps) else None
         sb = b.trajectory.steps[i] if i < len(b.trajectory.steps) else None
@@ -277,9 +279,11 @@ def replay_cmd(
         t = f"{either.t:g}" if either is not None else ""
         if sa is not None and sb is not None and sa.t != sb.t:
             t = f"{sa.t:g} / {sb.t:g}"
-        table.add_row(str(i), t, _step_cell(sa), _step_cell(sb), "=" if same else "[red]≠[/]")
+        table.add_row(  # the agent's text: shown, never obeyed (escapes, markup)
+            str(i), t, escape(_step_cell(sa)), escape(_step_cell(sb)), "=" if same else "[red]≠[/]"
+        )
     table.add_row(
-        "", "", _outcome(a), _outcome(b), ""
+        "", "", escape(_outcome(a)), escape(_outcome(b)), ""
     )
     console.print(table)
     if result.exact:
@@ -292,7 +296,7 @@ def replay_cmd(
             else "[bold red]did not reproduce[/]:"
         )
         for d in result.differences:
-            console.print(f"  {d}", markup=False)
+            console.print(f"  {visible(d)}", markup=False)
         raise typer.Exit(1)
 
 
@@ -340,7 +344,9 @@ def sample_cmd(
         except ChaosevalError as exc:
             err.print(f"[yellow]warning:[/] instructions not rebuilt: {exc}")
             scenarios = []
-        text = to_markdown(chosen, data, scenarios, seed=seed, status=status)
+        # Agents' and scenarios' text, made visible: a control character is never obeyed
+        # where the Markdown is printed or later shown.
+        text = visible(to_markdown(chosen, data, scenarios, seed=seed, status=status))
     except ChaosevalError as exc:
         fail(exc)
     if output is not None:

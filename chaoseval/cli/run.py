@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from chaoseval import redact
 from chaoseval.cli._common import (
@@ -25,6 +24,7 @@ from chaoseval.cli._common import (
     user_agent,
 )
 from chaoseval.errors import ChaosevalError, ConfigError, IsolationWarning
+from chaoseval.render.printable import escape
 
 if TYPE_CHECKING:
     from chaoseval.config import RunSettings

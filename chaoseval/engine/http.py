@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from chaoseval import redact
 from chaoseval.channels.asgi import drop_connection, serve_asgi
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, bounded_body
 from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
@@ -228,7 +229,7 @@ def decode(name: str, response: httpx.Response) -> Any:
     kind = response.headers.get(ERROR_HEADER)
     status = response.status_code
     if kind == "harness_error":
-        raise HarnessError(f"tool server: {response.text[:300]}")
+        raise HarnessError(f"tool server: {redact.head(response.text, 300)}")
     if kind == "timeout":
         raise ToolTimeout(f"{name}: gateway timeout ({status})")
     if status == 429 or status >= 500:
@@ -251,7 +252,7 @@ def _message(response: httpx.Response) -> str:
     try:
         return str(response.json()["error"])
     except (ValueError, KeyError, TypeError):
-        return response.text[:300] or f"HTTP {response.status_code}"
+        return redact.head(response.text, 300) or f"HTTP {response.status_code}"
 
 
 class HttpTools:

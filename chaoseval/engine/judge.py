@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from chaoseval import redact
 from chaoseval.engine.toolbox import Received, StepBudgetExceeded, TrialState
 from chaoseval.errors import (
     AgentVisibleError,
@@ -222,7 +223,7 @@ def judge(
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:500]
+    return redact.head(f"{type(exc).__name__}: {exc}", 500)  # redacted, then cut
 
 
 @dataclass

@@ -20,6 +20,7 @@ import anyio
 from freezegun import freeze_time
 from pydantic import BaseModel, ValidationError
 
+from chaoseval import redact
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, record_oversized
 from chaoseval.errors import (
     AgentVisibleError,
@@ -435,10 +436,11 @@ def validate_result(spec: ToolSpec, result: Any) -> Any:
 
 def _brief(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return "; ".join(
+        text = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-        )[:300]
-    return str(exc)[:300]
+        )
+        return redact.head(text, 300)
+    return redact.head(str(exc), 300)
 
 
 # json.dumps(value, default=str) builds a new encoder per call; this one is made once.
@@ -481,4 +483,4 @@ def _excerpt(result: Any, text: str | None = None) -> Any:
     text = _as_text(result) if text is None else text
     if len(text) <= EXCERPT:
         return result
-    return text[:EXCERPT] + f"...[{len(text)} chars]"
+    return redact.head(text, EXCERPT) + f"...[{len(text)} chars]"  # redacted, then cut

@@ -7,12 +7,12 @@ cell?) and the resilience comparison (does B lose less than A against its own cl
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from chaoseval.analysis.compare import Budget, CellComparison, HarnessComparison
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.render.markdown import table_markdown
+from chaoseval.render.printable import escape
 from chaoseval.render.tables import TableData, budget_value, fmt, fmt_p, fmt_test_p
 
 __all__ = ["comparison_tables", "print_comparison", "render_comparison_markdown"]

@@ -185,4 +185,16 @@ def render_junit(
     root.set("failures", str(totals[1]))
     root.set("skipped", str(totals[2]))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+    # ElementTree escapes markup but writes control characters as they are, which no XML 1.0
+    # parser accepts: a cell or scenario name holding an ESC made the whole file unreadable.
+    xml = ET.tostring(root, encoding="unicode").translate(_NOT_XML)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + xml
+
+
+# Characters XML 1.0 forbids (C0 controls but tab, newline and carriage return; lone
+# surrogates; U+FFFE, U+FFFF), written visibly instead: no markup ever holds one.
+_NOT_XML = {
+    c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+    for c in [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0xD800, 0xE000),
+              0xFFFE, 0xFFFF]
+}  # fmt: skip

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, by_scenario_cell
 from chaoseval.analysis.build import Analysis, analyze
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
+from chaoseval.render.printable import escape
 from chaoseval.render.tables import delta_cell
 from chaoseval.render.verdict import print_twins, print_verdict
 from chaoseval.store.columns import Trials, as_trials
@@ -150,8 +150,8 @@ def _cause_table(cells: Sequence[CellResult], labels: dict[str, str]) -> Table:
         vetoes = ", ".join(f"{k} {v}" for k, v in sorted(r.vetoes.items()))
         table.add_row(
             escape(labels.get(r.cell, r.cell)),
-            causes or "—",
-            f"[red]{vetoes}[/]" if vetoes else "—",
+            escape(causes) or "—",
+            f"[red]{escape(vetoes)}[/]" if vetoes else "—",
         )
     return table
 
@@ -162,16 +162,16 @@ def _cell_notes(cells: Sequence[CellResult], console: Console) -> None:
         excluded = {k: v for k, v in r.summary.excluded.items() if v}
         for k, tasks in excluded.items():
             console.print(
-                f"[yellow]{r.cell}: pass^{k} excludes {len(tasks)} task(s) with fewer than {k} "
-                f"scored trials:[/] {', '.join(tasks)}"
+                f"[yellow]{escape(r.cell)}: pass^{k} excludes {len(tasks)} task(s) with fewer "
+                f"than {k} scored trials:[/] {escape(', '.join(tasks))}"
             )
         note = r.landing_note()
         if note:
-            console.print(f"[yellow]{note}[/]")
+            console.print(f"[yellow]{escape(note)}[/]")
         if r.summary.unscored:
             console.print(
-                f"[yellow]{r.cell}: {len(r.summary.unscored)} task(s) had no evaluable trial:[/] "
-                + ", ".join(r.summary.unscored)
+                f"[yellow]{escape(r.cell)}: {len(r.summary.unscored)} task(s) had no evaluable "
+                "trial:[/] " + escape(", ".join(r.summary.unscored))
             )
 
 
@@ -186,7 +186,7 @@ def _not_evaluable(journal: Trials, cells: Sequence[CellResult], console: Consol
         "against the agent):[/]"
     )
     for trial_id, error in errors[:5]:
-        console.print(f"  {trial_id}: {error}")
+        console.print(f"  {escape(trial_id)}: {escape(str(error))}")
     if len(errors) > 5:
         console.print(f"  … and {len(errors) - 5} more (see the journal)")
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
 from chaoseval.analysis.build import analyze
 from chaoseval.analysis.degradation import Comparison
+from chaoseval.render.printable import escape
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
@@ -60,11 +61,12 @@ def print_summary(
     )
     table.add_column("perturbation")
     for j in tables:
-        table.add_column(f"{j.manifest.agent}\nmean (Δ)", justify="right")
-        table.add_column(f"{j.manifest.agent}\npass^{k} (Δ)", justify="right")
-        table.add_column(f"{j.manifest.agent}\ntasks reached", justify="right")
+        agent = escape(j.manifest.agent)
+        table.add_column(f"{agent}\nmean (Δ)", justify="right")
+        table.add_column(f"{agent}\npass^{k} (Δ)", justify="right")
+        table.add_column(f"{agent}\ntasks reached", justify="right")
     for cell in cells:
-        row = [cell]
+        row = [escape(cell)]
         for res, test in zip(results, tests, strict=True):
             r = res.get(cell)
             if r is None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from chaoseval.analysis.build import Analysis
+from chaoseval.render.printable import escape
 from chaoseval.render.tables import report_tables
 
 __all__ = ["print_analysis"]

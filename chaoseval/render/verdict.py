@@ -13,7 +13,6 @@ import shlex
 from html import escape
 
 from rich.console import Console
-from rich.markup import escape as rich_escape
 from rich.table import Table
 
 from chaoseval.analysis.twins import (
@@ -26,6 +25,7 @@ from chaoseval.analysis.twins import (
 )
 from chaoseval.analysis.verdict import CellVerdict, Verdict
 from chaoseval.model.records import TrialRecord
+from chaoseval.render.printable import escape as rich_escape
 
 __all__ = [
     "VERDICT_CSS",

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaoseval import redact
 from chaoseval.errors import ConfigError
 from chaoseval.model.records import Usage
 from chaoseval.model.seeding import derive_seed
@@ -148,12 +149,12 @@ def _tau_verdict(it: _TauResult, errors_as: str, tau2: bool) -> tuple[str, str |
     passed = it.reward is not None and abs(float(it.reward) - 1.0) <= EPS
     if it.error is not None:
         if not crashed(errors_as, it.source_failure):
-            return "not_evaluable", "harness_error", it.error[:500]
+            return "not_evaluable", "harness_error", redact.head(it.error, 500)
         # As the source does, a crash still counts by its reward (tau-bench writes 0.0; a tau2
         # simulation that ended in agent_error may have been scored), unless told "failure".
         if passed and errors_as == "source":
             return "passed", None, None
-        return "failed", "crash", it.error[:500]
+        return "failed", "crash", redact.head(it.error, 500)
     if it.reward is None:
         # tau2 scores a missing reward as a failure (NaN is not a success); tau-bench always
         # writes one, so a missing one there is a broken file: not evaluable.

@@ -20,6 +20,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from chaoseval import redact
 from chaoseval.errors import ConfigError
 from chaoseval.model.records import Usage
 from chaoseval.store.importing import (
@@ -123,7 +124,7 @@ def _verdict(
     """(status, root cause, detail) of one sample epoch."""
     if sample.get("error"):
         err = sample["error"]
-        msg = str(err.get("message") if isinstance(err, dict) else err)[:500]
+        msg = redact.head(str(err.get("message") if isinstance(err, dict) else err), 500)
         if crashed(errors_as, source_says_failure=False):
             return "failed", "crash", msg
         return "not_evaluable", "harness_error", msg

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from chaoseval import redact
 from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault
 from chaoseval.errors import ConfigError
 from chaoseval.redact import add_secret
@@ -38,7 +39,9 @@ class ForwardUpstream:
             try:
                 message = str(response.json()["error"]["message"])
             except (ValueError, KeyError, TypeError):
-                message = response.text[:500] or f"upstream returned {response.status_code}"
+                message = redact.head(response.text, 500) or (
+                    f"upstream returned {response.status_code}"
+                )  # an upstream may echo the key: redacted before it is cut
             headers = {h: response.headers[h] for h in PASSED_HEADERS if h in response.headers}
             raise ModelHTTPFault(response.status_code, message, headers=headers)
         done: dict[str, Any] = response.json()
