@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from chaoseval.analysis.sampling import sampling_lines
 from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
 from chaoseval.errors import ConfigError, JournalError
 from chaoseval.model.records import Cell, TrialRecord
@@ -303,6 +304,8 @@ def to_markdown(
         f"T={m.model.temperature:g}, run seed {m.seed}. Drawn with "
         f"`chaoseval sample --seed {seed} --status {status}`.",
         "",
+        # What the model requests really sent and used, beside the configured T above.
+        *[f"Sampling {line}.\n" for line in sampling_lines(m.model, as_trials(journal).sampling)],
         "For each trial, read the instruction and the trajectory, then tick whether the "
         "judge's verdict is right.",
         "",

@@ -18,6 +18,7 @@ from chaoseval.agents.process import ProcessAgent
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.channels.model.session import ModelEndpoint
 from chaoseval.engine.runner import RunConfig, run
+from chaoseval.investigate.replay import to_markdown
 from chaoseval.loading.files import installed, select
 from chaoseval.model.records import AgentOutput, ModelSettings, TrialRecord
 from chaoseval.render.report import json_report
@@ -92,6 +93,8 @@ def test_an_agent_that_sends_its_own_temperature_keeps_it_and_the_report_says_so
     assert doc["temperature"]["overridden"] is True
     (line, _) = sampling_lines(trials.manifest.model, trials.sampling)
     assert "the agent sent T=0.3" in line and "overrides the configured value" in line
+    # ... and so does a spot-check sample of the journal.
+    assert line in to_markdown(read_journal(journal).records[:1], trials)
 
 
 def test_a_run_without_a_model_channel_says_nothing_of_sampling() -> None:
