@@ -95,9 +95,13 @@ def root_cause_legend(journal: Trials | Journal, names: set[str]) -> str:
 def _cell_table(a: Analysis, v: Verdict, journal: Trials) -> Table:
     m = journal.manifest
     ks = a.ks
+    # The model settings are the run's defaults whether or not the agent used them: name them
+    # only when some trial recorded a model call (an agent without a model has none).
+    used = bool(len(journal) and journal.col["model_calls"].any())
+    model = f"model {m.model.model} T={m.model.temperature}" if used else "no model calls"
     table = Table(
-        title=f"{m.agent} — {len(a.scenarios)} scenarios, "
-        f"seed {m.seed}, model {m.model.model} T={m.model.temperature} ({m.clock} clock)",
+        title=f"{m.agent} — {len(a.scenarios)} scenarios, seed {m.seed}, {model} "
+        f"({m.clock} clock)",
         title_justify="left",
     )
     table.add_column("perturbation")

@@ -84,6 +84,8 @@ def test_3_why_a_trial_crashed_is_in_every_view(tmp_path: Path) -> None:
         tmp_path,
     )
     assert WHY in flat(run.stdout)  # the terminal twins (a table: cells wrap)
+    # Point 7: an agent that records no model call is not headed "model sim-1 T=0.7".
+    assert "no model calls" in run.stdout and "T=0.7" not in run.stdout
     chaoseval("chaoseval report j.jsonl -f html -o r.html", tmp_path)
     html = (tmp_path / "r.html").read_text().replace("&#x27;", "'")
     assert WHY in html
