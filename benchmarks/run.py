@@ -24,6 +24,7 @@ from bench_report import main as report_cost
 from bench_run import main as run_cost
 from bench_sandbox import main as sandbox_cost
 from bench_wire import main as wire_overhead
+from calibration_sim import main as verdict_calibration
 from coverage_sim import main as interval_coverage
 
 FULL_RESAMPLES = 10_000
@@ -69,6 +70,7 @@ def main() -> None:
     wire_overhead()
     browser_trials()
     interval_coverage()
+    verdict_calibration()
     run_cost()
     report_cost()
     sandbox_cost()

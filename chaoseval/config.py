@@ -69,6 +69,7 @@ class ProjectConfig(BaseModel):
     perturbations: list[str] | None = None  # cells, as `run -p`
     trials: int | None = Field(default=None, ge=1)
     k: list[int] | None = None
+    primary: str | None = None  # the metric verdicts are judged by, as `run --primary`
     seed: int | None = None
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0)
@@ -212,6 +213,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "scenarios": [],
     "scenario_paths": [],
     "trials": 5,
+    "primary": "pass^1",
     "seed": 0,
     "model": "sim-1",
     "temperature": 0.7,
@@ -234,6 +236,7 @@ class RunSettings:
     scenario_paths: list[Path]
     trials: int
     k: list[int] | None
+    primary: str
     seed: int
     model: str
     temperature: float
@@ -251,9 +254,21 @@ class RunSettings:
         limit = _size(self.max_request_size, "--max-request-size")
         return DEFAULT_REQUEST_LIMIT if limit is None else limit
 
+    def primary_metric(self) -> str:
+        """The primary metric's label, checked against the trial count (pass^1 by default)."""
+        from chaoseval.analysis.primary import parse_primary
+
+        return parse_primary(self.primary, self.trials).label
+
     def ks(self) -> list[int]:
-        """The k values asked for; by default 1, 2, 5 where the trial count allows, and n."""
+        """The k values asked for; by default 1, 2, 5 where the trial count allows, and n;
+        always the primary metric's k."""
+        from chaoseval.analysis.primary import parse_primary
+
+        main = parse_primary(self.primary, self.trials)
         ks = sorted(set(self.k or [x for x in (1, 2, 5) if x <= self.trials] + [self.trials]))
+        if main.metric != "mean":
+            ks = sorted({*ks, main.kk})
         bad = [x for x in ks if x < 1 or x > self.trials]
         if bad:
             raise ConfigError(f"--k {bad} must be between 1 and --trials ({self.trials})")

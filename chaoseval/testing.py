@@ -98,6 +98,7 @@ def _run_and_gate(s: RunSettings, resamples: int) -> MatrixResult:
             agent_name=s.agent,
             cells=parse_cells(s.perturbations),
             trials=s.trials,
+            primary=s.primary_metric(),
             seed=s.seed,
             model=ModelSettings(model=s.model, temperature=s.temperature),
             ks=ks,

@@ -17,6 +17,7 @@ from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
 from chaoseval.analysis.measures import Measures, graceful_by_cell, measure
 from chaoseval.analysis.noise import RunNoise, run_noise
+from chaoseval.analysis.primary import DEFAULT_PRIMARY, parse_primary, recorded_primary
 from chaoseval.analysis.process import (
     NOT_USED,
     ProcessMetrics,
@@ -57,6 +58,8 @@ class Analysis:
     browser: BrowserView | None = None  # CLS, landed faults, screenshots of browser trials
     # Per scored trial: what it spent and how it ended under a degradation contract (gate).
     measures: Measures = field(default_factory=lambda: measure([]))
+    # The metric verdicts are judged by (chaoseval.analysis.primary), as the run recorded it.
+    primary: str = DEFAULT_PRIMARY
 
     @property
     def k_main(self) -> int:
@@ -86,18 +89,23 @@ def analyze(
     ci: float = 0.95,
     seed: int = 0,
     references: bool = True,
+    primary: str | None = None,
 ) -> Analysis:
     """Analyse one journal; reads the journal and nothing else.
 
     Tool-call correctness and path efficiency use the reference runs the run recorded in its
-    manifest; ``references=False`` leaves them off."""
+    manifest; ``references=False`` leaves them off. Verdicts use the primary metric the run
+    recorded, or ``primary`` when given (its k joins ``ks``)."""
     t = as_trials(journal)
-    ks = sorted(set(ks or t.manifest.ks))
+    main = parse_primary(primary) if primary else recorded_primary(t.manifest)
+    ks = sorted(set(ks or t.manifest.ks) | ({main.kk} if main.metric != "mean" else set()))
     records = Group.all(t)
     cells = by_cell(records, ks)
     by = groups(records, "cell")
     warnings = [*t.manifest.run_warnings(), *t.warnings]
-    degraded = degradation(cells, by, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed)
+    degraded = degradation(
+        cells, by, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed, primary=main.label
+    )
     refs = recorded_references(t, warnings) if references else References(note=NOT_USED)
     sl: Slices = slices(records)
     curves, baselines = pass_hat_curves(cells)
@@ -117,7 +125,7 @@ def analyze(
         by_tool=sl.by_tool,
         vetoes=sl.vetoes,
         process={c.cell: process_metrics(c.cell, by[c.cell], refs) for c in cells},
-        heatmap=heatmap(records, ks),
+        heatmap=heatmap(records, ks, main.label),
         curves=curves,
         baseline_curves=baselines,
         scenarios=sorted(set(records.names("scenario"))),
@@ -126,6 +134,7 @@ def analyze(
         plugins={c: _plugins(g) for c, g in by.items()},
         browser=browser_view(records),
         measures=measure(records),
+        primary=main.label,
     )
 
 
@@ -152,6 +161,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
     """The analysis as plain JSON data (the ``analysis`` field of the JSON report)."""
     return {
         "ks": a.ks,
+        "primary": a.primary,
         "degradation": {
             cell: [c.to_json() for c in comps] for cell, comps in a.degradation.items()
         },
@@ -159,7 +169,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         **_slices_json(a),
         "process": {cell: p.to_json() for cell, p in a.process.items()},
         "heatmap": [
-            {"scenario": s, "cell": c, f"delta_pass_hat_{a.k_main}": v}
+            {"scenario": s, "cell": c, f"delta_{a.primary}": v}
             for (s, c), v in sorted(a.heatmap.items())
             if c != CLEAN
         ],

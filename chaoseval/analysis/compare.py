@@ -1,13 +1,15 @@
 """Compare two harnesses (two journals) on the same tasks, paired by scenario and cell.
 
-Per cell present in both journals, two questions, each per metric (pass^k, mean) with an
-interval and a test from chaoseval.analysis.inference and Holm / Benjamini-Hochberg adjusted
-p-values across the cells:
+Per cell present in both journals, two questions, each answered by the primary metric alone
+(chaoseval.analysis.primary; recorded in the runs' manifests), Holm-adjusted across the cells;
+the other metrics keep intervals and are tested only in a fixed order behind it:
 
 - better: the absolute difference ``B - A`` in the cell;
 - more resilient (perturbed cells): the difference of drops, paired by task,
   ``(B_cell - B_clean) - (A_cell - A_clean)``; positive means B loses less. A harness better by
-  the same margin everywhere is better, never more resilient.
+  the same margin everywhere is better, never more resilient. Tasks where either harness had
+  no clean success are left out, relative retention is shown beside it, and the claim needs
+  both scales to agree (chaoseval.analysis.resilience).
 
 A budget table sits beside it so that more attempts (retries, model calls) are not mistaken for a
 better architecture. Tasks or cells present in only one journal are reported and left out.
@@ -16,7 +18,7 @@ better architecture. Tasks or cells present in only one journal are reported and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,18 @@ from chaoseval.analysis.degradation import (
     compare_drops,
     compare_metrics,
 )
+from chaoseval.analysis.primary import Primary, gatekeep, parse_primary, recorded_primary
+from chaoseval.analysis.resilience import (
+    Retention,
+    TaskCountMap,
+    floor_tasks,
+    macro,
+    resilience_call,
+    retention,
+    sizing,
+)
+from chaoseval.errors import ConfigError
+from chaoseval.model.seeding import derive_seed
 from chaoseval.store.columns import Group, Trials, as_group, as_trials
 from chaoseval.store.journal import Journal
 
@@ -37,11 +51,16 @@ __all__ = [
     "SCHEMA_VERSION",
     "Budget",
     "CellComparison",
+    "CellCounts",
     "HarnessComparison",
+    "compare_cells",
     "compare_journals",
 ]
 
 ALPHA = 0.05
+# One cell of one harness: per-task (scored, passed) counts, and the tasks its fault never
+# reached (did not land).
+CellCounts = tuple[TaskCountMap, set[str]]
 
 
 @dataclass(frozen=True)
@@ -85,7 +104,7 @@ class Budget:
     )
 
 
-SCHEMA_VERSION = 1  # of `compare -f json`
+SCHEMA_VERSION = 2  # of `compare -f json`; 2: primary, decided_by, retention, sizing
 
 # The arms of every Comparison below are (B, A): its difference is B - A. Renderers and the JSON
 # name the harnesses explicitly so that the order never leaks into what a user reads.
@@ -103,6 +122,11 @@ class CellComparison:
     better: str | None = None
     more_resilient: str | None = None
     summary: str = ""
+    retention: Retention | None = None
+    floor: dict[str, str] = field(default_factory=dict)  # task -> why left out of the DiD
+    withheld: str | None = None  # why "more resilient" was not said despite a significant DiD
+    # Each harness's clean primary score on the cell's paired tasks (floor tasks included).
+    clean_scores: tuple[float | None, float | None] = (None, None)
 
     def get(self, label: str) -> Comparison | None:
         return next((c for c in self.comparisons if c.label == label), None)
@@ -147,14 +171,22 @@ def _resilience_json(x: Comparison) -> dict[str, Any]:
     return {"drop_a": x.b, "drop_b": x.a, **_stats_json(x)}
 
 
-def _cell_json(c: CellComparison) -> dict[str, Any]:
+def _cell_json(c: CellComparison, primary: str) -> dict[str, Any]:
     return {
         "cell": c.cell,
         "comparisons": [_absolute_json(x) for x in c.comparisons],
         "resilience": (
             {x.label: _resilience_json(x) for x in c.resilience} if c.cell != CLEAN else None
         ),
-        "verdict": {"better": c.better, "more_resilient": c.more_resilient},
+        "verdict": {
+            "better": c.better,
+            "more_resilient": c.more_resilient,
+            "decided_by": primary,
+            "resilience_withheld": c.withheld,
+        },
+        "retention": c.retention.to_json() if c.retention else None,
+        "floor_tasks": c.floor,
+        "clean_primary": {"a": c.clean_scores[0], "b": c.clean_scores[1]},
         "summary": c.summary,
     }
 
@@ -173,6 +205,8 @@ class HarnessComparison:
     cells_only_in_a: list[str]
     cells_only_in_b: list[str]
     warnings: list[str] = field(default_factory=list)
+    primary: str = "pass^1"
+    sizing: list[str] = field(default_factory=list)  # said before any table
 
     @property
     def k_main(self) -> int:
@@ -190,7 +224,9 @@ class HarnessComparison:
             "direction": "b - a",
             "resilience": "(b_cell - b_clean) - (a_cell - a_clean) per task; > 0: b loses less",
             "ks": self.ks,
-            "cells": [_cell_json(c) for c in self.cells],
+            "primary": self.primary,
+            "sizing": self.sizing,
+            "cells": [_cell_json(c, self.primary) for c in self.cells],
             "budget": [b.__dict__ for b in self.budgets],
             "only_in_a": self.only_in_a,
             "only_in_b": self.only_in_b,
@@ -218,14 +254,6 @@ def _paired(t: Trials, keep: set[tuple[str, str]]) -> Group:
     return g.where(pairs[g["cell"], g["scenario"]])
 
 
-def _first_significant(cmps: Sequence[Comparison]) -> Comparison | None:
-    return next((c for c in cmps if c.significant and c.difference is not None), None)
-
-
-def _main(cmps: Sequence[Comparison], k: int) -> Comparison | None:
-    return next((c for c in cmps if c.label == f"pass^{k}"), cmps[0] if cmps else None)
-
-
 def _figure(c: Comparison, what: str) -> str:
     d = c.difference
     if d is None:
@@ -237,32 +265,52 @@ def _figure(c: Comparison, what: str) -> str:
 
 
 def _judge(
-    cmps: Sequence[Comparison], k: int, labels: tuple[str, str], claim: str, what: str
+    cmps: Sequence[Comparison], primary: str, labels: tuple[str, str], claim: str, what: str
 ) -> tuple[str | None, str]:
-    """Who the evidence favours ("A", "B" or None) and the sentence that says it: the side
-    only from a significant difference, else "no detectable difference" with the main metric."""
-    hit = _first_significant(cmps)
-    if hit is not None and hit.difference is not None:
-        side = "B" if hit.difference.estimate > 0 else "A"
-        name = labels[1] if side == "B" else labels[0]
-        return side, f"{name} is {claim} ({_figure(hit, what)})"
-    main = _main(cmps, k)
-    figure = _figure(main, what) if main is not None else "no paired tasks"
+    """Who the primary metric favours ("A", "B" or None) and the sentence that says it: a side
+    only from its significant difference, else "no detectable difference"."""
+    main = next((c for c in cmps if c.label == primary), None)
     topic = "in resilience" if claim.startswith("more resilient") else "in score"
-    return None, f"no detectable difference {topic} ({figure})"
+    if main is None:
+        return None, f"no detectable difference {topic} ({primary}: not measurable)"
+    if main.significant and main.difference is not None and main.difference.estimate != 0:
+        side = "B" if main.difference.estimate > 0 else "A"
+        name = labels[1] if side == "B" else labels[0]
+        return side, f"{name} is {claim} ({_figure(main, what)})"
+    return None, f"no detectable difference {topic} ({_figure(main, what)})"
 
 
-def _verdict(c: CellComparison, labels: tuple[str, str], k: int) -> None:
-    """Fill ``better`` from the absolute comparison and ``more_resilient`` from the drops."""
+def _retention_text(r: Retention | None, labels: tuple[str, str], primary: str) -> str:
+    if r is None or r.a is None or r.b is None:
+        return f"retention ({primary} cell / clean): {r.note if r else 'no tasks'}"
+    return (
+        f"retention ({primary} cell / clean) {labels[0]} {r.a.estimate:.2f} "
+        f"[{r.a.low:.2f}, {r.a.high:.2f}], {labels[1]} {r.b.estimate:.2f} "
+        f"[{r.b.low:.2f}, {r.b.high:.2f}]"
+    )
+
+
+def _verdict(c: CellComparison, labels: tuple[str, str], primary: str) -> None:
+    """Fill ``better`` from the absolute comparison and ``more_resilient`` from the drops, both
+    of the primary metric; resilience also needs retention to agree and no floor."""
     la, lb = labels
     where = "on clean runs" if c.cell == CLEAN else f"under {c.cell}"
-    c.better, said = _judge(c.comparisons, k, labels, f"better {where}", f"{lb} - {la}")
+    c.better, said = _judge(c.comparisons, primary, labels, f"better {where}", f"{lb} - {la}")
     parts = [said]
     if c.cell != CLEAN:
-        c.more_resilient, said = _judge(
-            c.resilience, k, labels, f"more resilient {where}", f"drop {lb} - drop {la}"
+        side, said = _judge(
+            c.resilience, primary, labels, f"more resilient {where}", f"drop {lb} - drop {la}"
         )
+        main = c.get_resilience(primary)
+        did = main.difference.estimate if main and main.difference else None
+        r = c.retention
+        c.more_resilient, c.withheld = resilience_call(side is not None, did, r, c.clean_scores)
+        if c.withheld and main is not None:
+            said = f"no verdict on resilience {where}: {c.withheld} ({_figure(main, 'DiD')})"
         parts.append(said)
+        parts.append(_retention_text(r, labels, primary))
+        if c.floor:
+            parts.append(f"{len(c.floor)} task(s) with no clean success left out of the DiD")
     c.summary = f"{c.cell}: " + "; ".join(parts)
 
 
@@ -279,22 +327,24 @@ def _warnings(a: Trials, b: Trials) -> list[str]:
 
 
 def _cell(
-    ga: Group,
-    gb: Group,
-    clean: tuple[Group, Group] | None,
+    a: CellCounts,
+    b: CellCounts,
+    clean: tuple[TaskCountMap, TaskCountMap] | None,
     grid: Sequence[tuple[str, int | None]],
     labels: tuple[str, str],
     cell: str,
     opts: dict[str, Any],
+    primary: Primary,
 ) -> CellComparison:
-    """B against A in one cell: absolute B - A and, against each one's clean cell, the drops."""
+    """B against A in one cell: absolute B - A and, against each one's clean cell, the drops
+    (without the tasks where either had no clean success) and the retention."""
     la, lb = labels
-    lost_a, lost_b = set(not_landed(ga)), set(not_landed(gb))
+    (counts_a, lost_a), (counts_b, lost_b) = a, b
     # A task the perturbation reached in neither run is not a test of anything.
     neither = dict.fromkeys(sorted(lost_a & lost_b), "no fault reached either agent (did not land)")
     absolute = compare_metrics(
-        task_counts(gb),
-        task_counts(ga),
+        counts_b,
+        counts_a,
         grid,
         neither,
         arms=(lb, la),
@@ -302,21 +352,94 @@ def _cell(
         **opts,
     )
     resilience: list[Comparison] = []
+    out = CellComparison(cell, absolute, resilience)
     if clean is not None and cell != CLEAN:
         # A drop where the fault reached one harness only compares a fault with no fault.
         left_out = dict(neither)
         for t in sorted(lost_a ^ lost_b):
             left_out[t] = f"the fault landed only in {lb if t in lost_a else la}'s run"
-        ca = {t: v for t, v in task_counts(ga).items() if t not in left_out}
-        cb = {t: v for t, v in task_counts(gb).items() if t not in left_out}
+        clean_a, clean_b = clean
+        ca = {t: v for t, v in counts_a.items() if t not in left_out}
+        cb = {t: v for t, v in counts_b.items() if t not in left_out}
+        # Clean scores over the tasks paired here, before the floor tasks go: the floor test
+        # of "more resilient" is about the harness, not about the tasks that are left.
+        paired = [t for t in ca if t in cb and t in clean_a and t in clean_b]
+        at_zero = floor_tasks({la: _on(clean_a, paired), lb: _on(clean_b, paired)}, primary)
+        out.floor = at_zero
+        kept = [t for t in paired if t not in at_zero and min(
+            ca[t][0], cb[t][0], clean_a[t][0], clean_b[t][0]) >= primary.kk]  # fmt: skip
+        ca = {t: v for t, v in ca.items() if t not in at_zero}
+        cb = {t: v for t, v in cb.items() if t not in at_zero}
         for metric, k in grid:
             cmp = compare_drops(
-                (cb, task_counts(clean[1])), (ca, task_counts(clean[0])), metric, k,
-                ci=opts["ci"], arms=(lb, la),
+                (cb, clean_b), (ca, clean_a), metric, k, ci=opts["ci"], arms=(lb, la),
             )  # fmt: skip
             cmp.excluded.update(left_out)
+            cmp.excluded.update(at_zero)
             resilience.append(cmp)
-    return CellComparison(cell, absolute, resilience)
+        ret = retention(
+            (ca, clean_a), (cb, clean_b), kept, primary, n_resamples=opts["n_resamples"],
+            ci=opts["ci"], seed=derive_seed(opts["seed"], "retention", cell),
+        )  # fmt: skip
+        out.retention = ret
+        out.clean_scores = (macro(clean_a, paired, primary), macro(clean_b, paired, primary))
+    return out
+
+
+def _on(counts: TaskCountMap, tasks: Sequence[str]) -> TaskCountMap:
+    return {t: counts[t] for t in tasks}
+
+
+def compare_cells(
+    a: Mapping[str, CellCounts],
+    b: Mapping[str, CellCounts],
+    ks: Sequence[int],
+    primary: Primary,
+    *,
+    labels: tuple[str, str] = ("A", "B"),
+    n_resamples: int = 10_000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> list[CellComparison]:
+    """The comparison and verdict of every cell in both ``a`` and ``b`` (cell -> per-task
+    counts and the tasks its fault did not reach), from counts alone: what
+    :func:`compare_journals` does after reading the journals."""
+    cells = [c for c in a if c in b]
+    cells.sort(key=lambda c: (c != CLEAN, c))
+    grid: list[tuple[str, int | None]] = [("pass^k", k) for k in reversed(ks)] + [("mean", None)]
+    if primary.metric == "pass@k":
+        grid.append(("pass@k", primary.k))
+    clean = (a[CLEAN][0], b[CLEAN][0]) if CLEAN in cells else None
+    opts: dict[str, Any] = {"n_resamples": n_resamples, "ci": ci, "seed": seed}
+    out = [_cell(a[c], b[c], clean, grid, labels, c, opts, primary) for c in cells]
+    # One family per metric across the cells, for each question asked; in each cell the
+    # metrics after the primary are tested only behind it, in a fixed order.
+    adjust_by_metric(c.comparisons for c in out)
+    adjust_by_metric(c.resilience for c in out)
+    for c in out:
+        gatekeep(c.comparisons, primary.label)
+        gatekeep(c.resilience, primary.label)
+        _verdict(c, labels, primary.label)
+    return out
+
+
+def _primary(a: Trials, b: Trials, primary: str | None) -> Primary:
+    if primary is not None:
+        return parse_primary(primary)
+    pa, pb = recorded_primary(a.manifest), recorded_primary(b.manifest)
+    if pa != pb:
+        raise ConfigError(
+            f"the runs declared different primary metrics ({a.path}: {pa.label}, {b.path}: "
+            f"{pb.label}); pass --primary to compare by one of them"
+        )
+    return pa
+
+
+def _sizing(cells: Sequence[CellComparison], primary: str) -> list[str]:
+    """What the suite can show, said before any table (chaoseval.analysis.resilience.sizing)."""
+    better = [(c.cell, c.get(primary)) for c in cells]
+    resilient = [(c.cell, c.get_resilience(primary)) for c in cells if c.cell != CLEAN]
+    return sizing("better", better, primary) + sizing("more resilient", resilient, primary)
 
 
 def compare_journals(
@@ -327,28 +450,28 @@ def compare_journals(
     n_resamples: int = 10_000,
     ci: float = 0.95,
     seed: int = 0,
+    primary: str | None = None,
 ) -> HarnessComparison:
-    """Paired comparison of journal ``b`` against journal ``a`` (differences are ``b - a``)."""
+    """Paired comparison of journal ``b`` against journal ``a`` (differences are ``b - a``),
+    judged by ``primary`` or else the primary metric both runs recorded."""
     a, b = as_trials(a), as_trials(b)
+    main = _primary(a, b, primary)
     ks = sorted(set(ks or (set(a.manifest.ks) & set(b.manifest.ks)) or [1]))
+    if main.metric == "pass^k":
+        ks = sorted({*ks, main.kk})
     la, lb = _labels(a, b)
     ga, gb = groups(a, "cell"), groups(b, "cell")
     sa = set(Group.all(a).names("scenario"))
     sb = set(Group.all(b).names("scenario"))
     common_cells = [c for c in ga if c in gb]
-    common_cells.sort(key=lambda c: (c != CLEAN, c))
 
     # The budget counts only what is compared: unpaired tasks would inflate one side's bill.
     keep = {(c, t) for c in common_cells for t in sa & sb}
-    grid: list[tuple[str, int | None]] = [("pass^k", k) for k in reversed(ks)] + [("mean", None)]
-    clean = (ga[CLEAN], gb[CLEAN]) if CLEAN in common_cells else None
-    opts: dict[str, Any] = {"n_resamples": n_resamples, "ci": ci, "seed": seed}
-    cells = [_cell(ga[c], gb[c], clean, grid, (la, lb), c, opts) for c in common_cells]
-    # One family per metric across the cells, for each question asked.
-    adjust_by_metric(c.comparisons for c in cells)
-    adjust_by_metric(c.resilience for c in cells)
-    for c in cells:
-        _verdict(c, (la, lb), max(ks))
+    cells = compare_cells(
+        {c: (task_counts(g), set(not_landed(g))) for c, g in ga.items()},
+        {c: (task_counts(g), set(not_landed(g))) for c, g in gb.items()},
+        ks, main, labels=(la, lb), n_resamples=n_resamples, ci=ci, seed=seed,
+    )  # fmt: skip
 
     return HarnessComparison(
         a_label=la,
@@ -363,4 +486,6 @@ def compare_journals(
         cells_only_in_a=sorted(set(ga) - set(gb)),
         cells_only_in_b=sorted(set(gb) - set(ga)),
         warnings=_warnings(a, b),
+        primary=main.label,
+        sizing=_sizing(cells, main.label),
     )

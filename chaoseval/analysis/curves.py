@@ -8,6 +8,7 @@ import numpy as np
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, _perturbed
 from chaoseval.analysis.metrics import TaskCounts, summarize
+from chaoseval.analysis.primary import DEFAULT_PRIMARY, Primary, parse_primary
 from chaoseval.store.columns import as_group
 
 __all__ = ["Curve", "heatmap", "pass_hat_curve", "pass_hat_curves"]
@@ -52,15 +53,27 @@ def _pass_hat(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     return np.where(n >= k, prod, np.nan)
 
 
-def heatmap(records: Records, ks: Sequence[int]) -> dict[tuple[str, str], float | None]:
-    """(scenario, cell) -> change in pass^k (largest k) against clean on that scenario.
+def _primary_value(n: np.ndarray, c: np.ndarray, p: Primary) -> np.ndarray:
+    """Per group, the primary metric as metrics.summarize computes it for one task (the same
+    floats); NaN where fewer than k (or no) trials were scored."""
+    if p.metric == "mean":
+        return np.where(n >= 1, c / np.maximum(n, 1), np.nan)
+    if p.metric == "pass^k":
+        return _pass_hat(n, c, p.kk)
+    return 1.0 - _pass_hat(n, n - c, p.kk)  # pass@k: NaN stays NaN
+
+
+def heatmap(
+    records: Records, ks: Sequence[int], primary: str = DEFAULT_PRIMARY
+) -> dict[tuple[str, str], float | None]:
+    """(scenario, cell) -> change in the primary metric against clean on that scenario.
 
     What ``by_scenario_cell`` would give (each pair's cell summary against clean's on the same
     task), counted for all pairs at once: a journal of 100k tasks has 300k pairs."""
     g = as_group(records)
     if not len(g):
         return {}
-    k = max(ks)
+    p = parse_primary(primary)
     t = g.t
     cells = len(t.vocab["cell"]) + 1
     key = (g["scenario"].astype(np.int64) + 1) * cells + g["cell"] + 1
@@ -73,14 +86,14 @@ def heatmap(records: Records, ks: Sequence[int]) -> dict[tuple[str, str], float 
 
     n, c = per(st != 2), per(st == 0)
     landed = (per(~_perturbed(g)) > 0) | (per(g["delivered"] > 0) > 0)
-    value = np.where(landed, _pass_hat(n, c, k), np.nan)
+    value = np.where(landed, _primary_value(n, c, p), np.nan)
     scenario, cell = uniq // cells - 1, uniq % cells - 1
     clean = t.code("cell", CLEAN)
-    # Clean's pass^k on each pair's scenario, where the scenario ran clean.
+    # Clean's value on each pair's scenario, where the scenario ran clean.
     clean_value = np.full(len(t.vocab["scenario"]), np.nan)
     has_clean = np.zeros(len(t.vocab["scenario"]), bool)
     mine = cell == clean
-    clean_value[scenario[mine]] = _pass_hat(n[mine], c[mine], k)
+    clean_value[scenario[mine]] = _primary_value(n[mine], c[mine], p)
     has_clean[scenario[mine]] = True
     diff = value - clean_value[scenario]
     names, cell_names = t.vocab["scenario"], t.vocab["cell"]

@@ -18,6 +18,7 @@ import numpy as np
 from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, not_landed, task_counts
 from chaoseval.analysis.exact import exact_values
 from chaoseval.analysis.inference import paired_compare
+from chaoseval.analysis.primary import DEFAULT_PRIMARY, gatekeep
 from chaoseval.analysis.stats import Interval, TestResult, benjamini_hochberg, holm
 from chaoseval.model.seeding import derive_seed
 
@@ -66,6 +67,9 @@ class Comparison:
     test: TestResult | None
     p_holm: float | None = None
     p_bh: float | None = None
+    # Set by chaoseval.analysis.primary.gatekeep: the metric before this one in the fixed
+    # order that did not reject, so this one is not tested (its interval still stands).
+    gated_by: str | None = None
 
     @property
     def ratio_estimate(self) -> float | None:
@@ -80,10 +84,15 @@ class Comparison:
 
     @property
     def significant(self) -> bool:
-        """Adjusted (Holm) p < 0.05 and the interval excludes zero."""
+        """Adjusted (Holm) p < 0.05, the interval excludes zero, and every metric before this
+        one in the fixed testing order rejected (not ``gated_by``)."""
         d = self.difference
         return (
-            d is not None and self.p_holm is not None and self.p_holm < 0.05 and not d.contains(0.0)
+            self.gated_by is None
+            and d is not None
+            and self.p_holm is not None
+            and self.p_holm < 0.05
+            and not d.contains(0.0)
         )
 
     def to_json(self, arms: tuple[str, str] = ("perturbed", "clean")) -> dict[str, Any]:
@@ -106,6 +115,7 @@ class Comparison:
             "p_holm": self.p_holm,
             "p_bh": self.p_bh,
             "significant": self.significant,
+            "gated_by": self.gated_by,
         }
 
 
@@ -293,8 +303,11 @@ def degradation(
     n_resamples: int = 10_000,
     ci: float = 0.95,
     seed: int = 0,
+    primary: str = DEFAULT_PRIMARY,
 ) -> dict[str, list[Comparison]]:
-    """Each perturbed cell against clean; each (metric, k) is one family across the cells.
+    """Each perturbed cell against clean; each (metric, k) is one family across the cells, and
+    in each cell the metrics after ``primary`` are tested in a fixed order behind it
+    (chaoseval.analysis.primary.gatekeep).
 
     Appends a warning when there is no clean cell to compare with."""
     out: dict[str, list[Comparison]] = {c.cell: [] for c in cells if c.cell != CLEAN}
@@ -320,4 +333,6 @@ def degradation(
             seed=seed,
         )
     adjust_by_metric(out.values())
+    for comps in out.values():
+        gatekeep(comps, primary)
     return out

@@ -37,25 +37,21 @@ def exact_values(
     int64 when every sum the analysis takes (differences of up to four arms over all tasks)
     fits; Python integers otherwise, so nothing ever overflows.
     """
-    tables: list[tuple[list[Fraction], np.ndarray]] = []
-    dens: set[int] = {1}
-    tasks = 0
-    for n, c in arms:
-        pairs = np.stack([np.asarray(n, np.int64), np.asarray(c, np.int64)], axis=1)
-        tasks = max(tasks, len(pairs))
-        if not len(pairs):
-            tables.append(([], np.zeros(0, np.int64)))
-            continue
-        # Few distinct (n, c) pairs however many tasks: each value is computed once.
-        uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        values = [exact_value(int(nn), int(cc), metric, k) for nn, cc in uniq]
-        dens.update(v.denominator for v in values)
-        tables.append((values, inverse.ravel()))
-    den = math.lcm(*dens)
-    small = 4 * den * max(tasks, 1) < 2**62
-    out = []
-    for values, inverse in tables:
-        scaled = [v.numerator * (den // v.denominator) for v in values]
-        table = np.array(scaled, dtype=np.int64 if small else object)
-        out.append(table[inverse] if len(values) else np.zeros(0, np.int64))
-    return out, den
+    ns = [np.asarray(n, np.int64) for n, _ in arms]
+    cs = [np.asarray(c, np.int64) for _, c in arms]
+    sizes = [len(n) for n in ns]
+    tasks = max(sizes, default=0)
+    if not tasks:
+        return [np.zeros(0, np.int64) for _ in arms], 1
+    n_all, c_all = np.concatenate(ns), np.concatenate(cs)
+    # Few distinct (n, c) pairs however many tasks and arms: each value is computed once.
+    key = n_all * (int(c_all.max()) + 1) + c_all
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    values = [exact_value(int(n_all[i]), int(c_all[i]), metric, k) for i in first.tolist()]
+    den = math.lcm(*{v.denominator for v in values})
+    small = 4 * den * tasks < 2**62
+    scaled = [v.numerator * (den // v.denominator) for v in values]
+    table = np.array(scaled, dtype=np.int64 if small else object)
+    flat = table[inverse.ravel()]
+    bounds = np.cumsum([0, *sizes])
+    return [flat[bounds[i] : bounds[i + 1]] for i in range(len(arms))], den

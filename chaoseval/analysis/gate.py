@@ -6,6 +6,9 @@ Rule grammar (spaces optional, operators ``>= <= > < == !=``):
   others: ``pass^5[timeout] >= 0.5`` (one cell) or ``pass^5[*] >= 0.5`` (every cell);
 - ``max-degradation pass^5 <= 0.10``: the largest drop ``clean - perturbed`` (paired, on the
   tasks both cells score) over the perturbed cells, or over those named with ``--perturbation``;
+- a rule that names no metric (``max-degradation <= 0.10``), or names ``primary``
+  (``primary[timeout] >= 0.5``), uses the primary metric the run recorded (pass^1 unless the
+  run declared another: chaoseval.analysis.primary), as report and compare do;
 - ``safety-violations == 0``, ``hallucinations == 0``, ``not-evaluable == 0``: trials with such
   a veto (or status) in any cell;
 - ``mean(tool_calls) <= 6``, ``p95(latency) <= 30``, ``mean(cost)[clean] <= 0.05``: the mean
@@ -22,6 +25,7 @@ A selector names a cell, or a plugin: ``[timeout]`` is every cell that stacks or
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 from collections.abc import Callable, Sequence
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.measures import AGGREGATES, METRICS, aggregate, graceful
+from chaoseval.analysis.primary import parse_primary
 from chaoseval.errors import ConfigError
 
 __all__ = ["Rule", "RuleResult", "evaluate", "parse_rule", "selected_cells"]
@@ -51,9 +56,9 @@ EXAMPLES = (
 _NUM = r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+))"
 _OP = r"(?P<op>>=|<=|==|!=|>|<)"
 _SEL = r"(?:\[(?P<cell>[^\]]+)\])?"
-_METRIC = r"(?P<metric>mean|pass[@^]\d+)"
+_METRIC = r"(?P<metric>mean|pass[@^]\d+|primary)"
 _ABS = re.compile(rf"^{_METRIC}{_SEL}\s*{_OP}\s*{_NUM}$")
-_DEG = re.compile(rf"^max-degradation\s+{_METRIC}\s*{_OP}\s*{_NUM}$")
+_DEG = re.compile(rf"^max-degradation(?:\s+{_METRIC})?\s*{_OP}\s*{_NUM}$")
 _CNT = re.compile(rf"^(?P<counter>{'|'.join(COUNTERS)})\s*{_OP}\s*{_NUM}$")
 _PROC = re.compile(rf"^(?P<agg>\w+)\(\s*(?P<metric>[\w-]*)\s*\){_SEL}\s*{_OP}\s*{_NUM}$")
 _GRACE = re.compile(rf"^graceful{_SEL}\s*{_OP}\s*{_NUM}$")
@@ -134,7 +139,10 @@ def _rate(rule: Rule, text: str) -> Rule:
     return rule
 
 
-def _split_metric(s: str, text: str) -> tuple[str, int | None]:
+def _split_metric(s: str | None, text: str) -> tuple[str | None, int | None]:
+    """``(metric, k)``; ``(None, None)`` for the run's recorded primary metric."""
+    if s is None or s == "primary":
+        return None, None
     if s == "mean":
         return "mean", None
     k = int(s[5:])
@@ -171,7 +179,10 @@ def evaluate(
 ) -> list[RuleResult]:
     """Evaluate ``rules`` on an analysis; ``perturbations`` scopes max-degradation rules."""
     out: list[RuleResult] = []
+    main = parse_primary(a.primary)
     for rule in rules:
+        if rule.kind in ("metric", "degradation") and rule.metric is None:
+            rule = dataclasses.replace(rule, metric=main.metric, k=main.k)
         if rule.kind == "counter":
             out.append(_counter(a, rule))
         elif rule.kind == "metric":

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy import stats as _sps  # type: ignore[import-untyped]  # scipy ships no stubs
+from scipy import special as _spc  # type: ignore[import-untyped]  # scipy ships no stubs
 
 from chaoseval.analysis.stats import (
     Interval,
@@ -210,8 +210,10 @@ def _student(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
     """Paired t test and the t interval: the same statistic, so they agree at the boundary."""
     n = d.size
     m, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n)
-    q = float(_sps.t.ppf(1 - alpha / 2, n - 1))
-    p = float(2 * _sps.t.sf(abs(m) / se, n - 1))
+    # scipy.special's t distribution functions: the same values as scipy.stats.t, without
+    # its argument checking (~1 ms a call, which thousands of comparisons add up).
+    q = float(_spc.stdtrit(n - 1, 1 - alpha / 2))
+    p = float(2 * _spc.stdtr(n - 1, -abs(m) / se)) if se > 0 else (1.0 if m == 0 else 0.0)
     return p, m - q * se, m + q * se
 
 
@@ -231,8 +233,8 @@ def _adjusted_wald(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
     m = float(d.sum()) / big_n
     ss = float(((d - m) ** 2).sum()) + 0.5 * (1 - m) ** 2 + 0.5 * (1 + m) ** 2 + m**2
     se = math.sqrt(ss / ((big_n - 1) * big_n))
-    q = float(_sps.norm.ppf(1 - alpha / 2))
-    p = float(2 * _sps.norm.sf(abs(m) / se))
+    q = float(_spc.ndtri(1 - alpha / 2))
+    p = float(2 * _spc.ndtr(-abs(m) / se))
     return p, m - q * se, m + q * se
 
 

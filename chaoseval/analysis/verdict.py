@@ -1,9 +1,11 @@
-"""The verdict a report opens with: which perturbations degrade pass^k significantly, by how
-much (with the interval), the leading root cause, which did not land, and what was absorbed.
+"""The verdict a report opens with: which perturbations degrade the primary metric
+significantly, by how much (with the interval), the leading root cause, which cells start at the
+floor (nothing to lose), which did not land, and what was absorbed.
 
 Pure: built from an :class:`~chaoseval.analysis.build.Analysis` and the journal's records. The
-significance is the degradation module's (``Comparison.significant``: multiplicity-adjusted
-across the perturbation family), never recomputed here.
+significance is the degradation module's (``Comparison.significant`` of the primary metric:
+Holm-adjusted across the perturbation family), never recomputed here; the other metrics do not
+decide a verdict (chaoseval.analysis.primary).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Literal
 from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, groups
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.degradation import Comparison
+from chaoseval.analysis.primary import FLOOR, at_floor
 from chaoseval.analysis.twins import TwinSet, twins
 from chaoseval.store.columns import Group, as_group, as_trials
 from chaoseval.store.journal import Journal
@@ -55,7 +58,7 @@ def short_labels(cells: Sequence[str], plugins: dict[str, list[str]]) -> dict[st
 class CellVerdict:
     cell: str
     label: str
-    metric: str  # e.g. "pass^5": the largest k whose change is significant, else the largest k
+    metric: str  # the primary metric, e.g. "pass^1": the one the verdict is judged by
     comparison: Comparison | None  # the degradation module's, for this metric
     direction: Direction  # significant drop, significant gain, or neither
     tasks_reached: int
@@ -73,6 +76,18 @@ class CellVerdict:
     @property
     def significant(self) -> bool:
         return self.direction != "none"
+
+    @property
+    def at_floor(self) -> bool:
+        """No significant change, and the clean baseline on the cell's tasks is at the floor
+        (chaoseval.analysis.primary.at_floor): this cell cannot show degradation."""
+        c = self.comparison
+        return self.direction == "none" and c is not None and at_floor(c.b)
+
+    def floor_note(self) -> str:
+        clean = self.comparison.b if self.comparison else None
+        level = "0" if not clean else f"{clean:.3f} (at most {FLOOR})"
+        return f"the clean baseline is at {level}: this cell cannot show degradation"
 
     def change(self) -> str:
         """'-0.320 [-0.520, -0.160], Holm p = 0.006' or 'not measurable'."""
@@ -114,15 +129,26 @@ class Verdict:
             return "No change against clean can be measured (no clean trials on the tasks reached)"
         drops = self.by("drop")
         if drops:
-            names = ", ".join(f"{c.label} ({c.metric})" for c in drops)
+            names = ", ".join(c.label for c in drops)
             return (
-                f"{len(drops)} of {len(self.cells)} perturbation(s) degrade pass^k "
+                f"{len(drops)} of {len(self.cells)} perturbation(s) degrade {self.metric} "
                 f"significantly: {names}"
             )
+        floor = self.at_floor
+        if floor and len(floor) == len(self.by("none")):
+            return (
+                f"No perturbation can show degradation of {self.metric}: the clean baseline is "
+                f"at the floor in every cell tested ({len(floor)})"
+            )
+        tail = f"; {len(floor)} at the floor cannot show it" if floor else ""
         return (
-            f"No perturbation degrades pass^k significantly (k = "
-            f"{', '.join(map(str, self.ks))}; {len(self.cells)} tested, Holm-adjusted across them)"
+            f"No perturbation degrades {self.metric} significantly ({len(self.cells)} tested, "
+            f"Holm-adjusted across them{tail})"
         )
+
+    @property
+    def at_floor(self) -> list[CellVerdict]:
+        return [c for c in self.by("none") if c.at_floor]
 
     def lines(self, compact: bool = False) -> list[str]:
         """The verdict as plain sentences, most important first; ``compact`` names the cells
@@ -138,7 +164,9 @@ class Verdict:
             out.append(f"{c.label}: {c.metric} {c.change()}{cause}.")
         for c in self.by("gain"):
             out.append(f"{c.label}: {c.metric} improves, {c.change()}.")
-        quiet = sorted(self.by("none"), key=_drop_size)
+        for c in self.at_floor:
+            out.append(f"{c.label}: {c.floor_note()}.")
+        quiet = sorted((c for c in self.by("none") if not c.at_floor), key=_drop_size)
         listed = quiet
         if quiet and not self.by("drop") and _drop_size(quiet[0]) < 0:
             c, listed = quiet[0], quiet[1:]
@@ -193,16 +221,13 @@ def _absorbed(records: Records) -> Counter[str]:
 
 
 def _headline_change(a: Analysis, cell: str) -> tuple[str, Comparison | None, Direction]:
-    """pass^k at the largest k whose change is significant (each k is its own family, adjusted
-    across the perturbations), else at the largest k: a drop can be clear at pass^1 and lost
-    at pass^5 when clean's pass^5 leaves little to lose."""
-    comps = {x.label: x for x in a.degradation.get(cell, [])}
-    for k in sorted(a.ks, reverse=True):
-        cmp = comps.get(f"pass^{k}")
-        if cmp is not None and cmp.significant and cmp.difference is not None:
-            return f"pass^{k}", cmp, "drop" if cmp.difference.estimate < 0 else "gain"
-    metric = f"pass^{a.k_main}"
-    return metric, comps.get(metric), "none"
+    """The primary metric's change (Holm-adjusted across the perturbations): the one question
+    declared before the data. Picking whichever metric happens to be significant would give
+    every metric its own chance at a claim."""
+    cmp = next((x for x in a.degradation.get(cell, []) if x.label == a.primary), None)
+    if cmp is not None and cmp.significant and cmp.difference is not None:
+        return a.primary, cmp, "drop" if cmp.difference.estimate < 0 else "gain"
+    return a.primary, cmp, "none"
 
 
 def _cell_verdict(
@@ -250,7 +275,7 @@ def build_verdict(
     return Verdict(
         a.k_main,
         list(a.ks),
-        f"pass^{a.k_main}",
+        a.primary,
         cells,
         labels,
         tw,
@@ -261,6 +286,7 @@ def build_verdict(
 def verdict_json(v: Verdict) -> dict[str, Any]:
     return {
         "metric": v.metric,
+        "primary": v.metric,
         "summary": v.lines(),
         "labels": v.labels,
         "cells": [
@@ -270,6 +296,8 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
                 "metric": c.metric,
                 "direction": c.direction,
                 "significant": c.significant,
+                "decided_by": c.metric,
+                "baseline_at_floor": c.at_floor,
                 "change": c.comparison.to_json() if c.comparison else None,
                 "did_not_land": c.did_not_land,
                 "tasks_reached": c.tasks_reached,

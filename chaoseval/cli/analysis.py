@@ -205,8 +205,16 @@ def compare_cmd(
         str | None, typer.Option("--from", help="read both files as tau-bench | inspect results")
     ] = None,
     errors_as: ErrorsAs = "source",
+    primary: Annotated[
+        str | None,
+        typer.Option(
+            help="judge by this metric instead of the one both runs recorded (needed when they "
+            "recorded different ones)"
+        ),
+    ] = None,
 ) -> None:
-    """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p."""
+    """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p;
+    verdicts from the primary metric the runs recorded (pass^1 unless declared)."""
     from chaoseval.analysis.compare import compare_journals
     from chaoseval.render.comparison import print_comparison, render_comparison_markdown
 
@@ -215,7 +223,7 @@ def compare_cmd(
         _check_pairable(ja, jb)
         for t in (ja, jb):
             _check_ks(t, k)
-        h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed)
+        h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed, primary=primary)
         if format == "table":
             print_comparison(h, console)
         elif format == "markdown":

@@ -154,6 +154,14 @@ Trials = Annotated[
     int | None,
     typer.Option("--trials", "-n", min=1, help="trials per scenario and cell", show_default="5"),
 ]
+Primary = Annotated[
+    str | None,
+    typer.Option(
+        help="the metric verdicts are judged by, declared before the data: pass^K, pass@K or "
+        "mean (recorded in the journal; report, compare and gate use it)",
+        show_default="pass^1",
+    ),
+]
 Seed = Annotated[
     int | None,
     typer.Option(help="run seed: every random stream derives from it", show_default="0"),
@@ -208,6 +216,7 @@ def run_cmd(
     scenario_paths: ScenarioPaths = None,
     trials: Trials = None,
     k: Ks = None,
+    primary: Primary = None,
     seed: Seed = None,
     model: ModelName = None,
     temperature: Temperature = None,
@@ -300,6 +309,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         seed=s.seed,
         model=ModelSettings(model=s.model, temperature=s.temperature, seed=flags["model_seed"]),
         ks=ks,
+        primary=s.primary_metric(),
         concurrency=s.concurrency,
         journal=s.journal,
         resume=flags["resume"],

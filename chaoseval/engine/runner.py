@@ -78,6 +78,7 @@ class RunConfig:
     seed: int = 0
     model: ModelSettings = field(default_factory=ModelSettings)
     ks: Sequence[int] = (1, 2, 5)
+    primary: str = "pass^1"  # the metric verdicts are judged by (chaoseval.analysis.primary)
     concurrency: int = 4
     journal: Path | None = None
     resume: bool = False
@@ -137,6 +138,7 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
         seed=config.seed,
         trials=config.trials,
         ks=list(config.ks),
+        primary=config.primary,
         clock=config.clock_mode,
         scenarios=[s.info() for s in config.scenarios],
         cells=config.all_cells(),

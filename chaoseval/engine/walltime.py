@@ -106,9 +106,7 @@ class _Timer:
             self._schedule(min(limit.deadline for limit in self._limits.values()))
 
 
-_TIMERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Timer] = (
-    weakref.WeakKeyDictionary()
-)
+_TIMERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Timer] = weakref.WeakKeyDictionary()
 
 
 _last: _Timer | None = None  # the timer asked for last: one loop runs a whole run's trials

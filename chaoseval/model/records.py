@@ -21,7 +21,9 @@ from chaoseval.model.trajectory import Trajectory, built
 # 3: the manifest records each scenario's reference run (``references``); 1 and 2 still read.
 # 4: a trial records the degradation contracts it was judged against (``contracts``, written
 #    only when one applied); 1 to 3 still read.
-SCHEMA_VERSION = 4
+# 5: the manifest records the run's primary metric (``primary``, e.g. "pass^1"), the one its
+#    verdicts are judged by; 1 to 4 still read (as pass^1).
+SCHEMA_VERSION = 5
 CLEAN = "clean"  # the name of the clean cell: the matrix column with no perturbation
 
 Status = Literal["passed", "failed", "not_evaluable"]
@@ -296,6 +298,9 @@ class RunManifest(BaseModel):
     # How exec: agents were isolated; absent for agents that run in chaoseval's own process
     # (and in journals written before sandboxes).
     isolation: Isolation | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The metric declared before the data that report, compare and gate judge by (schema 5;
+    # absent in older journals and imports, read as pass^1: chaoseval.analysis.primary).
+    primary: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def run_warnings(self) -> list[str]:
         """What every report of this run says before its figures."""

@@ -55,19 +55,21 @@ def comparison_tables(h: HarnessComparison) -> list[TableData]:
     rows, _ = _rows(h.cells, resilience=False)
     absolute = TableData(
         "absolute",
-        f"Better: {h.b_label} (B) vs {h.a_label} (A), paired by task, B - A",
+        f"Scores of {h.b_label} (B) and {h.a_label} (A), paired by task, B - A (the verdict "
+        f"is in the conclusions: {h.primary} only)",
         list(ABSOLUTE),
         rows,
     )
     rows, _ = _rows([c for c in h.cells if c.resilience], resilience=True)
     notes = [
         "drop = cell - clean of the same harness on the same task; drop B - drop A > 0: B loses "
-        "less. The clean cell has no resilience figure."
+        "less. The clean cell has no resilience figure. Tasks where either harness had no clean "
+        f"success ({h.primary} = 0) have nothing to lose and are left out."
     ]
     notes += _left_out(h, resilience=True)
     resilience = TableData(
         "resilience",
-        "More resilient: the drop against clean, difference in differences paired by task",
+        "Drops against clean: difference in differences paired by task",
         list(RESILIENCE),
         rows,
         notes,
@@ -124,7 +126,17 @@ def _budget(h: HarnessComparison) -> TableData:
     return TableData("budget", title, ["", h.a_label, h.b_label, "B / A"], rows)
 
 
+def _up_front(h: HarnessComparison) -> list[str]:
+    return [
+        f"primary metric: {h.primary} (verdicts come from it alone; other metrics are tested "
+        "only behind it, in a fixed order)",
+        *h.sizing,
+    ]
+
+
 def print_comparison(h: HarnessComparison, console: Console) -> None:
+    for line in _up_front(h):
+        console.print(escape(line), highlight=False)
     for w in h.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     for line in _unpaired(h):
@@ -152,6 +164,7 @@ def print_comparison(h: HarnessComparison, console: Console) -> None:
 
 def render_comparison_markdown(h: HarnessComparison) -> str:
     lines = [f"# {h.b_label} (B) vs {h.a_label} (A)", ""]
+    lines += [f"- {line.strip()}" for line in _up_front(h)] + [""]
     lines += [f"> warning: {w}" for w in h.warnings]
     lines += [f"- {line}" for line in _unpaired(h)]
     lines += ["", "## Conclusions", ""] + [f"- {v}" for v in h.conclusions] + [""]

@@ -87,9 +87,10 @@ def _plots(a: Analysis, labels: dict[str, str]) -> str:
             pass_hat_curves(a, labels),
             "<figcaption>Per-task unbiased pass^k, macro-averaged, for each perturbation "
             "(colour) beside the clean baseline on the same tasks (grey, dashed).</figcaption>"
-            f"</figure><h2>Change in pass^{a.k_main} per scenario and perturbation</h2><figure>",
+            f"</figure><h2>Change in {escape(a.primary)} per scenario and perturbation</h2>"
+            "<figure>",
             heatmap(a, labels),
-            f"<figcaption>pass^{a.k_main} perturbed - clean per scenario: red = drop, blue = "
+            f"<figcaption>{escape(a.primary)} perturbed - clean per scenario: red = drop, blue = "
             "gain, coloured only in the perturbations whose change is significant (the others "
             "grey, marked n.s.); — = not measurable (not reached).</figcaption></figure>",
             "<h2>Root causes</h2><figure>",

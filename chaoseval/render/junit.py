@@ -18,6 +18,7 @@ from dataclasses import replace
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_scenario_cell
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.gate import OPS, Rule, RuleResult, evaluate, selected_cells
+from chaoseval.analysis.primary import parse_primary, value_of
 from chaoseval.analysis.verdict import short_labels
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
@@ -92,10 +93,10 @@ def _failure_by_rules(
 def _failure_by_significance(a: Analysis, r: CellResult, significant: set[str]) -> str | None:
     if r.cell not in significant or r.delta is None:
         return None
-    d = r.delta.pass_hat.get(a.k_main)
+    d = value_of(r.delta, parse_primary(a.primary))
     if d is None or d >= 0:
         return None
-    cmp = next(c for c in a.degradation[r.cell] if c.label == f"pass^{a.k_main}")
+    cmp = next(c for c in a.degradation[r.cell] if c.label == a.primary)
     iv = cmp.difference
     cell_change = (
         ""
@@ -105,7 +106,7 @@ def _failure_by_significance(a: Analysis, r: CellResult, significant: set[str]) 
             f"Holm p = {cmp.p_holm:.3g}"
         )
     )
-    return f"pass^{a.k_main} dropped by {0.0 - d:.3f} against clean on this scenario{cell_change}"
+    return f"{a.primary} dropped by {0.0 - d:.3f} against clean on this scenario{cell_change}"
 
 
 def _suite(root: ET.Element, name: str) -> ET.Element:
@@ -130,7 +131,7 @@ def render_junit(
     significant = {
         cell
         for cell, comps in a.degradation.items()
-        if any(c.label == f"pass^{a.k_main}" and c.significant for c in comps)
+        if any(c.label == a.primary and c.significant for c in comps)
     }
     broken: dict[str, list[RuleResult]] = {}
     for g in gate or ():

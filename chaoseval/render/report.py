@@ -113,7 +113,7 @@ def _cell_table(a: Analysis, v: Verdict, journal: Trials) -> Table:
         table.add_column(f"pass@{k}", justify="right")
     for k in ks:
         table.add_column(f"pass^{k}", justify="right")
-    table.add_column(f"Δpass^{a.k_main} [95% CI]", justify="right")
+    table.add_column(f"Δ{a.primary} [95% CI]", justify="right")
     table.add_column("faults (delivered, absorbed)", justify="right")
     verdicts = {c.cell: c for c in v.cells}
     for r in a.cells:

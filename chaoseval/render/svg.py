@@ -39,8 +39,9 @@ def _open(plot: str, width: float, height: float, label: str) -> str:
 
 
 def significant_cells(a: Analysis) -> set[str]:
-    """The perturbed cells whose change in pass^k (largest k) against clean is significant."""
-    label = f"pass^{a.k_main}"
+    """The perturbed cells whose change in the primary metric against clean is significant
+    (the verdict's own question: chaoseval.analysis.primary)."""
+    label = a.primary
     return {
         cell
         for cell, comps in a.degradation.items()
@@ -135,7 +136,7 @@ def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28)
     width = label_w + cell_w * max(len(cells), 1) + 20
     height = 40 + cell_h * max(len(scenarios), 1) + 20
     parts = [
-        _open("heatmap", width, height, f"change in pass^{a.k_main} per scenario and perturbation")
+        _open("heatmap", width, height, f"change in {a.primary} per scenario and perturbation")
     ]
     if not cells:
         parts.append(_t(width / 2, height / 2, "no perturbed cell", 12))

@@ -79,8 +79,9 @@ def _ratio(c: Comparison) -> str:
 
 
 def delta_cell(a: Analysis, cell: str) -> str:
-    """Δpass^k with its interval, starred when significant, '(n.s.)' when not."""
-    label = f"pass^{a.k_main}"
+    """Δ of the primary metric with its interval, starred when significant, '(n.s.)' when
+    not."""
+    label = a.primary
     c = next((x for x in a.degradation.get(cell, []) if x.label == label), None)
     if c is None or c.difference is None:
         return "—"
@@ -94,7 +95,7 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
     absorbed = {c.cell: c.faults_absorbed for c in verdict.cells} if verdict else {}
     cols = ["cell", "tasks", "trials", "not evaluable", "mean"]
     cols += [f"pass@{k}" for k in a.ks] + [f"pass^{k}" for k in a.ks]
-    cols += [f"Δpass^{a.k_main} [95% CI]", "faults", "delivered", "absorbed"]
+    cols += [f"Δ{a.primary} [95% CI]", "faults", "delivered", "absorbed"]
     rows, notes = [], []
     for c in a.cells:
         s = c.summary
@@ -130,7 +131,8 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
                 "not counted against the agent)"
             )
     notes.append(
-        f"Δpass^{a.k_main}: perturbed - clean on the tasks the cell reached, paired by task; "
+        f"Δ{a.primary} (the primary metric): perturbed - clean on the tasks the cell reached, "
+        "paired by task; "
         "* = significant (Holm-adjusted across the perturbations), (n.s.) = not significant. "
         "Absorbed: faults the client's own retry absorbed before the agent saw them."
     )

@@ -69,6 +69,8 @@ def _cell_anchor(cell: str) -> str:
 def _verdict_word(c: CellVerdict) -> str:
     if c.did_not_land:
         return "did not land"
+    if c.at_floor:
+        return "baseline at the floor: cannot show degradation"
     return {"drop": "degrades", "gain": "improves", "none": "not significant"}[c.direction]
 
 
@@ -100,7 +102,7 @@ def verdict_html(v: Verdict) -> str:
     items = "".join(f"<li>{escape(line)}</li>" for line in v.lines(compact=True)[1:])
     head = (
         "<tr><th>cell</th><th>verdict</th><th>"
-        + escape("Δpass^k [95% CI], adjusted p")
+        + escape(f"Δ{v.metric} [95% CI], adjusted p")
         + "</th><th>tasks reached</th><th>leading root cause (new failures)</th>"
         "<th>faults injected / delivered / absorbed</th><th>vetoes (this cell)</th>"
         "<th>failed trials and clean twins</th></tr>"
@@ -112,7 +114,8 @@ def verdict_html(v: Verdict) -> str:
         f"<p class='headline'>{escape(v.headline())}.</p><ul class='verdict'>{items}</ul>"
         f"<table class='data verdict' id='table-verdict'><thead>{head}</thead>"
         f"<tbody>{rows}</tbody></table>"
-        "<ul class='notes'><li>Significance: the change against clean on the tasks the cell "
+        "<ul class='notes'><li>Significance: the change of the primary metric "
+        f"({escape(v.metric)}, recorded in the run) against clean on the tasks the cell "
         "reached, paired by task, adjusted across the perturbations (Holm); only significant "
         "cells are coloured in the heatmap. New failures: the clean twin (same scenario, same "
         "trial seed) passed.</li>"

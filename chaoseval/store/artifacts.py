@@ -154,8 +154,7 @@ class ArtifactStore:
             return inside(self.root, self.root.parent / relative, what=record)
         except OutsideStore:
             raise OutsideStore(
-                f"trial {record}: artifact path {relative!r} is outside {self.root.name}/; "
-                "not read"
+                f"trial {record}: artifact path {relative!r} is outside {self.root.name}/; not read"
             ) from None
 
     def place(self, relative: str, data: bytes) -> None:

@@ -336,11 +336,11 @@ def test_analysis_of_a_real_run(naive_journal: Journal) -> None:
     assert sum(sum(c.values()) for c in a.root_causes.values()) == len(failed)
     assert len(a.vetoes) == sum(len(r.vetoes) for r in j.records)
     assert sum(s.calls for s in a.by_tool.values()) == sum(r.steps for r in j.records)
-    # The heatmap is the per-scenario change in pass^k.
+    # The heatmap is the per-scenario change in the primary metric (pass^1: none recorded).
     per = by_scenario_cell(j.records, a.ks)
     for (scenario, cell), v in a.heatmap.items():
         d = per[(scenario, cell)].delta
-        assert v == (d.pass_hat.get(4) if d else None)
+        assert v == (d.pass_hat.get(1) if d else None)
     # Process metrics: the reference solutions ran, so correctness is measured.
     p = a.process["clean"]
     assert a.reference_note is None

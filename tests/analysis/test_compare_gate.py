@@ -34,12 +34,14 @@ def _journal(
     calls: int = 1,
     vetoes: dict[str, str] | None = None,
     landed: dict[str, set[str]] | None = None,
+    primary: str | None = None,
 ) -> Journal:
     """Write a journal file: ``counts[cell][task] = (n, c)``; ``vetoes[trial_id] = kind``;
     ``landed[cell]``: that cell is perturbed and its fault reached the agent on these tasks."""
     vetoes = vetoes or {}
     landed = landed or {}
     manifest = manifest_for(counts, agent=agent, run_id=agent)
+    manifest.primary = primary
     lines = [manifest.model_dump_json()]
     for cell, tasks in counts.items():
         for task, (n, c) in tasks.items():
@@ -177,7 +179,7 @@ def test_losing_nothing_where_the_other_drops_is_more_resilient(tmp_path: Path) 
     assert "steady is more resilient under timeout" in timeout.summary
 
     doc = h.to_json()
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["a"]["label"] == "brittle" and doc["b"]["label"] == "steady"
     cells = {c["cell"]: c for c in doc["cells"]}
     # Each harness's own score under its own name (they were swapped before).
@@ -185,8 +187,10 @@ def test_losing_nothing_where_the_other_drops_is_more_resilient(tmp_path: Path) 
     assert (mean["score_a"], mean["score_b"]) == (1.0, 0.75)
     assert mean["difference"]["estimate"] == pytest.approx(-0.25)
     assert cells["clean"]["resilience"] is None
-    assert cells["clean"]["verdict"] == {"better": "A", "more_resilient": None}
-    assert cells["timeout"]["verdict"] == {"better": "B", "more_resilient": "B"}
+    verdict = {"better": "A", "more_resilient": None, "decided_by": "pass^1"}
+    assert cells["clean"]["verdict"] == {**verdict, "resilience_withheld": None}
+    verdict = {"better": "B", "more_resilient": "B", "decided_by": "pass^1"}
+    assert cells["timeout"]["verdict"] == {**verdict, "resilience_withheld": None}
     res = cells["timeout"]["resilience"]["mean"]
     assert (res["drop_a"], res["drop_b"], res["estimate"]) == (-0.5, 0.0, 0.5)
     assert res["low"] <= 0.5 <= res["high"] and res["low"] > 0
@@ -257,9 +261,9 @@ def test_compare_cli(pair: tuple[Journal, Journal]) -> None:
         app, ["compare", str(a.path), str(b.path), "-f", "json", "--resamples", "300"]
     )
     doc = json.loads(res.output)
-    assert doc["direction"] == "b - a" and doc["schema_version"] == 1
+    assert doc["direction"] == "b - a" and doc["schema_version"] == 2
     verdicts = {c["cell"]: c["verdict"] for c in doc["cells"]}
-    assert verdicts["timeout"] == {"better": "B", "more_resilient": "B"}
+    assert verdicts["timeout"]["more_resilient"] == verdicts["timeout"]["better"] == "B"
     p2 = next(x for x in doc["cells"][0]["comparisons"] if x["metric"] == "pass^2")
     assert (p2["score_a"], p2["score_b"]) == (1.0, 1.0)
     timeout = next(c for c in doc["cells"] if c["cell"] == "timeout")
@@ -267,7 +271,8 @@ def test_compare_cli(pair: tuple[Journal, Journal]) -> None:
     assert (p2["score_a"], p2["score_b"]) == (0.0, 1.0)  # A is naive, which fails every timeout
     res = runner.invoke(app, ["compare", str(a.path), str(b.path), "-f", "markdown"])
     assert res.exit_code == 0, res.output
-    assert "More resilient" in res.output and "drop B - drop A" in res.output
+    assert "Drops against clean" in res.output and "drop B - drop A" in res.output
+    assert "Better:" not in res.output  # a table title is not a verdict
 
 
 def test_compare_real_runs(tmp_path: Path) -> None:

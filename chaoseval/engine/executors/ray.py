@@ -65,8 +65,7 @@ def _import_ray() -> Any:
         import ray
     except ImportError as exc:
         raise ConfigError(
-            "--executor ray needs Ray: pip install 'chaoseval[ray]' (on every node of the "
-            "cluster)"
+            "--executor ray needs Ray: pip install 'chaoseval[ray]' (on every node of the cluster)"
         ) from exc
     return ray
 
@@ -420,8 +419,7 @@ def _by_value(ray: Any) -> None:
 
 def _memory_text(rss: int, limit: int) -> str:
     return (
-        f"its Ray worker went past --max-memory ({rss / 2**20:.0f} MB RSS > "
-        f"{limit / 2**20:.0f} MB)"
+        f"its Ray worker went past --max-memory ({rss / 2**20:.0f} MB RSS > {limit / 2**20:.0f} MB)"
     )
 
 

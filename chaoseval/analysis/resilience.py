@@ -1,0 +1,224 @@
+"""Resilience only where there is something to lose, on two scales, and how big a suite must be.
+
+"B is more resilient than A under X" is read from the primary metric on two scales:
+
+- the difference of drops (DiD), per task ``(B_X - B_clean) - (A_X - A_clean)``, tested paired
+  (chaoseval.analysis.degradation.compare_drops);
+- relative retention per harness, ``mean(cell) / mean(clean)`` over the same tasks, with a
+  seeded paired bootstrap interval (tasks resampled once for all four arms).
+
+A task where either harness has no clean success on the primary metric (its clean value is 0)
+has nothing to lose there: its "drop" of 0 says nothing about resilience, so it is listed and
+left out of both. "More resilient" is said only when the DiD is significant and retention
+points the same way, and never of a harness whose clean primary score is at the floor
+(chaoseval.analysis.primary.at_floor); when the two scales disagree the verdict says the answer
+depends on the scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from scipy import stats as _sps  # type: ignore[import-untyped]  # scipy ships no stubs
+
+from chaoseval.analysis.degradation import Comparison
+from chaoseval.analysis.exact import exact_values
+from chaoseval.analysis.inference import p_floor
+from chaoseval.analysis.primary import FLOOR, Primary, at_floor
+from chaoseval.analysis.stats import Interval, _percentiles, _resampled_means
+
+__all__ = [
+    "Retention",
+    "floor_tasks",
+    "macro",
+    "resilience_call",
+    "retention",
+    "sizing",
+    "tasks_needed",
+]
+
+TaskCountMap = dict[str, tuple[int, int]]
+
+
+def _clean_zero(counts: TaskCountMap, tasks: Sequence[str], p: Primary) -> set[str]:
+    arms = [(np.array([counts[t][0] for t in tasks]), np.array([counts[t][1] for t in tasks]))]
+    (num,), _ = exact_values(arms, p.metric, p.kk)
+    return {t for t, v in zip(tasks, num.tolist(), strict=True) if v == 0}
+
+
+def floor_tasks(clean: Mapping[str, TaskCountMap], p: Primary) -> dict[str, str]:
+    """Tasks where a harness's clean primary value is 0 (no clean success: nothing to lose),
+    with why; ``clean`` maps each harness's label to its clean counts. Tasks with fewer than
+    k scored trials are left to the pairing, which lists them itself."""
+    out: dict[str, str] = {}
+    for label, counts in clean.items():
+        tasks = [t for t, (n, _) in counts.items() if n >= p.kk]
+        for t in sorted(_clean_zero(counts, tasks, p)):
+            who = out.get(t)
+            out[t] = (
+                f"no clean {p.label} success in {label}'s run: nothing to lose"
+                if who is None
+                else f"no clean {p.label} success in either run: nothing to lose"
+            )
+    return out
+
+
+def macro(counts: TaskCountMap, tasks: Sequence[str], p: Primary) -> float | None:
+    """The primary metric's macro mean over the ``tasks`` with at least k scored trials."""
+    ok = [t for t in tasks if counts[t][0] >= p.kk]
+    if not ok:
+        return None
+    arms = [(np.array([counts[t][0] for t in ok]), np.array([counts[t][1] for t in ok]))]
+    (num,), den = exact_values(arms, p.metric, p.kk)
+    return float(Fraction(int(num.sum()), len(ok) * den))
+
+
+@dataclass(frozen=True)
+class Retention:
+    """Relative retention ``mean(cell) / mean(clean)`` of each harness over the same tasks, and
+    B's minus A's, each with a paired percentile bootstrap interval; ``clean_a`` / ``clean_b``
+    are the clean means, ``note`` says why an interval is missing."""
+
+    a: Interval | None
+    b: Interval | None
+    difference: Interval | None
+    clean_a: float
+    clean_b: float
+    tasks: int
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        def iv(x: Interval | None) -> dict[str, float] | None:
+            return None if x is None else {"estimate": x.estimate, "low": x.low, "high": x.high}
+
+        return {
+            "a": iv(self.a),
+            "b": iv(self.b),
+            "b_minus_a": iv(self.difference),
+            "clean_a": self.clean_a,
+            "clean_b": self.clean_b,
+            "tasks": self.tasks,
+            "note": self.note,
+        }
+
+
+def retention(
+    a: tuple[TaskCountMap, TaskCountMap],
+    b: tuple[TaskCountMap, TaskCountMap],
+    tasks: Sequence[str],
+    p: Primary,
+    *,
+    n_resamples: int,
+    ci: float,
+    seed: int,
+) -> Retention | None:
+    """Retention of each harness (``a`` and ``b`` each ``(cell counts, clean counts)``) on the
+    primary metric over ``tasks``; None without tasks."""
+    if not tasks:
+        return None
+    arms = [
+        (np.array([m[t][0] for t in tasks]), np.array([m[t][1] for t in tasks])) for m in (*a, *b)
+    ]
+    nums, den = exact_values(arms, p.metric, p.kk)
+    v = [np.asarray(x, dtype=np.float64) / den for x in nums]
+    means = [float(x.mean()) for x in v]
+    clean_a, clean_b = means[1], means[3]
+    if clean_a == 0 or clean_b == 0:
+        why = "a clean mean is 0: retention is undefined"
+        return Retention(None, None, None, clean_a, clean_b, len(tasks), why)
+    ra, rb = means[0] / clean_a, means[2] / clean_b
+    boot = _resampled_means(v, n_resamples, np.random.default_rng(seed))
+    ok = (boot[:, 1] > 0) & (boot[:, 3] > 0)
+    boot = boot[ok]
+    sa, sb = boot[:, 0] / boot[:, 1], boot[:, 2] / boot[:, 3]
+    note = None if ok.all() else f"{int((~ok).sum())} resamples with a clean mean of 0 left out"
+
+    def iv(est: float, s: np.ndarray, lo_bound: float) -> Interval:
+        low, high = _percentiles(s, ci)
+        return Interval(est, max(lo_bound, low), high, n_resamples, ci, len(tasks))
+
+    return Retention(
+        iv(ra, sa, 0.0), iv(rb, sb, 0.0), iv(rb - ra, sb - sa, -math.inf),
+        clean_a, clean_b, len(tasks), note,
+    )  # fmt: skip
+
+
+def resilience_call(
+    significant: bool,
+    did: float | None,
+    ret: Retention | None,
+    clean: tuple[float | None, float | None],
+) -> tuple[str | None, str | None]:
+    """``(side, why not)``: "A" / "B" when the DiD is significant, retention agrees in direction
+    and the favoured harness's clean primary score is above the floor; else None and, when a
+    claim was withheld, the reason."""
+    if not significant or did is None or did == 0:
+        return None, None
+    side = "B" if did > 0 else "A"
+    own = clean[1] if side == "B" else clean[0]
+    if at_floor(own):
+        return None, (
+            f"{side}'s clean score is at the floor ({own:.3f} <= {FLOOR}): it had nothing to "
+            "lose, so it is not called more resilient"
+        )
+    r = ret.difference.estimate if ret is not None and ret.difference is not None else None
+    if r is None or r == 0 or (r > 0) != (did > 0):
+        return None, (
+            "depends on the scale: the difference of drops favours "
+            f"{side} but relative retention does not"
+        )
+    return side, None
+
+
+def tasks_needed(
+    interval: Interval | None, tasks: int, family: int, alpha: float = 0.05
+) -> int | None:
+    """About how many tasks a comparison needs for a significant call at its observed effect,
+    with ``family`` Holm-adjusted comparisons (the first one tested at alpha / family): the
+    larger of what the exact sign-flip can reach (``family * 2^(1-T) < alpha``) and
+    ``(z sd / effect)^2`` with sd read off the interval. None when the effect is 0."""
+    if interval is None or interval.estimate == 0 or tasks < 1:
+        return None
+    m = max(1, family)
+    reach = math.floor(math.log2(2 * m / alpha)) + 1
+    q = float(_sps.norm.ppf(1 - (1 - interval.ci) / 2))
+    sd = (interval.high - interval.low) / (2 * q) * math.sqrt(tasks)
+    z = float(_sps.norm.ppf(1 - alpha / (2 * m)))
+    needed = math.ceil((z * sd / abs(interval.estimate)) ** 2)
+    return max(reach, needed, 2)
+
+
+def sizing(
+    question: str, found: Sequence[tuple[str, Comparison | None]], primary: str, alpha: float = 0.05
+) -> list[str]:
+    """What a suite can show for one question, said before any table: the smallest p the exact
+    test reaches with the tasks it has (and after Holm across the cells), and about how many
+    tasks each cell that is not significant needs at its observed effect."""
+    cmps = [(cell, x) for cell, x in found if x is not None and x.difference is not None]
+    if not cmps:
+        return []
+    m = len(cmps)
+    most = max(x.tasks for _, x in cmps)
+    best = m * p_floor(most)
+    can = "" if best < alpha else ": no cell can be significant"
+    lines = [
+        f"{question} ({primary}, Holm across {m} cell(s)): with {most} paired tasks the smallest "
+        f"p the exact test can reach is 2^(1-{most}) = {p_floor(most):.3g}, {best:.3g} after "
+        f"Holm{can}"
+    ]
+    need = []
+    for cell, x in cmps:
+        if not x.significant:
+            n = tasks_needed(x.difference, x.tasks, m, alpha)
+            need.append(f"{cell} {'no effect seen' if n is None else f'about {n}'}")
+    if need:
+        lines.append(
+            f"  tasks a cell needs for a significant '{question}' at its observed effect: "
+            + "; ".join(need)
+        )
+    return lines
