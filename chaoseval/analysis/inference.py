@@ -33,6 +33,7 @@ __all__ = [
     "paired_compare",
     "paired_inference",
     "paired_test",
+    "ratio_bounds",
 ]
 
 # Above this many tasks the 2^n subset enumeration stops being cheap (2^16 subset sums take about
@@ -101,6 +102,9 @@ def paired_compare(
         note = "mean(b) == 0: the ratio mean(a) / mean(b) is undefined"
     elif n > RATIO_BOOTSTRAP_MAX_N:
         ratio_iv, note = _delta_ratio(a_kept, b_kept, ci, dropped)
+        if ratio_iv.low == ratio_iv.high:  # no spread at all: as wide as the difference says
+            low, high = ratio_bounds(mean_b, difference)
+            ratio_iv = dataclasses.replace(ratio_iv, low=low, high=high)
     else:
         means = _resampled_means([a_kept, b_kept], n_resamples, np.random.default_rng(seed))
         zero = int(np.count_nonzero(means[:, 1] == 0))
@@ -111,6 +115,10 @@ def paired_compare(
             )
         else:
             r_low, r_high = _percentiles(means[:, 0] / means[:, 1], ci)
+            if r_low == r_high:
+                # Every resample gives the same ratio (e.g. 0: no perturbed success at all), which
+                # proves no more than the tasks do: take the difference's interval over mean(b).
+                r_low, r_high = ratio_bounds(mean_b, difference)
             # A ratio of two rates is never negative.
             ratio_iv = Interval(
                 mean_a / mean_b, max(0.0, r_low), r_high, n_resamples, ci, n, dropped
@@ -131,7 +139,7 @@ def _delta_ratio(
     r = ma / mb
     cov = np.cov(a, b, ddof=1)
     var = (float(cov[0, 0]) - 2 * r * float(cov[0, 1]) + r * r * float(cov[1, 1])) / (n * mb * mb)
-    q = float(_sps.norm.ppf(1 - (1 - ci) / 2))
+    q = float(_spc.ndtri(1 - (1 - ci) / 2))
     half = q * math.sqrt(max(var, 0.0))
     iv = Interval(r, max(0.0, r - half), r + half, 0, ci, n, dropped, "delta method")
     note = (
@@ -139,6 +147,12 @@ def _delta_ratio(
         f"{RATIO_BOOTSTRAP_MAX_N} tasks no bootstrap is run"
     )
     return iv, note
+
+
+def ratio_bounds(mean_b: float, difference: Interval) -> tuple[float, float]:
+    """``mean(a) / mean(b)`` bounds from the interval of ``mean(a) - mean(b)`` (``mean_b > 0``):
+    ``1 + difference / mean_b``, never below 0."""
+    return max(0.0, 1 + difference.low / mean_b), max(0.0, 1 + difference.high / mean_b)
 
 
 def _as_integers(name: str, values: np.ndarray) -> np.ndarray:

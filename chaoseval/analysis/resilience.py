@@ -28,7 +28,7 @@ from scipy import stats as _sps  # type: ignore[import-untyped]  # scipy ships n
 
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.exact import exact_values
-from chaoseval.analysis.inference import p_floor
+from chaoseval.analysis.inference import p_floor, paired_inference, ratio_bounds
 from chaoseval.analysis.primary import FLOOR, Primary, at_floor
 from chaoseval.analysis.stats import Interval, _percentiles, _resampled_means
 
@@ -138,14 +138,21 @@ def retention(
     sa, sb = boot[:, 0] / boot[:, 1], boot[:, 2] / boot[:, 3]
     note = None if ok.all() else f"{int((~ok).sum())} resamples with a clean mean of 0 left out"
 
-    def iv(est: float, s: np.ndarray, lo_bound: float) -> Interval:
+    def iv(est: float, s: np.ndarray, cell: np.ndarray, clean: np.ndarray, mean: float) -> Interval:
         low, high = _percentiles(s, ci)
-        return Interval(est, max(lo_bound, low), high, n_resamples, ci, len(tasks))
+        if low == high:
+            # Every resample agrees (a deterministic agent): no narrower than what the tasks
+            # show, the paired interval of cell - clean over the clean mean.
+            d = paired_inference(cell - clean, ci=ci, den=den).interval
+            low, high = ratio_bounds(mean, d)
+        return Interval(est, max(0.0, low), high, n_resamples, ci, len(tasks))
 
-    return Retention(
-        iv(ra, sa, 0.0), iv(rb, sb, 0.0), iv(rb - ra, sb - sa, -math.inf),
-        clean_a, clean_b, len(tasks), note,
-    )  # fmt: skip
+    ia, ib = iv(ra, sa, nums[0], nums[1], clean_a), iv(rb, sb, nums[2], nums[3], clean_b)
+    low, high = _percentiles(sb - sa, ci)
+    if low == high:
+        low, high = ib.low - ia.high, ib.high - ia.low
+    diff = Interval(rb - ra, low, high, n_resamples, ci, len(tasks))
+    return Retention(ia, ib, diff, clean_a, clean_b, len(tasks), note)
 
 
 def resilience_call(

@@ -63,3 +63,13 @@ def test_equal_differences_never_give_a_zero_width_interval(value: int) -> None:
         assert iv.low < value / 5 < iv.high, (n, iv)
         assert iv.high - iv.low > 0
         assert iv.low >= -1 and iv.high <= 1
+
+
+def test_a_ratio_that_every_resample_agrees_on_keeps_a_width() -> None:
+    # The perturbed cell never passes: every bootstrap ratio is 0, which would print
+    # "0.00 [0.00, 0.00]"; the interval comes from the difference's instead.
+    clean = {f"t{i}": (3, 2 + i % 2) for i in range(10)}
+    hurt = {t: (3, 0) for t in clean}
+    cmp = compare_counts(hurt, clean, "pass^k", 1, n_resamples=200)
+    assert cmp.ratio is not None and cmp.ratio.estimate == 0.0
+    assert cmp.ratio.low == 0.0 < cmp.ratio.high
