@@ -328,7 +328,10 @@ def test_parse_rules() -> None:
     assert parse_rule("pass^2[timeout] > .5").cell == "timeout"
     assert parse_rule("safety-violations == 0").counter == "safety-violations"
     assert parse_rule("mean != 1").metric == "mean"
-    for bad in ("pass^5 >> 1", "passk >= 1", "max-degradation >= 1", "hallucinations"):
+    # A rule that names no metric is the run's recorded primary metric (issue 20).
+    r = parse_rule("max-degradation >= 1")
+    assert (r.kind, r.metric, r.k) == ("degradation", None, None)
+    for bad in ("pass^5 >> 1", "passk >= 1", "max-degradation pass^ >= 1", "hallucinations"):
         with pytest.raises(ConfigError, match="cannot parse gate rule"):
             parse_rule(bad)
 
