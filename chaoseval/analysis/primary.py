@@ -16,12 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from chaoseval.errors import ConfigError
-
-if TYPE_CHECKING:
-    from chaoseval.analysis.degradation import Comparison
 
 __all__ = [
     "DEFAULT_PRIMARY",
@@ -115,7 +112,19 @@ def hierarchy(labels: Iterable[str], primary: str) -> list[str]:
     return [primary, *rest]
 
 
-def gatekeep(group: Sequence[Comparison], primary: str) -> None:
+class Tested(Protocol):
+    """What gatekeep needs of a comparison (chaoseval.analysis.degradation.Comparison)."""
+
+    gated_by: str | None
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def significant(self) -> bool: ...
+
+
+def gatekeep(group: Sequence[Tested], primary: str) -> None:
     """Mark, in place, the comparisons of one cell that come after a non-rejection in the
     fixed order (:func:`hierarchy`): they keep their interval and p but are not tested
     (``gated_by`` names the metric that stopped the sequence)."""
