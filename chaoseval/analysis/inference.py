@@ -101,10 +101,7 @@ def paired_compare(
     elif mean_b == 0:
         note = "mean(b) == 0: the ratio mean(a) / mean(b) is undefined"
     elif n > RATIO_BOOTSTRAP_MAX_N:
-        ratio_iv, note = _delta_ratio(a_kept, b_kept, ci, dropped)
-        if ratio_iv.low == ratio_iv.high:  # no spread at all: as wide as the difference says
-            low, high = ratio_bounds(mean_b, difference)
-            ratio_iv = dataclasses.replace(ratio_iv, low=low, high=high)
+        ratio_iv, note = _delta_ratio(a_kept, b_kept, ci, dropped, difference)
     else:
         means = _resampled_means([a_kept, b_kept], n_resamples, np.random.default_rng(seed))
         zero = int(np.count_nonzero(means[:, 1] == 0))
@@ -128,7 +125,7 @@ def paired_compare(
 
 
 def _delta_ratio(
-    a: np.ndarray, b: np.ndarray, ci: float, dropped: tuple[int, ...]
+    a: np.ndarray, b: np.ndarray, ci: float, dropped: tuple[int, ...], difference: Interval
 ) -> tuple[Interval, str]:
     """The ratio of macro means with the delta method's normal interval (paired: the
     covariance of the two arms counts), for more tasks than a bootstrap is run on. There the
@@ -141,7 +138,8 @@ def _delta_ratio(
     var = (float(cov[0, 0]) - 2 * r * float(cov[0, 1]) + r * r * float(cov[1, 1])) / (n * mb * mb)
     q = float(_spc.ndtri(1 - (1 - ci) / 2))
     half = q * math.sqrt(max(var, 0.0))
-    iv = Interval(r, max(0.0, r - half), r + half, 0, ci, n, dropped, "delta method")
+    low, high = (r - half, r + half) if half > 0 else ratio_bounds(mb, difference)
+    iv = Interval(r, max(0.0, low), high, 0, ci, n, dropped, "delta method")
     note = (
         f"ratio interval by the delta method (normal approximation) over {n} tasks: above "
         f"{RATIO_BOOTSTRAP_MAX_N} tasks no bootstrap is run"
