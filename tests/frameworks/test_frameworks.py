@@ -131,15 +131,17 @@ def stale_calls(record: TrialRecord) -> list[tuple[str, str]]:
 
 
 def test_a_framework_that_passes_the_new_schema_on_survives_the_rename(
-    matrix: Matrix, framework: Framework, request: pytest.FixtureRequest
+    matrix: Matrix, baseline: Matrix, framework: Framework, request: pytest.FixtureRequest
 ):
     """Every framework here lists its tools over MCP and hands their schemas, as listed, to its
     model; the rename is in the first listing. A model that calls tools by the schema it was
-    sent then never uses an old name, and passes exactly where it passes clean."""
+    sent then never uses an old name, and the framework passes exactly where the example
+    passes under the same rename (not always where it passes clean: on library-renew-loan trial
+    1, seed 7, the example's own clean answer is judged wrong under the rename)."""
     known_gap(request, framework, "drift")
     drifted = matrix.cell(DRIFT)
     assert {r.trial_id: stale_calls(r) for r in drifted if stale_calls(r)} == {}
-    assert outcomes(drifted) == outcomes(matrix.cell(CLEAN))
+    assert outcomes(drifted) == outcomes(baseline.cell(DRIFT))
 
 
 def test_chaoseval_stderr_has_only_its_status_lines(matrix: Matrix):
