@@ -29,18 +29,19 @@ def derive_seed(*parts: object) -> int:
 
 def derive_seed_under(prefix: tuple[object, ...], *rest: object) -> int:
     """``derive_seed(*prefix, *rest)``, the fixed ``prefix`` hashed once and copied (blake2b
-    reads its input as a stream): for a path asked for once per trial, such as a trial's.
-    The prefix's parts are hashable (they key the cache)."""
+    reads its input as a stream): for a path asked for once per trial, such as a trial's."""
     if not prefix or not rest:
         return derive_seed(*prefix, *rest)  # no separator between them to hash
-    digest = _prefix(prefix).copy()
+    digest = _prefix(_path(prefix)).copy()
     digest.update(_path(rest))
     return _seed(digest)
 
 
+# Keyed by the encoded prefix, not the tuple: (1,), (1.0,) and (True,) are equal keys to a
+# dict but encode differently, so a tuple key could hand one the other's digest.
 @functools.lru_cache(maxsize=1024)
-def _prefix(prefix: tuple[object, ...]) -> Any:
-    return hashlib.blake2b(_path(prefix) + b"\x1f", digest_size=8)
+def _prefix(encoded: bytes) -> Any:
+    return hashlib.blake2b(encoded + b"\x1f", digest_size=8)
 
 
 def stream(*parts: object) -> random.Random:

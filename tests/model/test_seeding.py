@@ -15,3 +15,9 @@ def test_a_seed_under_a_prefix_is_the_seed_of_the_whole_path(
     prefix: list[object], rest: list[object]
 ) -> None:
     assert derive_seed_under(tuple(prefix), *rest) == derive_seed(*prefix, *rest)
+
+
+def test_equal_but_differently_written_prefixes_do_not_share_a_cached_digest() -> None:
+    # 1 == 1.0 == True as dict keys, but each is its own path (hypothesis found them mixed).
+    for prefix in [(1,), (1.0,), (True,), (0.0,), (-0.0,), (0,)]:
+        assert derive_seed_under(prefix, "x") == derive_seed(*prefix, "x")
