@@ -31,6 +31,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,18 +85,37 @@ def private_roots() -> list[str]:
     return roots
 
 
+def _needed(argv: list[str]) -> list[str]:
+    """What an agent's command needs to see: the paths it names, as written and resolved (a
+    venv's ``bin/python`` is a symlink out of the venv, but Python finds its venv from the
+    path as written), and chaoseval's own interpreter prefix and source tree (a checkout or
+    venv under /tmp, as a CI clone may be, must not vanish in the sandbox)."""
+    paths = [os.path.abspath(a) for a in argv if os.path.isabs(a)]
+    paths += [sys.prefix, str(Path(__file__).resolve().parents[2])]
+    out: list[str] = []
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        for form in (path, os.path.realpath(path)):
+            parent = Path(form).parent
+            if parent.name == "bin" and (parent.parent / "pyvenv.cfg").is_file():
+                form = str(parent.parent)  # the venv's bin/python: the whole venv
+            if form not in out:
+                out.append(form)
+    return out
+
+
 def _exposed(argv: list[str], roots: list[str]) -> list[str]:
-    """Paths the command names inside a private directory (an agent script in /tmp), shown
+    """Paths the command needs inside a private directory (an agent script in /tmp), shown
     read-only: the file's directory, or the file alone when that directory is /tmp itself."""
     out: list[str] = []
-    for arg in argv:
-        if not os.path.isabs(arg) or not os.path.exists(arg):
-            continue
-        path = os.path.realpath(arg)
+    for path in _needed(argv):
         if path in roots or not any(Path(path).is_relative_to(r) for r in roots):
             continue
         shown = path if os.path.isdir(path) else os.path.dirname(path)
-        out.append(path if shown in roots else shown)
+        shown = path if shown in roots else shown
+        if shown not in out:
+            out.append(shown)
     return out
 
 

@@ -299,3 +299,22 @@ def test_a_script_beside_tmpdir_shows_no_other_trial(tmp_path, monkeypatch, bwra
     argv = Sandbox(bwrap=bwrap).command([sys.executable, str(script), str(temp)], own, own)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert done.stdout.strip() == repr([own.name]) and sibling.exists()
+
+
+def test_a_venv_under_tmp_runs_its_agent_in_the_sandbox(tmp_path, bwrap):
+    """A checkout and its venv under /tmp (a CI clone may be there) stay visible: the venv's
+    bin/python is a symlink out of /tmp, but Python finds its venv from the path as written.
+    Before, bwrap said `execvp .../bin/python: No such file or directory`."""
+    from chaoseval.agents.sandbox import resolve
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).resolve().parent}\n")
+    (venv / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    python = str(venv / "bin" / "python")
+    argv = resolve("bwrap").command([python, "-c", "import sys; print(sys.prefix)"], trial, trial)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(venv)
