@@ -33,11 +33,15 @@ NOT_ISOLATED = "trials were not isolated from each other"
 
 # Scans /proc for its siblings' environments for a few seconds and uses every credential it
 # finds there: a sibling's tool URL (its secret path) with a tool call naming the intruder,
-# and a sibling's model key on that sibling's model channel.
+# and a sibling's model key on that sibling's model channel. A sibling is a process running
+# this same script (its path is unique to the test): without that filter the unsandboxed
+# control would also act in every other chaoseval run on the machine (a concurrent `make
+# test` or demo), and what it found there would not be this run's isolation failure.
 INTRUDER = r"""
-import json, os, time, urllib.request
+import json, os, sys, time, urllib.request
 
 me = os.environ["CHAOSEVAL_TRIAL_ID"]
+script = os.path.abspath(sys.argv[0]).encode()
 own = {os.environ.get("CHAOSEVAL_TOOLS_URL"), os.environ.get("OPENAI_API_KEY")}
 tried = set()
 
@@ -53,6 +57,8 @@ end = time.time() + 3
 while time.time() < end:
     for pid in os.listdir("/proc"):
         try:
+            if script not in open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0"):
+                continue
             raw = open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace")
         except OSError:
             continue
