@@ -12,7 +12,7 @@ from rich.console import Console
 from chaoseval import redact
 from chaoseval.cli._common import ConfigPath, console, err, fail, settings
 from chaoseval.errors import ChaosevalError, ConfigError
-from chaoseval.render.printable import escape
+from chaoseval.render.printable import escape, visible
 
 if TYPE_CHECKING:
     from chaoseval.store.columns import Trials
@@ -46,11 +46,14 @@ ErrorsAs = Annotated[
 
 
 def _emit(text: str, output: Path | None, what: str) -> None:
+    # Standard output is as much a place things are written (`> report.md`, a CI log) as -o:
+    # both get the redactor, and both get control characters as visible escapes, so a
+    # Markdown or HTML report shown with `cat` cannot drive the terminal either.
+    text = visible(redact.redact(text))
     if output is None:
         print(text)
         return
     output.parent.mkdir(parents=True, exist_ok=True)
-    text = redact.redact(text)
     output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     Console(stderr=True).print(f"wrote {what} to {output}")
 

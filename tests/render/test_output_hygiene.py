@@ -89,3 +89,17 @@ def test_junit_is_well_formed_with_control_characters_in_names(
     root = ET.parse(xml).getroot()  # raised "not well-formed (invalid token)" before
     shown = [out.text or "" for out in root.iter("system-out")]  # "cell: <its name>"
     assert any("\\x1b]0;pwned" in n and "[bold red]LOUD[/]" in n for n in shown), shown
+
+
+@pytest.mark.parametrize("format", ["markdown", "html", "json"])
+def test_report_formats_on_standard_output_and_in_files_carry_no_raw_controls(
+    journal: Path, tmp_path: Path, format: str
+) -> None:
+    out = CliRunner().invoke(app, ["report", str(journal), "--format", format])
+    assert out.exit_code == 0, out.output
+    assert _raw_controls(out.stdout) == [], out.stdout
+    assert "pwned" in out.stdout  # the cell's name is there, as escapes
+    path = tmp_path / f"report.{format}"
+    out = CliRunner().invoke(app, ["report", str(journal), "--format", format, "-o", str(path)])
+    assert out.exit_code == 0, out.output
+    assert _raw_controls(path.read_text(encoding="utf-8")) == []
