@@ -71,11 +71,11 @@ class Reply:
 
 
 def _error(status: int, kind: str, message: str, **headers: str) -> Reply:
-    body = json.dumps({"error": message, "kind": kind}).encode()
+    body = json.dumps({"error": message, "kind": kind}, ensure_ascii=False).encode()
     return Reply(
         status,
         body,
-        {"Content-Type": "application/json", ERROR_HEADER: kind, **headers},
+        {"Content-Type": "application/json; charset=utf-8", ERROR_HEADER: kind, **headers},
         timeout=kind == "timeout",
     )
 
@@ -84,7 +84,10 @@ def encode_result(result: Any) -> Reply:
     if isinstance(result, str):
         kind = "text/html" if result.lstrip().startswith("<") else "application/json"
         return Reply(200, result.encode(), {"Content-Type": f"{kind}; charset=utf-8"})
-    return Reply(200, json.dumps(result).encode(), {"Content-Type": "application/json"})
+    # UTF-8 as a real API sends it: an agent that relays the body's text to its model relays the
+    # characters themselves, never \u escapes of them.
+    body = json.dumps(result, ensure_ascii=False).encode()
+    return Reply(200, body, {"Content-Type": "application/json; charset=utf-8"})
 
 
 async def answer(toolbox: ToolChannel, name: str, args: Any) -> Reply:

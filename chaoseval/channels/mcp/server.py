@@ -173,7 +173,9 @@ def ok_result(result: Any) -> types.CallToolResult:
     if isinstance(result, str):  # a malformed body: the raw text, as a broken server sends it
         return types.CallToolResult(content=[types.TextContent(text=result)])
     return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(result))],
+        # As a real server writes it (FastMCP: UTF-8 JSON): text the agent's model reads must not
+        # turn into \u escapes (a zero-width or accented payload would read differently).
+        content=[types.TextContent(text=json.dumps(result, ensure_ascii=False))],
         structured_content=result if isinstance(result, dict) else None,
     )
 
