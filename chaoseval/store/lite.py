@@ -12,6 +12,7 @@ names) into the per-trial values of :mod:`chaoseval.store.columns`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -235,8 +236,15 @@ def _sampling(steps: Sequence[Any]) -> list[tuple[Any, Any, Any, Any]]:
     for s in steps:
         a = s.args
         if s.kind == "model" and a and "sent_temperature" in a:
-            out.append((a["sent_temperature"], a.get("temperature"), a["sent_seed"], a.get("seed")))
+            values = (a["sent_temperature"], a.get("temperature"), a["sent_seed"], a.get("seed"))
+            out.append(tuple(map(_scalar, values)))
     return out
+
+
+def _scalar(value: Any) -> Any:
+    """A sampling value as a tally key: a journal written before the model channel refused
+    a non-numeric temperature or seed can hold a list or an object there (as its JSON)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
 
 
 def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:

@@ -127,3 +127,70 @@ def test_an_exec_agent_is_told_the_configured_temperature_and_seed(tmp_path: Pat
         "CHAOSEVAL_TEMPERATURE": "0.25",
         "CHAOSEVAL_MODEL_SEED": "42",
     }
+
+
+def test_a_non_numeric_temperature_or_seed_is_a_400_in_each_apis_shape(tmp_path: Path) -> None:
+    """A real endpoint refuses ``"temperature": {...}``: so does the channel, with the field
+    named, where it used to raise inside the app (a 500, retried by SDKs as a server fault)."""
+    import httpx
+
+    async def loop(episode: Episode, endpoint: ModelEndpoint) -> AgentOutput:
+        key = {"authorization": f"Bearer {endpoint.api_key}"}
+        base = endpoint.base_url.rstrip("/")
+        shown = []
+        async with httpx.AsyncClient() as client:
+            for path, extra in (
+                ("/chat/completions", {"temperature": {"t": 1}}),
+                ("/responses", {"seed": [1]}),
+                ("/messages", {"temperature": "hot", "max_tokens": 5}),
+                ("/chat/completions", {"seed": True}),
+            ):
+                payload = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+                reply = await client.post(base + path, json={**payload, **extra}, headers=key)
+                shown.append(f"{reply.status_code} {reply.json()['error']['message']}")
+        return AgentOutput(answer="\n".join(shown))
+
+    journal = tmp_path / "bad.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=ShapeAgent(loop),
+            agent_name="bad-sampling",
+            trials=1,
+            seed=7,
+            journal=journal,
+        )
+    )
+    (record,) = read_journal(journal).records
+    lines = (record.answer or "").splitlines()
+    assert record.error is None, record.error
+    assert [line.split(" ", 1)[0] for line in lines] == ["400"] * 4, lines
+    named = [line.split(" ", 2)[1] for line in lines]
+    assert named == ["temperature", "seed", "temperature", "seed"]
+    read_trials(journal)  # the journal reads
+
+
+def test_a_journal_holding_an_object_as_a_sampling_value_still_reads(tmp_path: Path) -> None:
+    """Journals written before that refusal can hold one; every reader tallied it as a key."""
+    journal = tmp_path / "old.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=agent(),
+            agent_name="old",
+            trials=1,
+            seed=7,
+            journal=journal,
+        )
+    )
+    lines = journal.read_text().splitlines()
+    for i, line in enumerate(lines):
+        doc = json.loads(line)
+        for step in (doc.get("trajectory") or {}).get("steps", []):
+            if step.get("kind") == "model":
+                step["args"]["sent_temperature"] = {"t": 1}
+                step["args"]["sent_seed"] = [1]
+        lines[i] = json.dumps(doc)
+    journal.write_text("\n".join(lines) + "\n")
+    doc = json_report(read_trials(journal))["sampling"]
+    assert doc["temperature"]["sent"] == {'{"t": 1}': doc["requests"]}

@@ -111,23 +111,26 @@ class ModelServer:
         )
 
     async def _chat(self, request: Request) -> Response:
-        channel, body = await _open(self, request)
-        if channel is None or body is None:
-            return _refusal(channel)
+        opened = await _open(self, request)
+        if isinstance(opened, Response):
+            return opened
+        channel, body = opened
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return await exchange_response(channel, "chat", body, request, chat_shape(include_usage))
 
     async def _responses(self, request: Request) -> Response:
-        channel, body = await _open(self, request)
-        if channel is None or body is None:
-            return _refusal(channel)
+        opened = await _open(self, request)
+        if isinstance(opened, Response):
+            return opened
+        channel, body = opened
         chat = responses.to_chat(body)
         return await exchange_response(channel, "responses", chat, request, responses_shape(body))
 
     async def _messages(self, request: Request) -> Response:
-        channel, body = await _open(self, request)
-        if channel is None or body is None:
-            return _refusal(channel)
+        opened = await _open(self, request)
+        if isinstance(opened, Response):
+            return opened
+        channel, body = opened
         return await exchange_response(
             channel, "messages", anthropic.to_chat(body), request, ANTHROPIC
         )
@@ -135,22 +138,38 @@ class ModelServer:
 
 async def _open(
     server: ModelServer, request: Request
-) -> tuple[TrialModelChannel | None, dict[str, Any] | None]:
-    """The request's trial channel and JSON body (None for either when there is none)."""
+) -> tuple[TrialModelChannel, dict[str, Any]] | Response:
+    """The request's trial channel and JSON body, or the refusal to answer with."""
     channel = server.channel_for(request)
     if channel is None:
-        return None, None
+        return _unauthorized()
     try:
         body = await request.json()
     except ValueError:
-        return channel, None
-    return channel, body if isinstance(body, dict) else None
+        body = None
+    problem = "body is not a JSON object"
+    if isinstance(body, dict):
+        bad = _bad_sampling(body)
+        if bad is None:
+            return channel, body
+        problem = bad
+    if request.url.path.endswith("/messages"):
+        return JSONResponse(anthropic.error_body(400, problem), 400)
+    return JSONResponse(error_body(problem, "invalid_request_error"), 400)
 
 
-def _refusal(channel: TrialModelChannel | None) -> Response:
-    if channel is None:
-        return _unauthorized()
-    return JSONResponse(error_body("body is not a JSON object", "invalid_request_error"), 400)
+def _bad_sampling(body: dict[str, Any]) -> str | None:
+    """Why the request's sampling settings are not what every API accepts, else None.
+
+    A real endpoint answers 400 to ``"temperature": {...}``; so does this one, before the
+    value reaches the sim (``float()`` of it raised inside the app: a 500 that SDKs retry as
+    a server fault) or the journal (where a dict as a sampling value broke every reader)."""
+    for key, kinds in (("temperature", (int, float)), ("seed", (int,))):
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+            kind = "a number" if key == "temperature" else "an integer"
+            return f"{key} must be {kind} or absent, not {json.dumps(value)[:80]}"
+    return None
 
 
 @dataclass(frozen=True)
