@@ -18,7 +18,9 @@ from typing import Any
 import anyio
 import pytest
 
-from chaoseval.engine.executors.ray import RayExecutor
+from chaoseval.engine.executors.base import Finished, TrialJob
+from chaoseval.engine.executors.ray import RayExecutor, _Pool
+from chaoseval.model.records import ModelSettings
 from chaoseval.seams.agent import Episode
 from chaoseval.store import artifacts
 from chaoseval.store.journal import read_journal
@@ -216,3 +218,40 @@ def test_without_ray_installed_the_run_says_how_to_get_it(monkeypatch, tmp_path)
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if not installed
     with pytest.raises(ConfigError, match=r"chaoseval\[ray\]"):
         _run(tmp_path, ["ok"], executor="ray")
+
+
+class Collected:
+    """The runner's side of an executor (its Sink), keeping what it is handed."""
+
+    def __init__(self) -> None:
+        self.done_ids: list[str] = []
+
+    def may_start(self) -> bool:
+        return True
+
+    def done(self, finished: Finished) -> None:
+        self.done_ids.append(finished.trial_id)
+
+
+def test_a_trial_s_shipped_artifacts_replace_what_an_earlier_attempt_left(tmp_path):
+    """The driver places a Ray trial's files as a local trial writes its first artifact: in
+    an emptied directory. No run reaches this today (--resume removes the directories of the
+    trials it runs again before any runs, and a lost attempt ships nothing), so the driver's
+    step is called directly, on a real store: without the discard, old.txt stayed beside
+    the new attempt's files."""
+    store = artifacts.ArtifactStore.for_journal(tmp_path / "j.jsonl")
+    trial_id = "scenario/clean/0"
+    old = store.trial(trial_id)
+    old.write("old.txt", "from the earlier attempt")
+    earlier = store.root / artifacts.trial_dir_name(trial_id)
+    assert (earlier / "old.txt").exists()
+    job = TrialJob(agent=Misbehaving(), agent_name="misbehaving", model=ModelSettings(),
+                   clock_mode="virtual", run_id="r", run_seed=1, wall_timeout=5.0,
+                   concurrency=1, store=store)  # fmt: skip
+    sink = Collected()
+    pool = _Pool(None, [], job, sink, 1, 1)
+    relative = f"{store.root.name}/{artifacts.trial_dir_name(trial_id)}/stdout.txt"
+    pool._done((Finished(trial_id, "passed", 0.0, 0, line="{}"), [(relative, b"new")]))
+    assert sink.done_ids == [trial_id]
+    assert sorted(p.name for p in earlier.iterdir()) == ["stdout.txt"]
+    assert (earlier / "stdout.txt").read_bytes() == b"new"

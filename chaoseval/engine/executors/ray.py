@@ -276,8 +276,9 @@ class _Pool:
         """Write the trial's artifacts where the driver's store keeps them, then hand it on."""
         finished, files = result
         store = self.job.store
-        if store is not None:
-            store.trial(finished.trial_id)  # a trial run again starts afresh
+        if store is not None and files:
+            # As a local trial's first artifact does: what an earlier attempt left goes.
+            store.discard(finished.trial_id)
             for relative, data in files:
                 store.place(relative, data)
         self.sink.done(finished)
