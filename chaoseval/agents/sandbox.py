@@ -88,9 +88,14 @@ def private_roots() -> list[str]:
 def _needed(argv: list[str]) -> list[str]:
     """What an agent's command needs to see: the paths it names, as written and resolved (a
     venv's ``bin/python`` is a symlink out of the venv, but Python finds its venv from the
-    path as written), and chaoseval's own interpreter prefix and source tree (a checkout or
-    venv under /tmp, as a CI clone may be, must not vanish in the sandbox)."""
+    path as written), the file a command named without a path is found as on PATH (bwrap
+    looks it up on the same PATH inside: hidden there, it found another ``python`` or
+    none), and chaoseval's own interpreter prefix and source tree (a checkout or venv under
+    /tmp, as a CI clone may be, must not vanish in the sandbox)."""
     paths = [os.path.abspath(a) for a in argv if os.path.isabs(a)]
+    found = shutil.which(argv[0]) if argv and not os.path.isabs(argv[0]) else None
+    if found is not None:
+        paths.insert(0, os.path.abspath(found))
     paths += [sys.prefix, str(Path(__file__).resolve().parents[2])]
     out: list[str] = []
     for path in paths:

@@ -313,10 +313,7 @@ def test_a_venv_under_tmp_runs_its_agent_in_the_sandbox(tmp_path, bwrap):
     Before, bwrap said `execvp .../bin/python: No such file or directory`."""
     from chaoseval.agents.sandbox import resolve
 
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).resolve().parent}\n")
-    (venv / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+    venv = fake_venv(tmp_path / "venv")
     trial = tmp_path / "trial"
     trial.mkdir()
     python = str(venv / "bin" / "python")
@@ -324,3 +321,39 @@ def test_a_venv_under_tmp_runs_its_agent_in_the_sandbox(tmp_path, bwrap):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(venv)
+
+
+def fake_venv(venv: Path) -> Path:
+    """A venv whose bin/python is a symlink to this interpreter's real file."""
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).resolve().parent}\n")
+    (venv / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+    return venv
+
+
+def test_a_command_found_on_path_under_tmp_runs_the_same_file_in_the_sandbox(
+    tmp_path, monkeypatch, bwrap
+):
+    """`exec:python agent.py` with a venv's bin first on PATH, and `exec:myagent` with a
+    script on PATH, both under /tmp (private in the sandbox). Before, bwrap's lookup on PATH
+    inside fell through to another python (another sys.prefix, silently) and failed the
+    script with `execvp myagent: No such file or directory`."""
+    from chaoseval.agents.sandbox import private_roots, resolve
+
+    assert any(tmp_path.is_relative_to(root) for root in private_roots())  # hidden inside
+    venv = fake_venv(tmp_path / "venv")
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "myagent").write_text("#!/bin/sh\necho myagent ran\n")
+    (scripts / "myagent").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}:{scripts}:{os.environ.get('PATH', '')}")
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    box = resolve("bwrap")
+    for argv, said in (
+        (["python", "-c", "import sys; print(sys.prefix)"], str(venv)),
+        (["myagent"], "myagent ran"),
+    ):
+        command = box.command(argv, trial, trial)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout.strip()) == (0, said), done.stderr
