@@ -28,7 +28,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-VERSION = 1  # bump when the journals written here change
+VERSION = 2  # bump when the journals written here change
 CACHE = Path(os.environ.get("CHAOSEVAL_BENCH_CACHE", Path.home() / ".cache" / "chaoseval-bench"))
 SOURCE_ARGS = ["-n", "5", "--seed", "7", "-p", "latency", "-p", "timeout"]
 RUN_SEED = 7
@@ -69,15 +69,16 @@ class _Source:
             tail = line.index(',"agent":')
             self.parts[key] = (line[start:end], line[tail:])
             # The head is rebuilt by _line(): check it gives back the source line itself.
+            self.schema = r["schema_version"]
             again = _line(r["run_id"], r["scenario"], r["cell"], r["index"], r["seed"],
-                          r["world_seed"], *self.parts[key])  # fmt: skip
+                          r["world_seed"], *self.parts[key], self.schema)  # fmt: skip
             assert again == line, f"the source line of {key} does not rebuild"
 
 
 def _line(run_id: str, task: str, cell: str, index: int, seed: int, world: int, middle: str,
-          tail: str) -> str:  # fmt: skip
+          tail: str, schema: int) -> str:  # fmt: skip
     return (
-        f'{{"type":"trial","schema_version":4,"run_id":"{run_id}",'
+        f'{{"type":"trial","schema_version":{schema},"run_id":"{run_id}",'
         f'"trial_id":"{task}/{cell}/{index}","scenario":"{task}",{middle},'
         f'"index":{index},"seed":{seed},"world_seed":{world}{tail}'
     )
@@ -90,6 +91,9 @@ def _manifest(src: _Source, run_id: str, names: list[str], trials: int) -> str:
     origin = [src.tasks[t % len(src.tasks)] for t in range(len(names))]
     m["run_id"] = run_id
     m["trials"] = trials
+    # The source's k values a journal of this many trials can report (report, gate and
+    # compare refuse a k above the trials per cell): 1M records over 100k tasks is 4 trials.
+    m["ks"] = [k for k in m["ks"] if k <= trials] or [1]
     m["scenarios"] = [{**by_id[o], "id": n} for n, o in zip(names, origin, strict=True)]
     if refs:
         m["references"] = {n: refs[o] for n, o in zip(names, origin, strict=True) if o in refs}
@@ -117,7 +121,7 @@ def write(path: Path, agent: str, tasks: int, records: int, cache: Path = CACHE)
                 for i in range(trials):
                     middle, tail = src.parts[(origin, cell, i % src.trials)]
                     seed = derive_seed_under((RUN_SEED, name, "trial"), i)
-                    out.append(_line(run_id, name, cell, i, seed, world, middle, tail))
+                    out.append(_line(run_id, name, cell, i, seed, world, middle, tail, src.schema))
                 out.append("")
                 fh.write("\n".join(out))
     tmp.rename(path)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 from rich.console import Console
@@ -58,6 +60,28 @@ def _emit(text: str, output: Path | None, what: str) -> None:
     Console(stderr=True).print(f"wrote {what} to {output}")
 
 
+class _Shown:
+    """A stream that writes what it is given as :func:`_emit` writes a whole text: redacted,
+    control characters as visible escapes (piece by piece, as redact.RedactingStream does)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        return self.inner.write(visible(redact.redact(text)))
+
+
+def _stream(write: Callable[[TextIO], None], output: Path | None, what: str) -> None:
+    """What ``write`` writes, printed or written to ``output`` as :func:`_emit` does."""
+    if output is None:
+        write(_Shown(sys.stdout))  # type: ignore[arg-type]
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as fh:
+        write(_Shown(fh))  # type: ignore[arg-type]
+    Console(stderr=True).print(f"wrote {what} to {output}")
+
+
 def report_impl(
     journal: Path,
     format: str,
@@ -71,10 +95,11 @@ def report_impl(
 ) -> None:
     """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
     from chaoseval.analysis.build import analysis_json, analyze
+    from chaoseval.analysis.pairs import pair_json
     from chaoseval.analysis.verdict import build_verdict, verdict_json
     from chaoseval.render.junit import render_junit
     from chaoseval.render.markdown import render_markdown
-    from chaoseval.render.report import json_report, print_report
+    from chaoseval.render.report import json_report, print_report, write_json
     from chaoseval.render.terminal import print_analysis
     from chaoseval.store.importers import SOURCES
 
@@ -96,10 +121,10 @@ def report_impl(
         print_analysis(a, console, v.labels)
         return
     if format == "json":
-        doc = json_report(data, ks)
-        doc.setdefault("analysis", analysis_json(a))
+        doc = json_report(data, ks, a.cells if a.ks == ks else None, pairs=False)
+        doc["analysis"] = analysis_json(a)
         doc["verdict"] = verdict_json(v)
-        _emit(json.dumps(doc, indent=2, default=str), output, "JSON report")
+        _stream(lambda out: write_json(doc, pair_json(data, ks), out), output, "JSON report")
     elif format == "markdown":
         _emit(render_markdown(a, v), output, "Markdown report")
     elif format == "html":

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, by_scenario_cell
+from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
 from chaoseval.analysis.build import Analysis, analyze
+from chaoseval.analysis.pairs import pair_json
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.printable import escape
@@ -57,11 +59,19 @@ def _cell_json(r: CellResult, name: str) -> dict[str, Any]:
     }
 
 
-def json_report(journal: Trials | Journal, ks: Sequence[int] | None = None) -> dict[str, Any]:
+def json_report(
+    journal: Trials | Journal,
+    ks: Sequence[int] | None = None,
+    cells: Sequence[CellResult] | None = None,
+    *,
+    pairs: bool = True,
+) -> dict[str, Any]:
+    """The JSON report's data; ``cells``: the per-cell results when the caller has them
+    already (an Analysis of the same ks); ``pairs=False`` leaves the per-(task, cell) results
+    out (``cells``, which :func:`write_json` streams from :func:`pair_json`)."""
     journal = as_trials(journal)
     ks = list(ks or journal.manifest.ks)
-    cells = by_cell(journal, ks)
-    per = by_scenario_cell(journal, ks)
+    cells = by_cell(journal, ks) if cells is None else cells
     m = journal.manifest
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -77,11 +87,29 @@ def json_report(journal: Trials | Journal, ks: Sequence[int] | None = None) -> d
         "warnings": [*m.run_warnings(), *journal.warnings],
         "root_causes": [c.model_dump() for c in m.root_causes],
         "perturbations": [_cell_json(r, r.cell) for r in cells],
-        "cells": [
-            {"scenario": scenario, **_cell_json(r, cell)}
-            for (scenario, cell), r in sorted(per.items())
-        ],
+        **({"cells": list(pair_json(journal, ks))} if pairs else {}),
     }
+
+
+def write_json(doc: dict[str, Any], pairs: Iterable[dict[str, Any]], out: TextIO) -> None:
+    """``doc`` with ``pairs`` as its ``cells`` after ``perturbations``, written as
+    ``json.dumps(indent=2)`` writes the whole (the same bytes), one pair at a time, each
+    written on its own to ``out`` (which redacts what it is given: a command's output streams
+    do, redact.RedactingStream): 300k pairs are never one
+    string, nor one list. ``out`` redacts, as a command's output streams do."""
+    marker = "\x00pairs\x00"  # escaped by json.dumps: no other value can write it
+    doc = {**{k: v for k, v in doc.items() if k != "cells"}}
+    keys = list(doc)
+    at = keys.index("perturbations") + 1
+    doc = {**{k: doc[k] for k in keys[:at]}, "cells": marker, **{k: doc[k] for k in keys[at:]}}
+    head, tail = json.dumps(doc, indent=2, default=str).split(json.dumps(marker))
+    out.write(head)
+    sep = "["
+    for pair in pairs:
+        text = json.dumps(pair, indent=2, default=str).replace("\n", "\n    ")
+        out.write(f"{sep}\n    {text}")
+        sep = ","
+    out.write(("\n  ]" if sep == "," else "[]") + tail + "\n")
 
 
 def root_cause_legend(journal: Trials | Journal, names: set[str]) -> str:
@@ -100,8 +128,7 @@ def _cell_table(a: Analysis, v: Verdict, journal: Trials) -> Table:
     used = bool(len(journal) and journal.col["model_calls"].any())
     model = f"model {m.model.model} T={m.model.temperature}" if used else "no model calls"
     table = Table(
-        title=f"{m.agent} — {len(a.scenarios)} scenarios, seed {m.seed}, {model} "
-        f"({m.clock} clock)",
+        title=f"{m.agent} — {len(a.scenarios)} scenarios, seed {m.seed}, {model} ({m.clock} clock)",
         title_justify="left",
     )
     table.add_column("perturbation")

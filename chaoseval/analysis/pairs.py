@@ -1,0 +1,170 @@
+"""Every (task, cell) pair's result, counted for all pairs at once (the JSON report's
+``cells``).
+
+What :func:`chaoseval.analysis.aggregate.by_scenario_cell` gives pair by pair (a
+``CellResult`` of one task, against clean on the same task), as the JSON report writes it, but
+computed over the columns in one pass of numpy group sums: a journal of 100k tasks has 300k
+pairs, and a ``CellResult`` each cost minutes and gigabytes. The floats are the ones
+``metrics.summarize`` gives for one task (the same products, term by term), so the report is
+byte for byte what the per-pair path wrote; ``tests/analysis/test_pairs.py`` holds the two
+together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from chaoseval.analysis.aggregate import CLEAN, _perturbed
+from chaoseval.store.columns import Group, Trials
+
+__all__ = ["pair_json"]
+
+
+def _prefix(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
+    """Per pair, ``metrics._prefix(top, n, k)[k]``: prod_{j<k} (top - j) / (n - j), zero from
+    the first j with top - j <= 0 on (only read where n >= k)."""
+    prod = np.ones(len(n))
+    safe = np.maximum(n, k).astype(np.float64)  # pairs with n < k are not read: no 0 division
+    for j in range(k):
+        prod = np.where((top - j <= 0) | (prod == 0.0), 0.0, prod * ((top - j) / (safe - j)))
+    return prod
+
+
+def _values(n: np.ndarray, c: np.ndarray, ks: Sequence[int]) -> dict[str, Any]:
+    """Per pair, its summary's mean, pass@k and pass^k as lists (None where undefined)."""
+    scored = n >= 1
+    mean = np.where(scored, c / np.maximum(n, 1), np.nan)
+    out: dict[str, Any] = {"mean": _listed(mean, scored)}
+    for k in ks:
+        ok = n >= k
+        out[f"at{k}"] = _listed(1.0 - _prefix(n - c, n, k), ok)
+        out[f"hat{k}"] = _listed(_prefix(c, n, k), ok)
+    return out
+
+
+def _listed(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
+    return [v if d else None for v, d in zip(values.tolist(), defined.tolist(), strict=True)]
+
+
+def _sub(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+class _Pairs:
+    """The pairs of a journal: their sums over their rows, in (task, cell) name order."""
+
+    def __init__(self, t: Trials) -> None:
+        self.t = t
+        cells = len(t.vocab["cell"]) + 1
+        key = (t.col["scenario"].astype(np.int64) + 1) * cells + t.col["cell"] + 1
+        uniq, self.inverse = np.unique(key, return_inverse=True)
+        self.scenario, self.cell = uniq // cells - 1, uniq % cells - 1
+        st = t.col["status"]
+        rows = np.ones(len(t), bool)
+        self.trials = self.sum(rows)
+        self.n, self.c, self.ne = self.sum(st != 2), self.sum(st == 0), self.sum(st == 2)
+        self.injected, self.delivered = self.sum(t.col["faults"]), self.sum(t.col["delivered"])
+        perturbed = self.sum(_perturbed_rows(t))
+        self.perturbed = perturbed > 0
+        # not_landed: every trial perturbed and no fault delivered in any of them.
+        self.missed = (perturbed == self.trials) & (self.sum(t.col["delivered"] > 0) == 0)
+        self.safety, self.hallucination = (
+            self.sum(t.col["safety"]),
+            self.sum(t.col["hallucination"]),
+        )
+        names, cell_names = t.vocab["scenario"], t.vocab["cell"]
+        pairs = zip(self.scenario.tolist(), self.cell.tolist(), strict=True)
+        self.names = [(names[s], cell_names[c]) for s, c in pairs]
+        self.order = sorted(range(len(uniq)), key=self.names.__getitem__)
+
+    def sum(self, weights: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.bincount(
+            self.inverse, weights=weights, minlength=len(self.scenario)
+        ).astype(np.int64)
+        return out
+
+    def root_causes(self) -> dict[int, dict[str, int]]:
+        """Per pair with failed trials on a task its faults reached: root cause -> trials."""
+        t = self.t
+        failed = (t.col["status"] == 1) & ~self.missed[self.inverse] & (t.col["root_cause"] >= 0)
+        causes = t.vocab["root_cause"]
+        width = len(causes)
+        key, counts = np.unique(
+            self.inverse[failed].astype(np.int64) * width + t.col["root_cause"][failed],
+            return_counts=True,
+        )
+        out: dict[int, dict[str, int]] = {}
+        for k, n in zip(key.tolist(), counts.tolist(), strict=True):
+            name = causes[k % width]
+            if name:
+                out.setdefault(k // width, {})[name] = n
+        return out
+
+
+def _perturbed_rows(t: Trials) -> np.ndarray:
+    return _perturbed(Group.all(t))
+
+
+def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
+    """The JSON report's ``cells``: one object per (task, cell), sorted by task then cell."""
+    if not len(t):
+        return
+    ks = list(dict.fromkeys(ks))
+    p = _Pairs(t)
+    # A missed pair is summarised over no task; its n and c count nothing.
+    n, c = np.where(p.missed, 0, p.n), np.where(p.missed, 0, p.c)
+    v = _values(n, c, ks)
+    clean_of = _clean_pairs(p)
+    causes = p.root_causes()
+    for i in p.order:
+        task, cell = p.names[i]
+        counted = not p.missed[i]
+        scored = counted and int(n[i]) >= 1
+        j = clean_of[i]
+        has_clean = j >= 0
+        # Clean over the same tasks: clean's own pair where this pair counts a task, else none.
+        same = j if has_clean and counted and not p.missed[j] else -1
+
+        def delta(name: str, i: int = i, same: int = same) -> float | None:
+            return _sub(v[name][i], v[name][same] if same >= 0 else None)
+
+        vetoes = {}
+        if counted:
+            for kind, sums in (("hallucination", p.hallucination), ("safety", p.safety)):
+                if sums[i]:
+                    vetoes[kind] = int(sums[i])
+        yield {
+            "scenario": task,
+            "name": cell,
+            "tasks": int(scored),
+            "trials": int(p.trials[i]),
+            "scored": int(n[i]) if scored else 0,
+            "not_evaluable": int(p.ne[i]),
+            "mean": v["mean"][i],
+            "pass_at": {str(k): v[f"at{k}"][i] for k in ks},
+            "pass_hat": {str(k): v[f"hat{k}"][i] for k in ks},
+            "excluded": {str(k): [task] for k in ks if scored and int(n[i]) < k},
+            "unscored": [task] if counted and not scored else [],
+            "delta_mean": delta("mean") if has_clean else None,
+            "delta_pass_at": {str(k): delta(f"at{k}") for k in ks} if has_clean else {},
+            "delta_pass_hat": {str(k): delta(f"hat{k}") for k in ks} if has_clean else {},
+            "root_causes": dict(sorted(causes.get(i, {}).items())),
+            "vetoes": vetoes,
+            "faults_injected": int(p.injected[i]),
+            "faults_delivered": int(p.delivered[i]),
+            "did_not_land": bool(p.perturbed[i]) and not p.delivered[i],
+            "not_landed": [task] if p.missed[i] else [],
+        }
+
+
+def _clean_pairs(p: _Pairs) -> list[int]:
+    """Per pair, the index of clean's pair on the same task (-1: the task has none)."""
+    clean = p.t.code("cell", CLEAN)
+    of_task = np.full(len(p.t.vocab["scenario"]) + 1, -1, np.int64)
+    mine = np.flatnonzero(p.cell == clean)
+    of_task[p.scenario[mine]] = mine
+    out: list[int] = of_task[p.scenario].tolist()
+    return out

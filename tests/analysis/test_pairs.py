@@ -1,0 +1,87 @@
+"""The JSON report's per-(task, cell) results, counted for all pairs at once, are what the
+per-pair CellResults gave (the path the report took before), field by field and float by
+float; and the streamed document is the bytes ``json.dumps(indent=2)`` writes of the whole."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from synthetic import manifest_for
+from test_analysis import record
+
+from chaoseval.analysis.aggregate import by_scenario_cell
+from chaoseval.analysis.pairs import pair_json
+from chaoseval.model.records import PerturbationSpec, Veto
+from chaoseval.model.trajectory import Fault, Trajectory
+from chaoseval.render.report import _cell_json, json_report, write_json
+from chaoseval.store.columns import trials_of
+
+CELLS = ("clean", "latency", "timeout")
+STATUSES = ("passed", "failed", "not_evaluable")
+
+
+def _journal(seed: int, tasks: int, ks: list[int]) -> Any:
+    """Tasks of 0 to 6 trials a cell (some cells missing for a task, clean too), statuses,
+    root causes, vetoes, faults delivered or not (so some pairs did not land)."""
+    rng = random.Random(seed)
+    records = []
+    counts: dict[str, dict[str, tuple[int, int]]] = {c: {} for c in CELLS}
+    for t in range(tasks):
+        task = f"t{t:02d}"
+        for cell in CELLS:
+            if t and rng.random() < 0.15:
+                continue  # this task never ran in this cell
+            n = rng.randint(1, 6)
+            counts[cell][task] = (n, 0)
+            lands = rng.random() < 0.7
+            for i in range(n):
+                status = rng.choice(STATUSES)
+                kw: dict[str, Any] = {}
+                if status != "passed":
+                    kw["root_cause"] = rng.choice(["gave_up", "wrong_answer", "", None])
+                if rng.random() < 0.2:
+                    kw["vetoes"] = [Veto(kind=rng.choice(["safety", "hallucination"]), detail="x")]
+                if cell != "clean":
+                    kw["perturbations"] = [PerturbationSpec(name=cell)]
+                    delivered = lands and rng.random() < 0.6
+                    kw["trajectory"] = Trajectory(faults=[
+                        Fault(perturbation=cell, channel="tool", kind="k", delivered=delivered)
+                    ])  # fmt: skip
+                records.append(record(task, cell, i, status, **kw))
+    rng.shuffle(records)
+    manifest = manifest_for(counts, agent="synthetic", run_id="r")
+    manifest.ks = ks
+    return trials_of(manifest, records)
+
+
+def _per_pair(t: Any, ks: list[int]) -> list[dict[str, Any]]:
+    """What the JSON report wrote before: a CellResult per pair."""
+    per = by_scenario_cell(t, ks)
+    return [{"scenario": s, **_cell_json(r, c)} for (s, c), r in sorted(per.items())]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 12), st.sampled_from([[1], [1, 2], [1, 3, 5]]))
+def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) -> None:
+    t = _journal(seed, tasks, ks)
+    got = list(pair_json(t, ks))
+    assert json.dumps(got) == json.dumps(_per_pair(t, ks))  # floats to the last bit, and order
+
+
+def test_the_streamed_report_is_the_whole_one() -> None:
+    t = _journal(7, 9, [1, 2])
+    doc = json_report(t, [1, 2])
+    doc["analysis"] = {"after": "the cells"}
+    out = io.StringIO()
+    write_json({k: v for k, v in doc.items() if k != "cells"}, iter(doc["cells"]), out)
+    assert out.getvalue() == json.dumps(doc, indent=2) + "\n"
+    # No pairs at all: an empty list, as json.dumps writes it.
+    doc["cells"] = []
+    out = io.StringIO()
+    write_json(doc, iter([]), out)
+    assert out.getvalue() == json.dumps(doc, indent=2) + "\n"
