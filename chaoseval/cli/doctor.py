@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import typer
-from rich.markup import escape
 
 from chaoseval.cli._common import ConfigPath, console, select_scenarios, settings, user_agent
 from chaoseval.errors import ChaosevalError
+from chaoseval.render.printable import escape
 
 Verdict = Literal["ok", "warn", "fail"]
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}

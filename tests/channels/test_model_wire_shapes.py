@@ -20,7 +20,8 @@ import pytest
 from model_support import run_agent
 
 from chaoseval.channels.mcp.server import error_text
-from chaoseval.channels.model.observations import read_content
+from chaoseval.channels.model import anthropic as anthropic_api
+from chaoseval.channels.model.observations import observation_for, read_content
 from chaoseval.channels.model.session import ModelEndpoint, trial_endpoint
 from chaoseval.errors import AgentVisibleError, ToolHTTPError
 from chaoseval.model.records import AgentOutput, TrialRecord
@@ -310,3 +311,20 @@ def test_a_tool_the_request_does_not_offer_is_never_called() -> None:
     for record in records:
         assert not record.trajectory.tool_steps()
         assert "not among the tools I was given" in (record.answer or ""), record.answer
+
+
+@pytest.mark.parametrize("content", ["", [], [{"type": "text", "text": ""}]])
+def test_an_anthropic_tool_result_flagged_is_error_with_no_text_is_still_an_error(
+    content: Any,
+) -> None:
+    body = {
+        "messages": [
+            {"role": "user", "content": "renew"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "renew_loan", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "is_error": True, "content": content}]},
+        ]
+    }  # fmt: skip
+    seen = observation_for(anthropic_api.to_chat(body)["messages"], "t1")
+    assert seen is not None and seen.error is not None, seen

@@ -33,3 +33,18 @@ def test_doctor_names_missing_chromium_for_ui_tasks(tmp_path: Path) -> None:
     proc = chaoseval(f"CHAOSEVAL_CHROMIUM={tmp_path}/none chaoseval doctor", tmp_path)
     out = flat(proc.stdout)
     assert "warn chromium: no Chromium at" in out and "apt-get install chromium" in out
+
+
+def test_doctor_shows_an_agents_stderr_without_obeying_it(tmp_path: Path) -> None:
+    """An exec: agent that writes terminal escapes to stderr and exits: doctor's fail line
+    carries them as visible escapes, as every other command does (rich's markup escape,
+    used here before, left the ESC and BEL raw)."""
+    (tmp_path / "bad.py").write_text(
+        "import sys\nsys.stderr.write('\\x1b]0;pwned\\x07\\x1b[2J boom\\n')\nsys.exit(3)\n"
+    )
+    (tmp_path / "chaoseval.toml").write_text(
+        'agent = "exec:python bad.py"\nscenarios = ["vending-*"]\nsandbox = "none"\n'
+    )
+    out = chaoseval("chaoseval doctor", tmp_path, code=1).stdout
+    assert "boom" in out, out
+    assert "\x1b" not in out and "\x07" not in out, repr(out)

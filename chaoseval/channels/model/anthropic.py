@@ -67,7 +67,9 @@ def _append(messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
             content = content_text(b.get("content"))
             if b.get("is_error"):
                 # Chat completions has no error flag: the conventional envelope carries it.
-                content = json.dumps({"error": content})
+                # An empty message is still an error (the flag says so): the envelope of
+                # an empty error would read as no envelope, i.e. a success.
+                content = json.dumps({"error": content or "tool error (no message)"})
             messages.append(
                 {"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": content}
             )
