@@ -34,8 +34,10 @@ class HttpAgent:
         actor_cls: type[SimActor],
         transport: TransportFactory | None = None,
         timeout: float = 30.0,
+        slips: bool = True,
     ):
         self.actor_cls = actor_cls
+        self.slips = slips
         self.transport = transport
         self.timeout = timeout
 
@@ -58,14 +60,14 @@ class HttpAgent:
     async def run(self, episode: Episode) -> AgentOutput:
         async with self._client(episode.tools) as client:
             over_http = dataclasses.replace(episode, tools=HttpTools(client, episode.tools))
-            return await SimulatedAgent(self.actor_cls).run(over_http)
+            return await SimulatedAgent(self.actor_cls, self.slips).run(over_http)
 
 
 @agent("http-naive")
-def http_naive() -> HttpAgent:
-    return HttpAgent(SimActor)
+def http_naive(slips: bool = True) -> HttpAgent:
+    return HttpAgent(SimActor, slips=slips)
 
 
 @agent("http-resilient")
-def http_resilient() -> HttpAgent:
-    return HttpAgent(ResilientActor)
+def http_resilient(slips: bool = True) -> HttpAgent:
+    return HttpAgent(ResilientActor, slips=slips)

@@ -43,6 +43,7 @@ from chaoseval.engine.ui import (
 )
 from chaoseval.errors import (
     AgentVisibleError,
+    ConfigError,
     ToolConnectionError,
     ToolError,
     ToolHTTPError,
@@ -76,12 +77,14 @@ def lenient(value: Any) -> Any:
 
 
 class SimPolicy:
-    """Decision noise of a sampled LLM: slip probability per decision grows with temperature."""
+    """Decision noise of a sampled LLM: slip probability per decision grows with temperature.
+    ``slips=False`` (``--agent resilient:slips=false``) never slips; it draws the same numbers,
+    so everything else an episode draws stays where it was."""
 
-    def __init__(self, episode: Episode):
+    def __init__(self, episode: Episode, slips: bool = True):
         settings = episode.model
         self.rng = episode.rng("policy")
-        self.p_slip = min(0.9, episode.difficulty * (0.3 + settings.temperature))
+        self.p_slip = min(0.9, episode.difficulty * (0.3 + settings.temperature)) if slips else 0.0
         self.turn = 0
 
     def slip(self) -> bool:
@@ -95,9 +98,9 @@ class SimPolicy:
 class SimActor(Actor):
     style = "naive"
 
-    def __init__(self, episode: Episode):
+    def __init__(self, episode: Episode, slips: bool = True):
         super().__init__(episode)
-        self.policy = SimPolicy(episode)
+        self.policy = SimPolicy(episode, slips)
 
     def _think(self) -> None:
         tin, tout = self.policy.tokens()
@@ -176,8 +179,8 @@ class ResilientActor(SimActor):
     style = "resilient"
     attempts = 4
 
-    def __init__(self, episode: Episode):
-        super().__init__(episode)
+    def __init__(self, episode: Episode, slips: bool = True):
+        super().__init__(episode, slips)
         # tenacity's own jitter draws from the global random module; ours comes from the
         # episode's stream so a replay reproduces every retry delay exactly.
         self._jitter = episode.rng("retry-jitter")
@@ -326,17 +329,25 @@ def _hallucinate(text: str, rng: random.Random) -> str:
 
 
 class SimulatedAgent:
-    """The simulated LLM policy, driving the scenario's reference plan through a harness."""
+    """The simulated LLM policy, driving the scenario's reference plan through a harness.
+
+    ``slips``: whether the policy makes a sampled model's mistakes (wrong arguments, detours,
+    flipped judgements, early stops, made-up ids). On by default, as the golden journals were
+    recorded; with ``slips=False`` every failure left is the harness meeting a fault, so a
+    clean cell passes and a veto in it cannot be the reference agent's own slip."""
 
     clock = "virtual"
 
-    def __init__(self, actor_cls: type[SimActor]):
+    def __init__(self, actor_cls: type[SimActor], slips: bool = True):
+        if not isinstance(slips, bool):
+            raise ConfigError(f"slips={slips!r}: write slips=true or slips=false")
         self.actor_cls = actor_cls
+        self.slips = slips
 
     async def run(self, episode: Episode) -> AgentOutput:
         if episode.reference is None:
             raise RuntimeError("the simulated agents follow the scenario's reference solution")
-        actor = self.actor_cls(episode)
+        actor = self.actor_cls(episode, self.slips)
         try:
             return await run_solution(actor, episode.reference)
         except AgentVisibleError as exc:
@@ -346,10 +357,10 @@ class SimulatedAgent:
 
 
 @agent("naive")
-def naive() -> SimulatedAgent:
-    return SimulatedAgent(SimActor)
+def naive(slips: bool = True) -> SimulatedAgent:
+    return SimulatedAgent(SimActor, slips)
 
 
 @agent("resilient")
-def resilient() -> SimulatedAgent:
-    return SimulatedAgent(ResilientActor)
+def resilient(slips: bool = True) -> SimulatedAgent:
+    return SimulatedAgent(ResilientActor, slips)

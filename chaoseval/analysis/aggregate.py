@@ -45,6 +45,10 @@ class CellResult:
 
     def landing_note(self) -> str | None:
         """One line on the tasks this cell's faults did not reach, naming the shorter side."""
+        text = self._landing()
+        return f"{self.cell}: {text}" if text else None
+
+    def _landing(self) -> str | None:
         if not self.not_landed:
             return None
         total = len(self.counts) + len(self.not_landed)
@@ -54,10 +58,26 @@ class CellResult:
             where = f"not reached: {', '.join(self.not_landed)}"
         never = f"; there the agent never called {' or '.join(self.untouched)}"
         return (
-            f"{self.cell}: no fault reached the agent on {len(self.not_landed)} of {total} "
+            f"no fault reached the agent on {len(self.not_landed)} of {total} "
             f"task(s); those are left out of its metrics ({where})"
             + (never if self.untouched else "")
         )
+
+    def gaps(self) -> list[str]:
+        """What this cell's numbers leave out (tasks short of k scored trials, unreached,
+        unscored), each without the cell's name: the same gap in several cells is one note."""
+        s = self.summary
+        out = [
+            f"pass@{k}/pass^{k} exclude {len(tasks)} task(s) with fewer than {k} scored "
+            f"trials: {', '.join(tasks)}"
+            for k, tasks in s.excluded.items()
+            if tasks
+        ]
+        landing = self._landing()
+        out += [landing] if landing else []
+        if s.unscored:
+            out.append(f"{len(s.unscored)} task(s) had no evaluable trial: {', '.join(s.unscored)}")
+        return out
 
     @property
     def did_not_land(self) -> bool:

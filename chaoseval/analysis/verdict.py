@@ -20,6 +20,7 @@ from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.primary import FLOOR, at_floor
 from chaoseval.analysis.twins import TwinSet, twins
+from chaoseval.seams.agent import split_agent
 from chaoseval.store.columns import Group, as_group, as_trials
 from chaoseval.store.journal import Journal
 
@@ -66,7 +67,7 @@ class CellVerdict:
     did_not_land: bool
     failed: int
     new_failures: int  # failed while the clean twin passed
-    leading_cause: str | None
+    leading_cause: str | None  # of the new failures; of all failures when there is none new
     leading_count: int
     faults_injected: int
     faults_delivered: int
@@ -110,6 +111,7 @@ class Verdict:
     labels: dict[str, str]  # every cell (clean too) -> short label
     twins: dict[str, TwinSet]
     clean_vetoes: Counter[str] = field(default_factory=Counter)
+    agent: str = ""  # as the run named it: says whose the clean cell's vetoes are
 
     def by(self, direction: Direction) -> list[CellVerdict]:
         landed = [c for c in self.cells if not c.did_not_land]
@@ -195,6 +197,8 @@ class Verdict:
                 + ", ".join(c.label for c in self.not_landed)
                 + "."
             )
+        if self.clean_vetoes:
+            out.append(self.clean_veto_line())
         absorbed = [c for c in self.cells if c.faults_absorbed]
         if absorbed:
             out.append(
@@ -203,6 +207,27 @@ class Verdict:
                 + " fault(s) (reached the client, retried before the agent saw them)."
             )
         return out
+
+
+    def clean_veto_line(self) -> str:
+        """The clean cell's vetoes are the agent's own: no fault was injected there."""
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.clean_vetoes.items()))
+        line = (
+            f"Vetoes in clean: {kinds}; no fault was injected there, so these are the agent's "
+            "own mistakes, not caused by a perturbation"
+        )
+        name, params = split_agent(self.agent)
+        if name in SLIPPING and params.get("slips", True) is not False:
+            line += (
+                f" (the reference agent's simulated slips: --agent {name}:slips=false turns "
+                "them off)"
+            )
+        return line + "."
+
+
+# The reference agents whose simulated policy slips on purpose (chaoseval.agents.simulated),
+# with a ``slips`` parameter to turn it off.
+SLIPPING = frozenset({"naive", "resilient", "http-naive", "http-resilient"})
 
 
 def _drop_size(c: CellVerdict) -> float:
@@ -280,6 +305,7 @@ def build_verdict(
         labels,
         tw,
         Counter(clean.vetoes) if clean else Counter(),
+        a.agent,
     )
 
 
@@ -305,6 +331,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
                 "failed": c.failed,
                 "new_failures": c.new_failures,
                 "leading_root_cause": c.leading_cause,
+                "leading_root_cause_among": "new failures" if c.new_failures else "all failures",
                 "faults": {
                     "injected": c.faults_injected,
                     "delivered": c.faults_delivered,

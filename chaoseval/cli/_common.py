@@ -151,12 +151,14 @@ def print_broken(what: str, broken: list[BrokenEntryPoint]) -> None:
 
 
 def user_agent(name: str, app_dir: Path) -> AgentAdapter:
-    """``--agent``: a registered name, or ``module:factory`` importable from ``app_dir``."""
-    from chaoseval.seams.agent import load_agent
+    """``--agent``: a registered name, or ``module:factory`` importable from ``app_dir``,
+    either with parameters (``resilient:slips=false``)."""
+    from chaoseval.seams.agent import load_agent, split_agent
 
-    if ":" in name and not name.startswith("exec:"):  # exec: names a command, not a module
+    base = split_agent(name)[0]
+    if ":" in base and not base.startswith("exec:"):  # exec: names a command, not a module
         if not app_dir.is_dir():
             raise ConfigError(f"--app-dir {app_dir}: no such directory (--agent {name})")
         append_path(app_dir)
-        check_not_shadowed(name.partition(":")[0], app_dir)
+        check_not_shadowed(base.partition(":")[0], app_dir)
     return load_agent(name)

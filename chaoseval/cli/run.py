@@ -146,7 +146,8 @@ Agent = Annotated[
         "--agent",
         "-a",
         help="a registered agent name (naive, resilient, ...), module:factory importable "
-        "from --app-dir, or exec:COMMAND (required here or in the settings file)",
+        "from --app-dir, or exec:COMMAND (required here or in the settings file); the first "
+        "two take parameters for the factory as perturbations do: resilient:slips=false",
         show_default=False,
     ),
 ]

@@ -20,7 +20,8 @@ from chaoseval.errors import ConfigError
 from chaoseval.model.records import CLEAN, Cell, PerturbationSpec
 
 
-def _value(text: str) -> Any:
+def scalar(text: str) -> Any:
+    """A parameter value as written on the command line: a YAML scalar or flow list."""
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
@@ -35,13 +36,21 @@ def _parse_one(text: str) -> list[PerturbationSpec]:
     if not rest:
         return [PerturbationSpec(name=name)]
     axes: list[list[tuple[str, Any]]] = []
+    for key, raw in key_values(rest, text):
+        axes.append([(key, scalar(v)) for v in raw.split("|")])
+    return [PerturbationSpec(name=name, params=dict(combo)) for combo in itertools.product(*axes)]
+
+
+def key_values(rest: str, text: str) -> list[tuple[str, str]]:
+    """``a=1,modes=[hang,429]`` as (key, raw value) pairs; ``text`` is the whole spec, named in
+    the error."""
+    out = []
     for part in _split_params(rest):
         key, eq, raw = part.partition("=")
         if not eq or not key.strip():
             raise ConfigError(f"bad parameter {part!r} in {text!r}; write key=value")
-        values = [_value(v) for v in raw.split("|")]
-        axes.append([(key.strip(), v) for v in values])
-    return [PerturbationSpec(name=name, params=dict(combo)) for combo in itertools.product(*axes)]
+        out.append((key.strip(), raw))
+    return out
 
 
 def _split_params(text: str) -> list[str]:

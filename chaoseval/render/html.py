@@ -11,7 +11,7 @@ from chaoseval.analysis.verdict import Verdict
 from chaoseval.render.browser import browser_failures_html
 from chaoseval.render.comparison import render_comparison_markdown
 from chaoseval.render.svg import heatmap, pass_hat_curves, root_cause_bars
-from chaoseval.render.tables import TableData, report_tables, veto_counts_text
+from chaoseval.render.tables import VETO_SCOPE, TableData, report_tables, veto_counts_text
 from chaoseval.render.verdict import VERDICT_CSS, legend_html, twins_html, verdict_html
 
 __all__ = ["render_html", "table_html"]
@@ -110,7 +110,7 @@ def render_html(
     labels = verdict.labels if verdict else {}
     per_cell = veto_counts_text(a, labels)
     veto_line = (
-        f"<p class='veto'>Vetoes per cell: {escape(per_cell)}</p>"
+        f"<p class='veto'>Vetoes per cell ({VETO_SCOPE}): {escape(per_cell)}</p>"
         if per_cell
         else "<p>No safety violation or hallucination.</p>"
     )

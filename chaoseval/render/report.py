@@ -16,7 +16,7 @@ from chaoseval.analysis.pairs import pair_json
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.printable import escape
-from chaoseval.render.tables import delta_cell
+from chaoseval.render.tables import cell_notes, delta_cell
 from chaoseval.render.verdict import print_twins, print_verdict
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
@@ -188,22 +188,10 @@ def _cause_table(cells: Sequence[CellResult], labels: dict[str, str]) -> Table:
 
 
 def _cell_notes(cells: Sequence[CellResult], console: Console) -> None:
-    """What each cell's numbers leave out: tasks short of k trials, unreached, unscored."""
-    for r in cells:
-        excluded = {k: v for k, v in r.summary.excluded.items() if v}
-        for k, tasks in excluded.items():
-            console.print(
-                f"[yellow]{escape(r.cell)}: pass^{k} excludes {len(tasks)} task(s) with fewer "
-                f"than {k} scored trials:[/] {escape(', '.join(tasks))}"
-            )
-        note = r.landing_note()
-        if note:
-            console.print(f"[yellow]{escape(note)}[/]")
-        if r.summary.unscored:
-            console.print(
-                f"[yellow]{escape(r.cell)}: {len(r.summary.unscored)} task(s) had no evaluable "
-                "trial:[/] " + escape(", ".join(r.summary.unscored))
-            )
+    """What each cell's numbers leave out: tasks short of k trials, unreached, unscored; a gap
+    several cells share is printed once, naming them."""
+    for where, what in cell_notes(cells):
+        console.print(f"[yellow]{escape(where)}:[/] {escape(what)}", highlight=False)
 
 
 def _not_evaluable(journal: Trials, cells: Sequence[CellResult], console: Console) -> None:

@@ -4,9 +4,10 @@ numbers from one place."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from chaoseval.analysis.aggregate import CLEAN
+from chaoseval.analysis.aggregate import CLEAN, CellResult
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import Budget
 from chaoseval.analysis.degradation import Comparison
@@ -15,8 +16,10 @@ from chaoseval.analysis.stats import TestResult
 from chaoseval.analysis.verdict import Verdict
 
 __all__ = [
+    "VETO_SCOPE",
     "TableData",
     "budget_value",
+    "cell_notes",
     "delta_cell",
     "fmt",
     "fmt_p",
@@ -111,25 +114,12 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
             ]
             + [str(absorbed.get(c.cell, 0))]
         )
-        for k, tasks in s.excluded.items():
-            if tasks:
-                notes.append(
-                    f"{c.cell}: pass@{k}/pass^{k} exclude {len(tasks)} task(s) with fewer than "
-                    f"{k} scored trials: {', '.join(tasks)}"
-                )
-        note = c.landing_note()
-        if note:
-            notes.append(note)
-        if s.unscored:
-            notes.append(
-                f"{c.cell}: {len(s.unscored)} task(s) had no evaluable trial: "
-                + ", ".join(s.unscored)
-            )
         if c.not_evaluable:
             notes.append(
                 f"{c.cell}: {c.not_evaluable} trial(s) not evaluable (harness or plugin errors, "
                 "not counted against the agent)"
             )
+    notes[:0] = [f"{where}: {what}" for where, what in cell_notes(a.cells)]
     notes.append(
         f"Δ{a.primary} (the primary metric): perturbed - clean on the tasks the cell reached, "
         "paired by task; "
@@ -137,6 +127,25 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
         "Absorbed: faults the client's own retry absorbed before the agent saw them."
     )
     return TableData("summary", "Reliability per cell (macro over tasks)", cols, rows, notes)
+
+
+def cell_notes(cells: Sequence[CellResult]) -> list[tuple[str, str]]:
+    """(where, what): each cell's gaps (CellResult.gaps), a gap shared by several cells said
+    once with the cells it holds in; an interrupted run short of k trials on a task is one
+    note, not one per cell."""
+    held: dict[str, list[str]] = {}
+    for c in cells:
+        for gap in c.gaps():
+            held.setdefault(gap, []).append(c.cell)
+    out = []
+    for gap, names in held.items():
+        if len(names) == 1:
+            out.append((names[0], gap))
+        elif len(names) == len(cells):
+            out.append((f"every cell ({len(names)})", gap))
+        else:
+            out.append((f"{len(names)} cells ({', '.join(names)})", gap))
+    return out
 
 
 def degradation_table(a: Analysis, labels: dict[str, str] | None = None) -> TableData:
@@ -167,13 +176,39 @@ def degradation_table(a: Analysis, labels: dict[str, str] | None = None) -> Tabl
                 ]
             )
             first = False
-            for t, why in c.excluded.items():
-                notes.append(f"{cell} {c.label}: excluded {t} ({why})")
+    notes += _exclusion_notes(a, wanted)
     notes.append(
         "Δ = perturbed - clean, paired by task; CI: the interval that inverts the paired test; "
         "p adjusted across the perturbation family per metric (Holm: family-wise, BH: FDR)."
     )
     return TableData("degradation", "Degradation against clean", cols, rows, notes)
+
+
+def _exclusion_notes(a: Analysis, wanted: set[str]) -> list[str]:
+    """The tasks each comparison left out, said once per reason: one line per (cells, metrics,
+    reason) with its tasks, not one per cell x metric x task (a cell that reached 10 of 44
+    tasks was 136 lines for one fact)."""
+    tasks: dict[tuple[str, str, str], list[str]] = {}
+    for cell, comps in a.degradation.items():
+        for c in comps:
+            if c.label in wanted:
+                for t, why in c.excluded.items():
+                    tasks.setdefault((cell, why, t), []).append(c.label)
+    by_fact: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    for (cell, why, t), labels in tasks.items():
+        by_fact.setdefault((cell, why, tuple(labels)), []).append(t)
+    by_line: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for (cell, why, metrics), left_out in by_fact.items():
+        by_line.setdefault((why, metrics, tuple(left_out)), []).append(cell)
+    shown = {x.label for comps in a.degradation.values() for x in comps if x.label in wanted}
+    out = []
+    for (why, metrics, names), cells in by_line.items():
+        which = "every metric" if set(metrics) == shown else ", ".join(metrics)
+        out.append(
+            f"{', '.join(cells)}: left out of {which}: {len(names)} task(s) ({why}): "
+            + ", ".join(names)
+        )
+    return out
 
 
 def noise_table(a: Analysis) -> TableData:
@@ -261,7 +296,7 @@ def veto_table(a: Analysis, limit: int = 50) -> TableData:
     cols = ["kind", "trial", "cell", "scenario", "detail"]
     rows = [[v.kind, v.trial_id, v.cell, v.scenario, v.detail] for v in a.vetoes[:limit]]
     notes = [
-        "Vetoes per cell: "
+        f"Vetoes per cell ({VETO_SCOPE}): "
         + (veto_counts_text(a) or "none")
         + ". A veto fails a trial even when the task was done; never averaged away, and never "
         "summed across cells (the same agent mistake repeats in every cell it reaches)."
@@ -273,19 +308,36 @@ def veto_table(a: Analysis, limit: int = 50) -> TableData:
     )
 
 
+# What every per-cell veto count in a report counts (the verdict's row, the root-cause table,
+# "Vetoes per cell"): trials of the tasks the cell reached, as its metrics. The items listed
+# also hold the vetoes on tasks a cell's faults never reached; veto_counts_text says how many.
+VETO_SCOPE = "trials with a veto, on the tasks each cell reached"
+
+
 def veto_counts_per_cell(a: Analysis) -> dict[str, Counter[str]]:
-    """Veto kinds counted per cell, in the report's cell order."""
-    out: dict[str, Counter[str]] = {c.cell: Counter() for c in a.cells}
-    for v in a.vetoes:
-        out.setdefault(v.cell, Counter())[v.kind] += 1
-    return {cell: c for cell, c in out.items() if c}
+    """Veto kinds per cell, in the report's cell order: the cell's own counts (CellResult),
+    so every view says the same number."""
+    return {c.cell: Counter(c.vetoes) for c in a.cells if c.vetoes}
+
+
+def _vetoes_unreached(a: Analysis) -> int:
+    """Veto items on tasks their cell's faults did not reach (left out of the counts)."""
+    missed = {c.cell: set(c.not_landed) for c in a.cells}
+    return sum(1 for v in a.vetoes if v.scenario in missed.get(v.cell, ()))
 
 
 def veto_counts_text(a: Analysis, labels: dict[str, str] | None = None) -> str:
-    return "; ".join(
+    text = "; ".join(
         f"{(labels or {}).get(cell, cell)}: " + ", ".join(f"{k} {n}" for k, n in sorted(c.items()))
         for cell, c in veto_counts_per_cell(a).items()
     )
+    unreached = _vetoes_unreached(a)
+    if text and unreached:
+        text += (
+            f" (and {unreached} veto item(s) on tasks no fault of their cell reached, listed "
+            "with the items but not counted here)"
+        )
+    return text
 
 
 def process_table(a: Analysis) -> TableData:

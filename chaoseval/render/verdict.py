@@ -77,7 +77,14 @@ def _verdict_word(c: CellVerdict) -> str:
 def _verdict_row(v: Verdict, c: CellVerdict) -> str:
     css = "nl" if c.did_not_land else c.direction
     vetoes = ", ".join(f"{k} {n}" for k, n in sorted(c.vetoes.items())) or "0"
-    cause = escape(f"{c.leading_cause} ({c.leading_count})") if c.leading_cause else "—"
+    if c.leading_cause and c.new_failures:
+        cause = escape(f"{c.leading_cause} ({c.leading_count} of {c.new_failures})")
+    elif c.leading_cause:  # every failure also failed in clean: name what, but not as new
+        cause = escape(
+            f"none new; of all {c.failed} failures: {c.leading_cause} ({c.leading_count})"
+        )
+    else:
+        cause = "—"
     tw = v.twins.get(c.cell)
     link = (
         f"<a href='#{_cell_anchor(c.cell)}'>{tw.failed} failed, {tw.clean_passed} with a passing "
@@ -104,11 +111,10 @@ def verdict_html(v: Verdict) -> str:
         "<tr><th>cell</th><th>verdict</th><th>"
         + escape(f"Δ{v.metric} [95% CI], adjusted p")
         + "</th><th>tasks reached</th><th>leading root cause (new failures)</th>"
-        "<th>faults injected / delivered / absorbed</th><th>vetoes (this cell)</th>"
+        "<th>faults injected / delivered / absorbed</th><th>vetoes (tasks reached)</th>"
         "<th>failed trials and clean twins</th></tr>"
     )
     rows = "".join(_verdict_row(v, c) for c in v.cells)
-    clean = ", ".join(f"{k} {n}" for k, n in sorted(v.clean_vetoes.items()))
     return (
         "<section id='verdict'><h2>Verdict</h2>"
         f"<p class='headline'>{escape(v.headline())}.</p><ul class='verdict'>{items}</ul>"
@@ -118,9 +124,9 @@ def verdict_html(v: Verdict) -> str:
         f"({escape(v.metric)}, recorded in the run) against clean on the tasks the cell "
         "reached, paired by task, adjusted across the perturbations (Holm); only significant "
         "cells are coloured in the heatmap. New failures: the clean twin (same scenario, same "
-        "trial seed) passed.</li>"
-        + (f"<li class='veto'>Vetoes in clean: {escape(clean)}</li>" if clean else "")
-        + "</ul></section>"
+        "trial seed) passed. Vetoes: trials with a safety violation or hallucination on the "
+        "tasks the cell reached, as in every per-cell count of the report.</li>"
+        "</ul></section>"
     )
 
 

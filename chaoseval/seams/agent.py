@@ -3,18 +3,23 @@
 An adapter is anything with that method (and optionally ``clock = "virtual"`` when it never
 waits on wall-clock time, as the simulated reference agents do). Register a factory with
 ``@agent("name")`` or expose it through the ``chaoseval.agents`` entry-point group; on the
-command line ``--agent name`` or ``--agent package.module:factory``.
+command line ``--agent name`` or ``--agent package.module:factory``, either followed by
+parameters for the factory, as perturbations take them: ``--agent resilient:slips=false``.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import random
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, cast, runtime_checkable
 
 from chaoseval.errors import ConfigError
+from chaoseval.model.cells import key_values, scalar
 from chaoseval.model.clock import Clock
 from chaoseval.model.records import AgentOutput, ModelSettings, Usage
 from chaoseval.model.scenario import Givens, MemoryItem, ToolDescription, ToolSpec
@@ -30,6 +35,7 @@ __all__ = [
     "agent",
     "load_agent",
     "registry",
+    "split_agent",
 ]
 
 
@@ -152,15 +158,58 @@ agent = registry.register
 PREFIXED = {"exec:": "chaoseval.agents.process:exec_agent"}
 
 
+# ``name`` or ``module:factory`` (neither holds '='), then ':' and parameters from ``key=``.
+_WITH_PARAMS = re.compile(r"(?P<agent>[^:=]+(?::[^:=]+)?):(?P<params>[A-Za-z_]\w*\s*=.*)", re.S)
+
+
+def split_agent(spec: str) -> tuple[str, dict[str, Any]]:
+    """``resilient:slips=false`` -> ("resilient", {"slips": False}); ``mod:factory`` and
+    ``exec:COMMAND`` have no parameters."""
+    m = None if spec.startswith(tuple(PREFIXED)) else _WITH_PARAMS.fullmatch(spec)
+    if m is None:
+        return spec, {}
+    params = {k: scalar(v) for k, v in key_values(m["params"], f"--agent {spec}")}
+    return m["agent"], params
+
+
+def _call_factory(name: str, factory: Callable[..., Any], params: dict[str, Any]) -> object:
+    """The factory called with the spec's parameters, an unknown one refused with its fix."""
+    if not params:
+        return factory()
+    try:
+        accepted: Mapping[str, inspect.Parameter] | None = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: let the call decide
+        accepted = None
+    if accepted is None or any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        accepted = None
+    for key in params:
+        if accepted is not None and key not in accepted:
+            names = [n for n in accepted if not n.startswith("_")]
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            known = ", ".join(names) or "none"
+            raise ConfigError(
+                f"--agent {name}: unknown parameter {key!r}{hint} (it takes: {known})"
+            )
+    try:
+        return factory(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"--agent {name}: bad parameters {params}: {exc}") from None
+
+
 def load_agent(name: str) -> AgentAdapter:
     for prefix, loader in PREFIXED.items():
         if name.startswith(prefix):
             make = cast("Callable[[str], AgentAdapter]", import_object(loader))
             return make(name)
-    factory = registry.get(name)
-    obj = factory() if callable(factory) and not isinstance(factory, AgentAdapter) else factory
+    base, params = split_agent(name)
+    factory = registry.get(base)
+    if isinstance(factory, AgentAdapter) or not callable(factory):
+        if params:
+            raise ConfigError(f"--agent {base} is an agent object and takes no parameters")
+        obj: object = factory
+    else:
+        obj = _call_factory(base, factory, params)
     if not isinstance(obj, AgentAdapter):
-        from chaoseval.errors import ConfigError
-
         raise ConfigError(f"agent {name!r} did not give an object with 'async run(episode)'")
     return obj
