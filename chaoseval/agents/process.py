@@ -210,6 +210,12 @@ class ProcessAgent:
         self.sandbox: sandbox.Sandbox | None = None
         self._hub: ToolHub | None = None
 
+    @property
+    def stop_grace(self) -> float:
+        """Seconds it may take to stop once its trial is cancelled (SIGTERM, then SIGKILL):
+        the executors wait that long, and their own grace, before killing its worker."""
+        return self.grace
+
     @classmethod
     def from_spec(cls, spec: str) -> ProcessAgent:
         return cls(spec.removeprefix(PREFIX))

@@ -1,7 +1,9 @@
 """The agent seam: ``async run(episode) -> AgentOutput``, and the registry of agents.
 
 An adapter is anything with that method (and optionally ``clock = "virtual"`` when it never
-waits on wall-clock time, as the simulated reference agents do). Register a factory with
+waits on wall-clock time, as the simulated reference agents do, and ``stop_grace``: the
+seconds it may take to stop once its trial is cancelled, which the process and Ray executors
+wait, beyond their own grace, before they kill its worker). Register a factory with
 ``@agent("name")`` or expose it through the ``chaoseval.agents`` entry-point group; on the
 command line ``--agent name`` or ``--agent package.module:factory``, either followed by
 parameters for the factory, as perturbations take them: ``--agent resilient:slips=false``.

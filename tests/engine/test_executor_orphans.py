@@ -34,6 +34,14 @@ time.sleep(120)
 """
 
 
+class Undeclared(ProcessAgent):
+    """An exec: agent whose executor is told nothing of its grace: the executor kills the
+    worker while the agent still ignores SIGTERM, and the agent must die with it all the same
+    (whatever else kills a worker mid-trial: a blocked loop, --max-memory)."""
+
+    stop_grace = 0.0
+
+
 def alive(pid: int) -> bool:
     """Running (a zombie no init reaps in a container counts as gone)."""
     try:
@@ -103,12 +111,20 @@ def gone(pids: list[int]) -> list[int]:
 
 
 def run_stubborn(
-    tmp_path: Path, executor: Any, *, kill_worker: bool = False, sandbox: str = "auto"
+    tmp_path: Path,
+    executor: Any,
+    *,
+    kill_worker: bool = False,
+    sandbox: str = "auto",
+    grace: float | None = None,
 ) -> float:
     """Run the stubborn agent past a 1 s timeout under ``executor``: its one trial is a
     timeout, and the agent and its child are gone within 5 s. With ``kill_worker``, its
     worker is SIGKILLed from outside while the agent runs (a 60 s timeout): the trial is a
-    crash, and the agent and its child are gone within 5 s all the same. The run's seconds."""
+    crash, and the agent and its child are gone within 5 s all the same. The run's seconds.
+    Its grace (SIGTERM, then SIGKILL) is 30 s and :class:`Undeclared`, so its worker is
+    killed while it still ignores SIGTERM (which used to leave it orphaned); with ``grace``,
+    a plain exec: agent of that grace."""
     token = f"stubborn-{uuid.uuid4().hex}"
     script = tmp_path / "agent.py"
     script.write_text(STUBBORN)
@@ -118,9 +134,9 @@ def run_stubborn(
         # No generated world: building it starts no freezegun walk of every loaded module,
         # which can hold a worker's loop past this short timeout once many modules are loaded.
         scenarios=[_scenario("stubborn")],
-        # Its own grace (SIGTERM, then SIGKILL) outlasts the executor's: the worker is killed
-        # while the agent still ignores SIGTERM, which used to leave it orphaned.
-        agent=ProcessAgent(command, grace=30),
+        agent=Undeclared(command, grace=30)
+        if grace is None
+        else ProcessAgent(command, grace=grace),
         agent_name="exec:stubborn",
         trials=1,
         seed=1,
@@ -152,6 +168,18 @@ def run_stubborn(
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_a_stubborn_exec_agent_dies_with_its_killed_worker(tmp_path):
     assert run_stubborn(tmp_path, "process") < 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_stubborn_exec_agent_is_killed_by_its_own_grace_before_its_worker_is(tmp_path):
+    """Its grace (2.5 s) outlasts the executor's old fixed 2 s past the timeout: the
+    worker was killed first ("it ignored its cancellation, so its worker was killed") and
+    every other trial in flight on it run again. The executor now waits the agent's grace
+    first: the agent's SIGKILL ends it, and its worker records the timeout itself."""
+    run_stubborn(tmp_path, "process", grace=2.5)
+    [record] = read_journal(tmp_path / "j.jsonl").records
+    assert "time budget" in (record.error or "") and "worker" not in (record.error or "")
 
 
 @pytest.mark.slow

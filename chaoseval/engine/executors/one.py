@@ -17,7 +17,15 @@ from chaoseval.store.artifacts import binding
 if TYPE_CHECKING:
     from chaoseval.engine.executors.base import TrialJob
 
-GRACE = 2.0  # seconds past the wall timeout a live worker gets to record the timeout itself
+GRACE = 2.0  # seconds a live worker gets to record the timeout itself, once its agent stopped
+
+
+def kill_grace(agent: object) -> float:
+    """Seconds past a trial's wall timeout before its worker is killed for it: the agent's
+    own ``stop_grace`` (an exec: agent's SIGTERM to SIGKILL), then :data:`GRACE`. Derived,
+    not fixed: a fixed one raced an exec: agent's grace, and a worker killed first is booked
+    as one that "ignored its cancellation" with every other trial in flight on it run again."""
+    return float(getattr(agent, "stop_grace", 0.0)) + GRACE
 
 
 async def run_one(plan: TrialPlan, job: TrialJob) -> TrialRecord:
@@ -76,19 +84,25 @@ class Flight:
 
 
 def overdue(
-    inflight: Mapping[int, Flight], now: float, wall: float, blocked: bool, blocker: int
+    inflight: Mapping[int, Flight],
+    now: float,
+    wall: float,
+    blocked: bool,
+    blocker: int,
+    grace: float,
 ) -> tuple[int, str] | None:
     """The trial a worker is to be killed for, with how it overran (None: none is due).
 
     ``blocker`` (-1: none) is the trial whose code holds the worker's blocked event loop:
     nothing else there can run, so it is the one to blame, at its own deadline. Otherwise the
-    oldest trial past its deadline plus ``GRACE`` (a live loop gets that long to record the
-    timeout itself). Both pools (process and Ray) kill by this one rule."""
+    oldest trial past its deadline plus ``grace`` (:func:`kill_grace`: a live loop gets that
+    long to stop its agent and record the timeout itself). Both pools (process and Ray) kill
+    by this one rule."""
     if blocker in inflight:
         if now - inflight[blocker].started > wall:
             return blocker, "its code blocked the event loop"
         return None
-    late = [i for i, f in inflight.items() if now - f.started > wall + GRACE]
+    late = [i for i, f in inflight.items() if now - f.started > wall + grace]
     if not late:
         return None
     oldest = min(late, key=lambda i: inflight[i].started)

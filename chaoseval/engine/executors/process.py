@@ -37,7 +37,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
-from chaoseval.engine.executors.one import Flight, overdue
+from chaoseval.engine.executors.one import Flight, kill_grace, overdue
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.reap import kill_tree
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
@@ -261,7 +261,7 @@ class _Pool:
         wall = self.job.wall_timeout
         blocked = now - w.shared[HEARTBEAT] > worker.STALL
         blocker = int(w.shared[BLOCKER]) if blocked else -1
-        due = overdue(w.inflight, now, wall, blocked, blocker)
+        due = overdue(w.inflight, now, wall, blocked, blocker, kill_grace(self.job.agent))
         if due is not None:
             w.kill(_timeout_text(wall, due[1]), due[0], timeout=True)
 

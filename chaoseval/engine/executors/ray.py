@@ -45,7 +45,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
-from chaoseval.engine.executors.one import Flight, overdue
+from chaoseval.engine.executors.one import Flight, kill_grace, overdue
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.ray_worker import WATCH, Result, TrialActor
 from chaoseval.engine.trial import TrialPlan
@@ -376,7 +376,7 @@ class _Pool:
         if limit is not None and rss > limit:
             self._kill(a, _memory_text(rss, limit), None, timeout=False)
             return
-        due = overdue(a.inflight, now, wall, blocked, blocker)
+        due = overdue(a.inflight, now, wall, blocked, blocker, kill_grace(self.job.agent))
         if due is not None:
             self._kill(a, _timeout_text(wall, due[1]), due[0], timeout=True)
 
