@@ -38,6 +38,9 @@ class References:
     """What the report knows of the scenarios' reference solutions."""
 
     calls: dict[str, list[ToolCall]] = field(default_factory=dict)  # only references that passed
+    # Passed references already keyed as the journal's columns were measured against (the
+    # manifest's, read with them): nothing to key or measure again.
+    keyed: dict[str, RefCalls] = field(default_factory=dict)
     steps: dict[str, int] = field(default_factory=dict)  # declared reference steps
     note: str | None = None  # what is missing, for the process table
 
@@ -45,18 +48,14 @@ class References:
 def recorded_references(journal: Trials, warnings: list[str]) -> References:
     """The reference calls and steps the run recorded in its manifest, and a note on what is
     missing; a reference that could not run becomes a warning."""
-    recorded = journal.manifest.references
+    recorded = journal.references
     if recorded is None:
         return References(note=NOT_RECORDED)
-    out = References()
-    for sid, ref in recorded.items():
-        out.steps[sid] = ref.steps
-        if ref.error is not None:
-            warnings.append(f"reference solution of {sid} could not run: {ref.error}")
-        elif ref.passed:
-            out.calls[sid] = list(ref.calls)
+    out = References(steps=recorded.steps, keyed=recorded.calls)
+    for sid, error in recorded.errors.items():
+        warnings.append(f"reference solution of {sid} could not run: {error}")
     present = {journal.vocab["scenario"][c] for c in np.unique(journal.col["scenario"]).tolist()}
-    missing = sorted(present - set(out.calls))
+    missing = sorted(present - set(out.calls) - set(out.keyed))
     if missing:
         out.note = "no reference tool calls for: " + ", ".join(missing)
     return out
@@ -135,7 +134,9 @@ def process_metrics(
     ref_steps = np.array([refs.steps.get(s) or 0 for s in g.t.vocab["scenario"]] or [0])
     ref_n = ref_steps[g["scenario"]] if len(g) else np.zeros(0, np.int64)
     eff = (ref_n > 0) & (status == 0) & (tool_calls > 0)
-    with_ref = np.array([s in refs.calls for s in g.t.vocab["scenario"]] or [False])
+    with_ref = np.array(
+        [s in refs.calls or s in refs.keyed for s in g.t.vocab["scenario"]] or [False]
+    )
     has_ref = with_ref[g["scenario"]] if len(g) else np.zeros(0, bool)
     # Correctness was measured against the manifest's references while reading; against
     # other references the group is measured again.

@@ -143,7 +143,7 @@ def _sandbox(cfg: Any) -> Check | None:
         "sandbox",
         "fail" if mode == "bwrap" else "warn",
         f"exec: agents would run unsandboxed: {box.note}",
-        "apt-get install bubblewrap (or sandbox = \"none\" to say it is meant)",
+        'apt-get install bubblewrap (or sandbox = "none" to say it is meant)',
     )
 
 

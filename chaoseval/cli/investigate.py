@@ -282,9 +282,7 @@ def replay_cmd(
         table.add_row(  # the agent's text: shown, never obeyed (escapes, markup)
             str(i), t, escape(_step_cell(sa)), escape(_step_cell(sb)), "=" if same else "[red]≠[/]"
         )
-    table.add_row(
-        "", "", escape(_outcome(a)), escape(_outcome(b)), ""
-    )
+    table.add_row("", "", escape(_outcome(a)), escape(_outcome(b)), "")
     console.print(table)
     if result.exact:
         console.print("[green]reproduced exactly[/] (wall-clock fields ignored)")
@@ -367,7 +365,7 @@ def _with_trial(path: Path, trial_id: str) -> Journal:
     row = next((r for r in range(len(t)) if t.trial_id(r) == trial_id), None)
     if row is None:
         raise no_trial(t.path, trial_id, (t.trial_id(r) for r in range(len(t))))
-    return Journal(t.path, t.manifest, [t.record(row)], t.warnings, t.cut_off_line)
+    return Journal(t.path, t.full_manifest(), [t.record(row)], t.warnings, t.cut_off_line)
 
 
 def register(app: typer.Typer) -> None:

@@ -179,7 +179,7 @@ def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
     if not config.resume:
         return None
     old = read_trials(path)  # columns, line by line: never the whole journal's records
-    if old.manifest.config_key() != manifest.config_key():
+    if old.full_manifest().config_key() != manifest.config_key():
         raise ConfigError(
             f"{path} was written by a different run configuration (agent, model, seed, "
             "scenarios or cells differ); use another --journal or --overwrite"
@@ -212,7 +212,7 @@ async def _start(
     manifest.isolation = _isolate(config)
     old = _resumed(config, manifest)
     if old is not None:
-        manifest = old.manifest
+        manifest = old.full_manifest()
         manifest.trials = max(manifest.trials, config.trials)
         kept = KeptTrials(old)
         if store is not None:

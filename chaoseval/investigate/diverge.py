@@ -132,9 +132,7 @@ def _arg_diff(failed: SemStep, others: list[SemStep]) -> str:
     return f"{', '.join(keys)} {'differs' if len(keys) == 1 else 'differ'}"
 
 
-def _after_fault(
-    prev: SemStep, prev_n: int, nxt: SemStep | None, ended: str | None = None
-) -> str:
+def _after_fault(prev: SemStep, prev_n: int, nxt: SemStep | None, ended: str | None = None) -> str:
     what = f"an injected {'+'.join(prev.faults)}" if prev.faults else f"a {prev.result}"
     if nxt is None:
         tail = ended or "stopped instead of retrying"

@@ -82,9 +82,7 @@ class Replay:
 
 def wall_fields(clock: str) -> frozenset[str]:
     """The ``kind:path`` keys of :data:`WALL_CLOCK` that are wall time on ``clock``."""
-    return frozenset(
-        f"{t.kind or '*'}:{t.path}" for t in WALL_CLOCK if t.always or clock == "real"
-    )
+    return frozenset(f"{t.kind or '*'}:{t.path}" for t in WALL_CLOCK if t.always or clock == "real")
 
 
 def find_record(journal: Journal, trial_id: str) -> TrialRecord:

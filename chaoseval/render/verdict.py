@@ -221,11 +221,7 @@ def _all_rows(ts: TwinSet, journal: str) -> str:
         name = escape(p.perturbed.trial_id)
         if i < ts.detailed:
             name = f"<a href='#{twin_anchor(p.perturbed.trial_id)}'>{name}</a>"
-        twin = (
-            escape(f"{p.clean.trial_id}: {_status(p.clean)}")
-            if p.clean
-            else "—"
-        )
+        twin = escape(f"{p.clean.trial_id}: {_status(p.clean)}") if p.clean else "—"
         rows.append(
             f"<tr><td>{name}</td><td class='text'>{escape(_cause(p.perturbed))}</td>"
             f"<td class='text'>{twin}</td><td class='text'>{escape(p.label)}</td>"

@@ -32,7 +32,9 @@ import numpy as np
 from chaoseval.errors import JournalError
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
 from chaoseval.store.journal import bad_line, foreign_line, journal_file, parse_line
-from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, call_key, summarize
+from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, summarize
+from chaoseval.store.manifest import ReferenceIndex, index_references, lean_manifest
+from chaoseval.store.reread import remeasure, retally
 from chaoseval.store.reruns import merge_reruns
 
 __all__ = [
@@ -106,6 +108,10 @@ class Trials:
     sampling: Counter[tuple[Any, Any, Any, Any]] = field(default_factory=Counter)
     records: list[TrialRecord] | None = None  # an in-memory journal (imports): no file to seek
     refs: dict[str, RefCalls] = field(default_factory=dict)  # what "correct" was measured on
+    # The manifest's reference runs as reports use them (None: it recorded none).
+    references: ReferenceIndex | None = None
+    # (line number, offset) of a manifest read lean (store.manifest): no scenario list kept.
+    lean_at: tuple[int, int] | None = None
     _codes: dict[str, dict[Any, int]] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -143,6 +149,18 @@ class Trials:
         if code < 0:
             return np.zeros(0, np.int64)
         return np.flatnonzero(self.col[column] == code)
+
+    def full_manifest(self) -> RunManifest:
+        """The manifest with every field, its scenarios too (read again from its line when
+        the columns hold it lean)."""
+        if self.lean_at is None:
+            return self.manifest
+        number, offset = self.lean_at
+        with self.path.open("rb") as fh:
+            fh.seek(offset)
+            parsed = parse_line(self.path, number, json.loads(fh.readline()))
+        assert isinstance(parsed, RunManifest)  # the line read lean before
+        return parsed
 
     def record(self, row: int) -> TrialRecord:
         """The full record of one trial, read again from its line."""
@@ -206,16 +224,18 @@ class _Builder:
         # (offset, line, run id) of trials before the manifest
         self.early: list[tuple[int, int, str]] = []
         self.rerun = False
+        self.offset = 0  # of the line being read
         self.chunk: list[tuple[Any, ...]] = []  # rows not yet in the arrays
         self.arrays = [*self.numeric.values(), *self.coded.values()]
 
-    def set_manifest(self, manifest: RunManifest) -> None:
+    def set_manifest(self, manifest: RunManifest, references: ReferenceIndex | None = None) -> None:
+        """The run's manifest; ``references``: its reference runs when read lean."""
         self.manifest = manifest
         self.run_id = manifest.run_id  # every trial line must carry it
-        for sid, ref in (manifest.references or {}).items():
-            if ref.error is None and ref.passed:
-                keys = {call_key(c.tool, c.args) for c in ref.calls}
-                self.refs[sid] = RefCalls(keys, {c.tool for c in ref.calls})
+        index = references or index_references(manifest.references)
+        self.t.references = index
+        if index is not None:
+            self.refs.update(index.calls)
 
     def _code(self, column: str, value: Any) -> int:
         if value is None:
@@ -306,7 +326,13 @@ def _bad_json(path: Path, number: int, line: bytes, first: bool) -> JournalError
 
 
 def _slow(path: Path, number: int, line: bytes, b: _Builder) -> TrialRecord | None:
-    """A line the fast decoder refused: read as read_journal reads it (same messages)."""
+    """A line the fast decoder refused: read as read_journal reads it (same messages); the
+    first manifest lean (store.manifest) when it reads so."""
+    lean = lean_manifest(line) if b.manifest is None else None
+    if lean is not None:
+        b.set_manifest(*lean)
+        b.t.lean_at = (number, b.offset)
+        return None
     data = json.loads(line)
     parsed = parse_line(path, number, data, manifest_wanted=b.manifest is None)
     if isinstance(parsed, RunManifest):
@@ -353,9 +379,10 @@ def read_trials(path: str | Path) -> Trials:
         if collecting:
             gc.enable()
     t = b.build()
-    _early(b, t)
+    if b.early and b.refs:
+        remeasure(b, t, [name for name, _ in NUMERIC])
     if b.rerun:
-        _retally(b, t)
+        retally(b, t)
     return t
 
 
@@ -374,6 +401,7 @@ def _read(path: Path, b: _Builder) -> None:
                         "write); it is ignored. 'chaoseval run --resume' re-runs that trial."
                     )
                     continue
+            b.offset = offset
             try:
                 r = _decode(path, number, line.removesuffix(b"\n"), b)
             except json.JSONDecodeError:
@@ -390,39 +418,6 @@ def _read(path: Path, b: _Builder) -> None:
         for _, number, run_id in b.early:
             if run_id != b.manifest.run_id:
                 raise foreign_line(path, number, run_id, b.manifest)
-
-
-def _retally(b: _Builder, t: Trials) -> None:
-    """The sums per tool again over the rows' final lines: a re-run trial counts once, where
-    its first line was (as read_journal orders it)."""
-    t.by_tool = {}
-    t.sampling = Counter()
-    with b.path.open("rb") as fh:
-        for offset in t.offsets.tolist():
-            fh.seek(offset)
-            line = fh.readline()
-            try:
-                r: Any = DECODER.decode(line)
-            except msgspec.DecodeError:
-                r = TrialRecord.model_validate_json(line)
-            b._tally(summarize(r, {}), r)
-
-
-def _early(b: _Builder, t: Trials) -> None:
-    """Trials written before the manifest were read without its reference calls: measure
-    their correctness again."""
-    if not b.early or not b.refs:
-        return
-    with b.path.open("rb") as fh:
-        for offset, _, _ in b.early:
-            rows = np.flatnonzero(t.offsets == offset)
-            if not len(rows):  # re-run later: its later line was read with the manifest
-                continue
-            fh.seek(offset)
-            values = summarize(TrialRecord.model_validate_json(fh.readline()), b.refs).values
-            names = [name for name, _ in NUMERIC]
-            for name in ("correct", "right_tool", "coverage"):
-                t.col[name][rows[0]] = values[names.index(name)]
 
 
 def trials_of(

@@ -1,0 +1,86 @@
+"""The manifest line as the reports read it: lean where it grows with the suite.
+
+A manifest lists every scenario (its tags, tools, budgets) and every reference run (its calls
+and their arguments): at 100k tasks one 50 MB line, some 400 MB as pydantic objects, of which
+a report uses only the reference runs' steps, errors and call keys. Read here, the line's other
+fields are validated as the :class:`RunManifest` they are, and the scenarios and reference runs
+are validated one entry at a time (the same models, so a bad entry is refused) and kept only as
+:class:`ReferenceIndex`; the manifest the columns hold has no scenario list then
+(``Trials.full_manifest()`` reads the whole line again, as ``run --resume`` needs it). A line
+this refuses is read by :func:`chaoseval.store.journal.parse_line` instead, which gives its
+error or its record as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from pydantic import ValidationError
+
+from chaoseval.model.records import SCHEMA_VERSION, ReferenceRun, RunManifest, ScenarioInfo
+from chaoseval.store.lite import RefCalls, call_key
+
+__all__ = ["ReferenceIndex", "index_references", "lean_manifest"]
+
+
+@dataclass
+class ReferenceIndex:
+    """What reports use of a run's reference runs, by scenario id (manifest order)."""
+
+    steps: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # references that could not run
+    calls: dict[str, RefCalls] = field(default_factory=dict)  # those that ran and passed
+
+    def add(self, sid: str, ref: ReferenceRun) -> None:
+        self.steps[sid] = ref.steps
+        if ref.error is not None:
+            self.errors[sid] = ref.error
+        elif ref.passed:
+            keys = {call_key(c.tool, c.args) for c in ref.calls}
+            self.calls[sid] = RefCalls(keys, {c.tool for c in ref.calls})
+
+
+def index_references(references: Mapping[str, ReferenceRun] | None) -> ReferenceIndex | None:
+    """A manifest's reference runs indexed; None when it recorded none."""
+    if references is None:
+        return None
+    index = ReferenceIndex()
+    for sid, ref in references.items():
+        index.add(sid, ref)
+    return index
+
+
+_PARTS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_MAP = msgspec.json.Decoder(dict[str, msgspec.Raw] | None)
+
+
+def lean_manifest(line: bytes) -> tuple[RunManifest, ReferenceIndex | None] | None:
+    """The manifest without its scenario list, and its reference runs indexed; None when the
+    line is not a manifest read this way (the full reader then reads it or names its fault)."""
+    try:
+        parts = _PARTS.decode(line)
+    except msgspec.DecodeError:
+        return None
+    scenarios, references = parts.pop("scenarios", None), parts.pop("references", None)
+    if bytes(parts.get("type", b"")) != b'"manifest"' or scenarios is None:
+        return None
+    try:
+        head: dict[str, Any] = {k: msgspec.json.decode(v) for k, v in parts.items()}
+        version = head.get("schema_version")
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            return None  # the full reader says to upgrade
+        for raw in _LIST.decode(scenarios):
+            ScenarioInfo.model_validate_json(bytes(raw))  # checked, not kept
+        index = None
+        if references is not None and (refs := _MAP.decode(references)) is not None:
+            index = ReferenceIndex()
+            for sid, raw in refs.items():
+                index.add(sid, ReferenceRun.model_validate_json(bytes(raw)))
+        manifest = RunManifest.model_validate({**head, "scenarios": []})
+    except (msgspec.DecodeError, ValidationError):
+        return None
+    return manifest, index
