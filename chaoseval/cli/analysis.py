@@ -199,22 +199,32 @@ def report_cmd(
         fail(exc)
 
 
-def _check_ks(data: Trials, k: list[int] | None, wanted: set[int] | None = None) -> list[int]:
+def _check_ks(
+    data: Trials, k: list[int] | None, wanted: set[int] | None = None, asking: str = "rules ask for"
+) -> list[int]:
     """The k values a view reports: refused, as run and gate refuse them, when a k exceeds
     the trials per cell (pass^k of 20 out of 8 trials is not a measurement, not a dash)."""
     ks = sorted(set(k or data.manifest.ks) | (wanted or set()))
     bad = [x for x in ks if x < 1]
     if bad:
         raise ConfigError(f"--k {bad}: k must be >= 1")
-    trials = data.manifest.trials
+    trials = _trials_per_cell(data)
     too_big = [x for x in ks if trials and x > trials]
     if too_big:
-        asked = "rules ask for" if wanted and set(too_big) & wanted else "--k asks for"
+        asked = asking if wanted and set(too_big) & wanted else "--k asks for"
         raise ConfigError(
             f"{asked} k = {too_big} but {data.path.name} has {trials} trials per cell; "
             f"pass^k needs k <= trials: use k <= {trials}"
         )
     return ks
+
+
+def _trials_per_cell(data: Trials) -> int:
+    """The most trials any cell holds: the manifest's count, or more where ``--resume -n``
+    added trials to the run (its manifest keeps the first invocation's count)."""
+    index = data.col.get("index")
+    seen = int(index.max()) + 1 if index is not None and len(index) else 0
+    return max(data.manifest.trials or 0, seen)
 
 
 def compare_cmd(
@@ -244,13 +254,17 @@ def compare_cmd(
     """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p;
     verdicts from the primary metric the runs recorded (pass^1 unless declared)."""
     from chaoseval.analysis.compare import compare_journals
+    from chaoseval.analysis.primary import parse_primary
     from chaoseval.render.comparison import print_comparison, render_comparison_markdown
 
     try:
         ja, jb = load(a, source, errors_as=errors_as), load(b, source, errors_as=errors_as)
         _check_pairable(ja, jb)
+        # The metric that decides must be measurable in both, as --k must (a pass^9 of two
+        # trials was "no detectable difference" where it is not a measurement at all).
+        wanted = {parse_primary(primary, where="--primary").kk} if primary else None
         for t in (ja, jb):
-            _check_ks(t, k)
+            _check_ks(t, k, wanted, "--primary asks for")
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed, primary=primary)
         if format == "table":
             print_comparison(h, console)

@@ -147,6 +147,9 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
         root_causes=possible_root_causes(
             [perturbations.get(p.name) for c in config.all_cells() for p in c.perturbations]
         ),
+        request_limit=(
+            None if config.request_limit == DEFAULT_REQUEST_LIMIT else config.request_limit
+        ),
     )
 
 
@@ -182,7 +185,17 @@ def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
     if old.full_manifest().config_key() != manifest.config_key():
         raise ConfigError(
             f"{path} was written by a different run configuration (agent, model, seed, "
-            "scenarios or cells differ); use another --journal or --overwrite"
+            "scenarios, cells or --max-request-size differ); use another --journal or "
+            "--overwrite"
+        )
+    was, now = old.manifest.isolation, manifest.isolation
+    if was is not None and now is not None and was.sandbox != now.sandbox:
+        # Its manifest (and so every report) would say the trials were sandboxed, or were
+        # not, for trials that this invocation runs the other way.
+        raise ConfigError(
+            f"{path} ran its exec: agent with sandbox {was.sandbox!r}; this resume would run "
+            f"it with {now.sandbox!r}{f' ({now.note})' if now.note else ''}: resume with "
+            f"--sandbox {'bwrap' if was.sandbox == 'bwrap' else 'none'}, or use another --journal"
         )
     return old
 

@@ -18,6 +18,7 @@ import anyio
 import numpy as np
 
 from chaoseval.analysis.sampling import sampling_lines
+from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
 from chaoseval.errors import ConfigError, JournalError
 from chaoseval.model.records import Cell, TrialRecord
@@ -183,6 +184,9 @@ def replay(
             f"{manifest.seed}; the journal was edited or written by another chaoseval"
         )
     adapter = agent if agent is not None else load_agent(record.agent or manifest.agent)
+    isolate = getattr(adapter, "isolate", None)
+    if callable(isolate) and manifest.isolation is not None:
+        isolate(manifest.isolation.sandbox)  # as the run did, not this machine's default
     wall = wall_timeout or (
         30.0 if manifest.clock == "virtual" else scenario.budgets.trial_timeout + 5
     )
@@ -196,6 +200,7 @@ def replay(
             run_id=f"replay-{manifest.run_id}",
             run_seed=manifest.seed,
             wall_timeout=wall,
+            request_limit=manifest.request_limit or DEFAULT_REQUEST_LIMIT,
         )
     )
     return Replay(record, replayed, compare(record, replayed))

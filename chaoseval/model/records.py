@@ -301,6 +301,9 @@ class RunManifest(BaseModel):
     # The metric declared before the data that report, compare and gate judge by (schema 5;
     # absent in older journals and imports, read as pass^1: chaoseval.analysis.primary).
     primary: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # --max-request-size when not the default (None: the default), so replay serves the
+    # trial under the limit it ran under.
+    request_limit: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def run_warnings(self) -> list[str]:
         """What every report of this run says before its figures."""
@@ -315,4 +318,5 @@ class RunManifest(BaseModel):
             "seed": self.seed,
             "scenarios": sorted(s.id for s in self.scenarios),
             "cells": [c.model_dump() for c in self.cells],
+            "request_limit": self.request_limit,
         }

@@ -160,3 +160,12 @@ def test_the_limit_is_a_run_option_from_flag_or_settings_file(tmp_path: Path) ->
     with contextlib.chdir(tmp_path):
         res = runner.invoke(app, [*args, "--max-request-size", "lots"])
     assert res.exit_code != 0 and "--max-request-size 'lots'" in res.output
+    # The limit is the run's: replay serves the trial under it (it used the default and
+    # the tool answered: "did not reproduce"), and a resume under another limit is refused.
+    with contextlib.chdir(tmp_path):
+        res = runner.invoke(app, ["replay", "file.jsonl", "vending-refund-log-down/clean/0"])
+    assert res.exit_code == 0 and "reproduced exactly" in res.output, res.output
+    with contextlib.chdir(tmp_path):
+        more = ["--journal", "file.jsonl", "--resume", "--trials", "2"]
+        res = runner.invoke(app, [*args, *more, "--max-request-size", "64K"])
+    assert res.exit_code != 0 and "--max-request-size differ" in res.output, res.output
