@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -79,6 +80,18 @@ class PageApp:
         if match is None or not secrets.compare_digest(match["token"], self.token):
             await PlainTextResponse("no such page", 404)(scope, receive, send)
             return
+        # The page server's own time, measured as the tool hub's is: the request's, less the
+        # click tool's (the tool and its faults are not the channel's).
+        tools = self.episode.tools
+        started, busy = time.perf_counter(), getattr(tools, "busy_seconds", 0.0)
+        try:
+            await self._serve(match["rest"], scope, receive, send)
+        finally:
+            self.observation.state.add_overhead(
+                time.perf_counter() - started - (getattr(tools, "busy_seconds", 0.0) - busy)
+            )
+
+    async def _serve(self, rest: str, scope: Scope, receive: Receive, send: Send) -> None:
         obs = self.observation
         try:
             receive = await bounded_body(scope, receive, obs.state.request_limit)
@@ -87,7 +100,7 @@ class PageApp:
             await JSONResponse({"ok": False, "error": str(exc)}, 413)(scope, receive, send)
             return
         request = Request(scope, receive)
-        route = (request.method, match["rest"])
+        route = (request.method, rest)
         handler = {
             ("GET", ""): self.page,
             ("GET", "reference"): self.reference,

@@ -53,6 +53,7 @@ class Exchange:
     started: float
     contexts: list[PerturbationContext] = field(default_factory=list)
     upstream_seconds: float = 0.0  # the upstream's share of the step's latency
+    base_seconds: float = 0.0  # the upstream call as a whole (forwarding's own work too)
     injected_seconds: float = 0.0  # the faults' share: delays, hangs, the plugins' own time
     finished: bool = False
 
@@ -171,7 +172,11 @@ class TrialModelChannel:
             try:
                 return ModelReply(completion=await self.upstream.complete(call))
             finally:
-                exchange.upstream_seconds = time.perf_counter() - started
+                exchange.base_seconds = time.perf_counter() - started
+                told = call.upstream_seconds
+                exchange.upstream_seconds = (
+                    exchange.base_seconds if told is None else min(told, exchange.base_seconds)
+                )
 
         chain = build_chain("model", link.plugins, base, make_ctx)
         started = time.perf_counter()
@@ -179,7 +184,7 @@ class TrialModelChannel:
             reply: ModelReply = await chain(exchange.call)
         finally:
             # The plugins' time around the upstream is the faults' (model_latency sleeps there).
-            plugins = time.perf_counter() - started - exchange.upstream_seconds
+            plugins = time.perf_counter() - started - exchange.base_seconds
             exchange.injected_seconds += plugins
         return reply
 
@@ -202,12 +207,6 @@ class TrialModelChannel:
         step.result_class = result_class  # type: ignore[assignment]
         step.error = error
         step.latency = round(time.perf_counter() - exchange.started, 6)
-        self.link.state.add_overhead(
-            time.perf_counter()
-            - exchange.started
-            - exchange.upstream_seconds
-            - exchange.injected_seconds
-        )
         # The request in ``args``, the answer in ``result``, what it cost in ``data`` (the
         # same three numbers as any model step, so usage totals read every agent alike).
         step.args = {

@@ -34,6 +34,10 @@ class ForwardUpstream:
     async def complete(self, call: ModelCall) -> dict[str, Any]:
         body = {k: v for k, v in call.body.items() if k not in ("stream", "stream_options")}
         response = await self._client.post(self.url, json=body, headers=self._headers)
+        # The exchange on the wire (httpx: from handing the request to the transport to the
+        # body read): the upstream's share. Encoding the body and decoding the answer are the
+        # channel's forwarding cost, counted in channel_overhead.
+        call.upstream_seconds = response.elapsed.total_seconds()
         if response.status_code >= 400:
             # The upstream's own error reaches the agent as it was (not a chaoseval fault).
             try:

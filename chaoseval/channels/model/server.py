@@ -40,6 +40,7 @@ from chaoseval.channels.model.channel import Exchange, TrialModelChannel
 from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import SSE_DONE, Cut, error_body, sse, stream_chunks
 
+EXCHANGES = "chaoseval.exchanges"  # scope key: the exchanges a request made, for its timing
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
 
 
@@ -85,19 +86,41 @@ class ModelServer:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The app, behind the trial's request size limit (known from the key, before the
         body is read: a request with no trial's key is refused without reading it)."""
+        started = time.perf_counter()
         channel = self._channel(Headers(scope=scope)) if scope["type"] == "http" else None
-        if channel is not None:
-            state, path = channel.link.state, scope["path"]
-            try:
-                receive = await bounded_body(scope, receive, state.request_limit)
-            except BodyTooLarge as exc:
-                record_oversized(state, channel.link.world.clock, "model", path, exc)
-                if path.endswith("/messages"):
-                    body = anthropic.error_body(413, str(exc))
-                else:
-                    body = error_body(str(exc), "invalid_request_error", "request_too_large")
-                await JSONResponse(body, 413)(scope, receive, send)
-                return
+        if channel is None:
+            await self.app(scope, receive, send)
+            return
+        # The channel's own time, measured: from the request's arrival to its last byte
+        # written (reading and parsing the body, translating it, the plugins' bookkeeping,
+        # forwarding, rendering and writing the answer), less what is not ours: the
+        # upstream's own time and what the faults injected (delays, hangs). The agent's time
+        # between requests is never inside.
+        exchanges: list[Exchange] = []
+        scope[EXCHANGES] = exchanges
+        try:
+            await self._serve(channel, scope, receive, send)
+        finally:
+            channel.link.state.add_overhead(
+                time.perf_counter()
+                - started
+                - sum(e.upstream_seconds + e.injected_seconds for e in exchanges)
+            )
+
+    async def _serve(
+        self, channel: TrialModelChannel, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        state, path = channel.link.state, scope["path"]
+        try:
+            receive = await bounded_body(scope, receive, state.request_limit)
+        except BodyTooLarge as exc:
+            record_oversized(state, channel.link.world.clock, "model", path, exc)
+            if path.endswith("/messages"):
+                body = anthropic.error_body(413, str(exc))
+            else:
+                body = error_body(str(exc), "invalid_request_error", "request_too_large")
+            await JSONResponse(body, 413)(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
     async def _models(self, request: Request) -> Response:
@@ -228,6 +251,7 @@ async def exchange_response(
 ) -> Response:
     """Run one request through the channel and write what the agent gets."""
     exchange = channel.begin(endpoint, body, request.headers)
+    request.scope.setdefault(EXCHANGES, []).append(exchange)  # for ModelServer's timing
     try:
         reply = await channel.run(exchange)
     except ModelHTTPFault as fault:
