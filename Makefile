@@ -79,39 +79,25 @@ demo: $(STAMP) chromium bubblewrap
 	@echo "reports: $(OUT)/report.html $(OUT)/report-naive.html $(OUT)/report-browser-naive.html"
 
 # Third-party agent frameworks for examples/ and tests/frameworks: each in its own venv (or, for
-# Node, its own node_modules) under FRAMEWORKS, from the pinned versions in examples/requirements/
-# and examples/node/package-lock.json (each lock is complete: pip installs it as it is, --no-deps,
-# then checks it). A venv is rebuilt when its lock file changes.
-FRAMEWORKS ?= .cache/frameworks
-PY_FRAMEWORKS := openai-agents pydantic-ai langgraph smolagents anthropic
-FRAMEWORK_STAMPS := $(PY_FRAMEWORKS:%=$(FRAMEWORKS)/%/.installed) $(FRAMEWORKS)/node/.installed
+# Node, its own node_modules) in a cache outside the clone ($XDG_CACHE_HOME, else ~/.cache, then
+# chaoseval/frameworks; FRAMEWORKS=DIR for another), from the pinned versions in
+# examples/requirements/ and examples/node/package-lock.json (each lock complete: pip installs it
+# as it is, --no-deps, then checks it). A venv's directory is named by a hash of its lock, so a
+# changed pin builds a new one and a re-run, or another clone, reuses what is there. The missing
+# ones are built at once (tests/frameworks/venvs.py: mostly waiting on downloads).
+FRAMEWORKS ?=
+FRAMEWORKS_ROOT = $(if $(FRAMEWORKS),--root $(FRAMEWORKS))
 
-# A checkout or rebase rewrites the lock files' times, not their contents: an install is redone
-# only when the lock differs from the copy kept beside it.
-$(FRAMEWORKS)/%/.installed: examples/requirements/%.txt
-	@if cmp -s $< $(FRAMEWORKS)/$*/requirements.txt; then touch $@; else \
-	  set -ex; rm -rf $(FRAMEWORKS)/$*; \
-	  $(PYTHON) -m venv $(FRAMEWORKS)/$*; \
-	  $(FRAMEWORKS)/$*/bin/python -m pip install -q --no-deps -r $<; \
-	  $(FRAMEWORKS)/$*/bin/python -m pip check; \
-	  cp $< $(FRAMEWORKS)/$*/requirements.txt; touch $@; fi
-
-# node_modules beside a link to examples/node/agent.mjs: run with `node --preserve-symlinks-main`,
-# the script resolves its packages from here while its source stays in examples/node.
-$(FRAMEWORKS)/node/.installed: examples/node/package.json examples/node/package-lock.json
-	@if cmp -s examples/node/package-lock.json $(FRAMEWORKS)/node/package-lock.json \
-	  && cmp -s examples/node/package.json $(FRAMEWORKS)/node/package.json; then touch $@; else \
-	  set -ex; rm -rf $(FRAMEWORKS)/node; mkdir -p $(FRAMEWORKS)/node; \
-	  cp examples/node/package.json examples/node/package-lock.json $(FRAMEWORKS)/node/; \
-	  cd $(FRAMEWORKS)/node && npm ci --no-audit --no-fund --loglevel=error && cd - >/dev/null; \
-	  ln -s $(abspath examples/node/agent.mjs) $(FRAMEWORKS)/node/agent.mjs; touch $@; fi
-
-frameworks: $(FRAMEWORK_STAMPS)
+frameworks:
+	$(PYTHON) tests/frameworks/venvs.py $(FRAMEWORKS_ROOT)
 
 # The framework matrix (tests/frameworks, left out of `make test`): each framework's example agent
-# through exec: beside examples/openai_mcp_agent.py on the same seeds.
+# through exec: beside examples/openai_mcp_agent.py on the same seeds, the frameworks at once.
+# Its own basetemp: another pytest on the machine prunes /tmp/pytest-of-$USER while this runs.
 test-frameworks: $(STAMP) frameworks
-	CHAOSEVAL_FRAMEWORKS=$(abspath $(FRAMEWORKS)) $(BIN)/python -m pytest -q -m frameworks tests/frameworks
+	CHAOSEVAL_FRAMEWORKS="$$($(PYTHON) tests/frameworks/venvs.py --where $(FRAMEWORKS_ROOT))" \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m frameworks tests/frameworks \
+	  --basetemp=.cache/test-frameworks
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

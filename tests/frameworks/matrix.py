@@ -2,10 +2,15 @@
 unmodified through ``exec:`` by the ``chaoseval`` command, beside the bundled
 examples/openai_mcp_agent.py on the same scenarios, cells and seeds.
 
-The frameworks live in their own venvs (and node_modules) under ``$CHAOSEVAL_FRAMEWORKS``
-(``make frameworks`` builds them from pinned versions; ``make test-frameworks`` builds and runs
-these tests). Without that variable the tests look in ``.cache/frameworks`` and skip when it is
-missing; with it, a missing framework is a failure, so CI cannot pass on an empty cache.
+The frameworks live in their own venvs (and node_modules) in a cache outside the clone
+(tests/frameworks/venvs.py: ``make frameworks`` builds them from pinned versions; ``make
+test-frameworks`` builds and runs these tests, with ``$CHAOSEVAL_FRAMEWORKS`` naming the cache).
+Without that variable the tests look in the user's cache and skip a framework missing there;
+with it, a missing framework is a failure, so CI cannot pass on an empty cache.
+
+Every run of the session starts at once (``start_matrix``), the example's and each
+framework's, and a test waits for the run it reads: on two cores most of a trial is waiting
+(an SDK's backoff, a tracing export's retries, injected latency), which the other runs fill.
 """
 
 from __future__ import annotations
@@ -15,18 +20,21 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import TrialRecord
 from chaoseval.store.journal import read_journal
+from tests.frameworks.venvs import DONE, ENVS, cache_root, node_main, python_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-CACHE = Path(os.environ.get("CHAOSEVAL_FRAMEWORKS") or ROOT / ".cache" / "frameworks")
+CACHE = cache_root()
 
 # Four bundled tool scenarios: a dependency that is down (the agent must pass the 503 on to its
 # model to pass), a refund with a degradation contract, a multi-step write behind an ownership
@@ -39,16 +47,30 @@ SCENARIOS = (
     "library-renew-loan",
 )
 SEED = 7
-TRIALS = 3
-CONCURRENCY = 4
+# Two trials a task: trial 0 of inventory-stock-service-down and library-renew-loan fails clean
+# for the example (seed 7, T=0.7) where the others pass, so equal clean outcomes are not equal
+# by all passing; trial 1 of library-renew-loan is the one the rename costs the example.
+TRIALS = 2
+# Per run; the seven runs go at once: 14 agents at a time on two cores. More only queue for the
+# CPU, and a framework's own timeouts then fire (pydantic-ai gives its MCP handshake 5 s: at 21
+# at a time, under other load, some of its trials never reached a tool).
+CONCURRENCY = 2
+# No trial of these cells may end by the trial's timeout (no hang is injected): a generous one,
+# so that a machine slowed by other work delays the matrix instead of failing it.
+TRIAL_TIMEOUT = 600
 CLEAN = "clean"
 TIMEOUT = "timeout:modes=[raise,429,reset],probability=0.5"
 MALFORMED = "malformed:probability=0.5"
 DRIFT = "tool_schema_drift:modes=[rename]"
 # Model errors and tool latency stacked in one cell (a cell fewer to run): each must land, and
-# neither may put anything on chaoseval's stderr.
+# neither may put anything on chaoseval's stderr. The first model request of every trial gets
+# a 429 or a 500 (first_n, not a probability: at two trials a task a draw of 0.3 missed
+# inventory-stock-service-down, whose trials make few requests), which every SDK here retries,
+# so each trial goes on as its clean twin and the latency lands wherever that one calls a tool.
+# (A reset there is not retried by Node's openai SDK when the headers came: the trial crashes
+# before any tool call.)
 MODEL_ERROR_AND_LATENCY = (
-    "model_error:modes=[429,500,reset],probability=0.3,retry_after=0.05+latency:mean=0.2"
+    "model_error:modes=[429,500],probability=1,first_n=1,retry_after=0.05+latency:mean=0.2"
 )
 # The example runs the cells the frameworks are compared on; the frameworks also the one that
 # only has to land and leave chaoseval's stderr clean.
@@ -71,8 +93,8 @@ class Framework:
 
 
 def _python(venv: str, script: str) -> Framework:
-    python = CACHE / venv / "bin" / "python"
-    return Framework(venv, (str(python), str(EXAMPLES / script)), CACHE / venv / ".installed")
+    python = python_of(venv)
+    return Framework(venv, (str(python), str(EXAMPLES / script)), python.parents[1] / DONE)
 
 
 FRAMEWORKS = {
@@ -83,12 +105,12 @@ FRAMEWORKS = {
         _python("langgraph", "langgraph_agent.py"),
         _python("smolagents", "smolagents_agent.py"),
         _python("anthropic", "anthropic_mcp_agent.py"),
-        # The link in the cache points at examples/node/agent.mjs; --preserve-symlinks-main makes
-        # node resolve its packages from the cache's node_modules beside the link.
+        # A link to examples/node/agent.mjs beside a link to the cache's node_modules (made by
+        # `make frameworks`): --preserve-symlinks-main makes node resolve its packages there.
         Framework(
             "node",
-            ("node", "--preserve-symlinks-main", str(CACHE / "node" / "agent.mjs")),
-            CACHE / "node" / ".installed",
+            ("node", "--preserve-symlinks-main", str(node_main())),
+            ENVS["node"].path(CACHE) / DONE,
         ),
     )
 }
@@ -116,7 +138,32 @@ class Matrix:
         return [ln for ln in self.stderr.splitlines() if ln.strip() and not STATUS_LINE.match(ln)]
 
 
-def run_matrix(framework: Framework, cells: tuple[str, ...], journal: Path) -> Matrix:
+@dataclass
+class Running:
+    """A ``chaoseval run`` under way in a subprocess; ``wait`` for its Matrix."""
+
+    framework: Framework
+    journal: Path
+    process: subprocess.Popen[bytes]
+    stderr: IO[bytes]
+    done: Matrix | None = None
+
+    def wait(self, timeout: float = 2400) -> Matrix:
+        if self.done is None:
+            try:
+                code = self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                raise
+            self.stderr.seek(0)
+            err = self.stderr.read().decode(errors="replace")
+            self.stderr.close()
+            assert code == 0, f"{self.framework.name}: exit {code}\n{err[-3000:]}"
+            self.done = Matrix(read_journal(self.journal).records, err)
+        return self.done
+
+
+def start_matrix(framework: Framework, cells: tuple[str, ...], journal: Path) -> Running:
     """``chaoseval run`` as a user runs it, in a subprocess, with the trial seeds of SEED."""
     chaoseval = Path(sys.executable).with_name("chaoseval")
     argv = [str(chaoseval), "run", "--agent", f"exec:{framework.command}"]
@@ -125,12 +172,18 @@ def run_matrix(framework: Framework, cells: tuple[str, ...], journal: Path) -> M
     for cell in cells:
         argv += ["-p", cell]
     argv += ["-n", str(TRIALS), "--seed", str(SEED), "-j", str(CONCURRENCY)]
-    argv += ["--journal", str(journal), "--overwrite"]
-    done = subprocess.run(
-        argv, cwd=journal.parent, capture_output=True, text=True, timeout=900, check=False
+    argv += ["--trial-timeout", str(TRIAL_TIMEOUT), "--journal", str(journal), "--overwrite"]
+    # A file, not a pipe: nobody reads it until the run ends (closed by Running.wait).
+    err = tempfile.TemporaryFile()  # noqa: SIM115
+    process = subprocess.Popen(
+        argv, cwd=journal.parent, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL
     )
-    assert done.returncode == 0, f"{framework.name}: exit {done.returncode}\n{done.stderr[-3000:]}"
-    return Matrix(read_journal(journal).records, done.stderr)
+    return Running(framework, journal, process, err)
+
+
+def run_matrix(framework: Framework, cells: tuple[str, ...], journal: Path) -> Matrix:
+    """``start_matrix`` and wait for it."""
+    return start_matrix(framework, cells, journal).wait()
 
 
 def installed(framework: Framework) -> Framework:
