@@ -32,6 +32,9 @@ ul.notes{font-size:12px;color:#555;margin:4px 0 0 0;padding-left:18px}
 .veto{color:#b00020;font-weight:600} figure{margin:8px 0}
 svg.plot{display:block;width:100%;height:auto} figcaption{font-size:12px;color:#555}
 pre{font-size:12px;background:#f7f7f7;padding:8px;overflow:auto}
+div.wide{overflow-x:auto} svg.plot.natural{width:auto;max-width:none}
+@media (max-width:1000px){body{margin:8px} table{font-size:11px} th{white-space:normal}
+th,td{padding:2px 4px}}
 """
 
 
@@ -49,8 +52,8 @@ def table_html(t: TableData) -> str:
     notes = "".join(f"<li>{escape(n)}</li>" for n in t.notes)
     return (
         f"<section id='{t.id}'><h2>{escape(t.title)}</h2>"
-        f"<table class='data' id='table-{t.id}'><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f"<div class='wide'><table class='data' id='table-{t.id}'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
         + (f"<ul class='notes'>{notes}</ul>" if notes else "")
         + "</section>"
     )
@@ -88,8 +91,9 @@ def _plots(a: Analysis, labels: dict[str, str]) -> str:
             "<figcaption>Per-task unbiased pass^k, macro-averaged, for each perturbation "
             "(colour) beside the clean baseline on the same tasks (grey, dashed).</figcaption>"
             f"</figure><h2>Change in {escape(a.primary)} per scenario and perturbation</h2>"
-            "<figure>",
+            "<figure><div class='wide'>",
             heatmap(a, labels),
+            "</div>",
             f"<figcaption>{escape(a.primary)} perturbed - clean per scenario: red = drop, blue = "
             "gain, coloured only in the perturbations whose change is significant (the others "
             "grey, marked n.s.); — = not measurable (not reached).</figcaption></figure>",

@@ -30,11 +30,15 @@ def _t(x: float, y: float, text: str, size: int = 11, anchor: str = "middle", **
     )
 
 
-def _open(plot: str, width: float, height: float, label: str) -> str:
-    """An svg that fills the page width, scaled from its drawing size (no text overflows)."""
+def _open(plot: str, width: float, height: float, label: str, natural: bool = False) -> str:
+    """An svg that fills the page width, scaled from its drawing size (no text overflows);
+    ``natural``: drawn at its own size, never scaled down (its labels stay readable on a narrow
+    page, where the report puts it in a box that scrolls sideways)."""
+    size = f"width='{width:.0f}' height='{height:.0f}'" if natural else "width='100%'"
     return (
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot' id='plot-{plot}' width='100%' "
-        f"viewBox='0 0 {width:.0f} {height:.0f}' role='img' aria-label='{escape(label)}'>"
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot{' natural' if natural else ''}' "
+        f"id='plot-{plot}' {size} viewBox='0 0 {width:.0f} {height:.0f}' role='img' "
+        f"aria-label='{escape(label)}'>"
     )
 
 
@@ -132,11 +136,19 @@ def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28)
     scenarios = a.scenarios
     significant = significant_cells(a)
     label_w = max(160, 7 * max((len(s) for s in scenarios), default=10))
-    cell_w = max(60, (PAGE_W - label_w - 20) // max(len(cells), 1))
+    # Drawn at its own size (never scaled down): columns no wider than their labels need, so
+    # a few perturbations fit a narrow page whole.
+    cell_w = max(60, min(110, (PAGE_W - label_w - 20) // max(len(cells), 1)))
     width = label_w + cell_w * max(len(cells), 1) + 20
     height = 40 + cell_h * max(len(scenarios), 1) + 20
     parts = [
-        _open("heatmap", width, height, f"change in {a.primary} per scenario and perturbation")
+        _open(
+            "heatmap",
+            width,
+            height,
+            f"change in {a.primary} per scenario and perturbation",
+            natural=True,
+        )
     ]
     if not cells:
         parts.append(_t(width / 2, height / 2, "no perturbed cell", 12))
@@ -144,7 +156,7 @@ def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28)
         x = label_w + cell_w * (j + 0.5)
         parts.append(_t(x, 16, _label(labels, cell), 11, font_weight="bold"))
         if cell not in significant:
-            parts.append(_t(x, 30, "n.s.", 10, fill="#888"))
+            parts.append(_t(x, 30, "n.s.", 11, fill="#888"))
     for i, sc in enumerate(scenarios):
         y = 40 + cell_h * i
         parts.append(_t(label_w - 8, y + cell_h / 2 + 4, sc, 11, "end"))

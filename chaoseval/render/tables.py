@@ -98,7 +98,9 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
     absorbed = {c.cell: c.faults_absorbed for c in verdict.cells} if verdict else {}
     cols = ["cell", "tasks", "trials", "not evaluable", "mean"]
     cols += [f"pass@{k}" for k in a.ks] + [f"pass^{k}" for k in a.ks]
-    cols += [f"Δ{a.primary} [95% CI]", "faults", "delivered", "absorbed"]
+    # One column for the faults, as the verdict's "injected / delivered / absorbed": three
+    # columns of small numbers pushed the table past an 800 px page (issue 21 point 9).
+    cols += [f"Δ{a.primary} [95% CI]", "faults injected / delivered / absorbed"]
     rows, notes = [], []
     for c in a.cells:
         s = c.summary
@@ -109,10 +111,9 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
             + [fmt(s.pass_hat[k]) for k in a.ks]
             + [delta_cell(a, c.cell) if c.cell != CLEAN else ""]
             + [
-                str(c.faults_injected),
-                str(c.faults_delivered) + (" (did not land)" if c.did_not_land else ""),
+                f"{c.faults_injected} / {c.faults_delivered} / {absorbed.get(c.cell, 0)}"
+                + (" (did not land)" if c.did_not_land else "")
             ]
-            + [str(absorbed.get(c.cell, 0))]
         )
         if c.not_evaluable:
             notes.append(

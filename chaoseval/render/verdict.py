@@ -118,8 +118,8 @@ def verdict_html(v: Verdict) -> str:
     return (
         "<section id='verdict'><h2>Verdict</h2>"
         f"<p class='headline'>{escape(v.headline())}.</p><ul class='verdict'>{items}</ul>"
-        f"<table class='data verdict' id='table-verdict'><thead>{head}</thead>"
-        f"<tbody>{rows}</tbody></table>"
+        f"<div class='wide'><table class='data verdict' id='table-verdict'><thead>{head}</thead>"
+        f"<tbody>{rows}</tbody></table></div>"
         "<ul class='notes'><li>Significance: the change of the primary metric "
         f"({escape(v.metric)}, recorded in the run) against clean on the tasks the cell "
         "reached, paired by task, adjusted across the perturbations (Holm); only significant "
@@ -229,9 +229,9 @@ def _all_rows(ts: TwinSet, journal: str) -> str:
             "</code></td></tr>"
         )
     return (
-        "<table class='data'><thead><tr><th>failed trial</th><th>root cause</th>"
+        "<div class='wide'><table class='data'><thead><tr><th>failed trial</th><th>root cause</th>"
         "<th>clean twin</th><th>first divergence</th><th>replay</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
