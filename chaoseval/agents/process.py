@@ -223,6 +223,7 @@ class ProcessAgent:
     def isolate(self, mode: str) -> Isolation:
         """Run every trial under ``--sandbox MODE`` (chaoseval.agents.sandbox); what it gives."""
         self.sandbox = sandbox.resolve(mode)
+        self.sandbox.check(self.argv)  # a command the sandbox cannot run: said once, here
         return self.sandbox.isolation
 
     @asynccontextmanager
@@ -245,43 +246,56 @@ class ProcessAgent:
 
     async def _run(self, episode: Episode) -> AgentOutput:
         async with AsyncExitStack() as stack:
-            toolbox, link = episode.tools, episode.link
-            if not isinstance(toolbox, ToolBox) or link is None:  # the wire serves the trial's
-                raise HarnessError("exec: agents need an episode built by a trial")
-            hub = self._hub  # outside a run's session (run by hand): a hub of its own
-            if hub is None:
-                hub = await stack.enter_async_context(ToolHub.serving())
-            urls = await stack.enter_async_context(hub.trial(toolbox))
-            model: ModelEndpoint | None = None
-            if self.upstream.endpoint or episode.reference is not None:
-                model = await stack.enter_async_context(trial_endpoint(episode, self.upstream))
-            # The trial's own directory (0700): the agent's working directory, its HOME in the
-            # sandbox, and its memory file (0600), all removed with it.
-            trial = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
-            workdir, home, memory = trial / "work", trial / "home", trial / "memory.json"
-            workdir.mkdir()
-            home.mkdir()
-            _private_file(memory, json.dumps([m.model_dump(mode="json") for m in episode.memory]))
-            ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
-            env = {
-                **{k: v for k, v in os.environ.items() if k not in self._withheld},
-                **_model_env(model),
-                "CHAOSEVAL_MCP_URL": urls.mcp,
-                "CHAOSEVAL_TOOLS_URL": urls.tools,
-                **({"CHAOSEVAL_UI_URL": ui} if ui else {}),
-                "CHAOSEVAL_INSTRUCTION": episode.instruction,
-                "CHAOSEVAL_MEMORY_FILE": str(memory),
-                "CHAOSEVAL_TRIAL_ID": link.trial_id,
-                "CHAOSEVAL_MODEL": episode.model.model,
-                **_sampling_env(episode),
-                "CHAOSEVAL_SEED": str(episode.trial_seed),
-                "CHAOSEVAL_DEADLINE": _deadline(),
-                "TZ": _posix_tz(episode),
-            }
-            box = self._sandbox()
-            argv = box.command(self.argv, trial, workdir)
-            return await self._run_process(argv, box.env(env, home), workdir, episode.instruction)
+            try:
+                argv, env, workdir, status = await self._set_up(episode, stack)
+            except OSError as exc:  # no temp dir, no port: chaoseval's trouble, not the agent's
+                raise HarnessError(f"exec: the trial could not be set up: {exc}") from exc
+            return await self._run_process(argv, env, workdir, episode.instruction, status)
         raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
+
+    async def _set_up(
+        self, episode: Episode, stack: AsyncExitStack
+    ) -> tuple[list[str], dict[str, str], Path, sandbox.ExecStatus | None]:
+        """The trial's servers, directory and environment: the command to run, with what."""
+        toolbox, link = episode.tools, episode.link
+        if not isinstance(toolbox, ToolBox) or link is None:  # the wire serves the trial's
+            raise HarnessError("exec: agents need an episode built by a trial")
+        hub = self._hub  # outside a run's session (run by hand): a hub of its own
+        if hub is None:
+            hub = await stack.enter_async_context(ToolHub.serving())
+        urls = await stack.enter_async_context(hub.trial(toolbox))
+        model: ModelEndpoint | None = None
+        if self.upstream.endpoint or episode.reference is not None:
+            model = await stack.enter_async_context(trial_endpoint(episode, self.upstream))
+        # The trial's own directory (0700): the agent's working directory, its HOME in the
+        # sandbox, and its memory file (0600), all removed with it.
+        trial = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
+        workdir, home, memory = trial / "work", trial / "home", trial / "memory.json"
+        workdir.mkdir()
+        home.mkdir()
+        _private_file(memory, json.dumps([m.model_dump(mode="json") for m in episode.memory]))
+        ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
+        env = {
+            **{k: v for k, v in os.environ.items() if k not in self._withheld},
+            **_model_env(model),
+            "CHAOSEVAL_MCP_URL": urls.mcp,
+            "CHAOSEVAL_TOOLS_URL": urls.tools,
+            **({"CHAOSEVAL_UI_URL": ui} if ui else {}),
+            "CHAOSEVAL_INSTRUCTION": episode.instruction,
+            "CHAOSEVAL_MEMORY_FILE": str(memory),
+            "CHAOSEVAL_TRIAL_ID": link.trial_id,
+            "CHAOSEVAL_MODEL": episode.model.model,
+            **_sampling_env(episode),
+            "CHAOSEVAL_SEED": str(episode.trial_seed),
+            "CHAOSEVAL_DEADLINE": _deadline(),
+            "TZ": _posix_tz(episode),
+        }
+        box = self._sandbox()
+        status = None
+        if box.bwrap is not None:  # whether bwrap started the command, when it fails
+            status = stack.enter_context(contextlib.closing(sandbox.ExecStatus()))
+        argv = box.command(self.argv, trial, workdir, status)
+        return argv, box.env(env, home), workdir, status
 
     @property
     def _withheld(self) -> set[str]:
@@ -294,7 +308,12 @@ class ProcessAgent:
         return self.sandbox
 
     async def _run_process(
-        self, argv: list[str], env: dict[str, str], cwd: Path, instruction: str
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        instruction: str,
+        status: sandbox.ExecStatus | None = None,
     ) -> AgentOutput:
         stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT, ANSWER_LIMIT)
         stderr = Capture(STDERR_LIMIT, TAIL_LIMIT)  # the tail: where a crash's error is
@@ -302,9 +321,12 @@ class ProcessAgent:
             process = await anyio.open_process(
                 argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env,
                 start_new_session=True,  # its own process group: the whole tree is stopped
+                pass_fds=() if status is None else (status.writer,),
             )  # fmt: skip
         except OSError as exc:  # it was found before the run: something broke underneath
             raise HarnessError(f"exec: cannot start {self.argv[0]!r}: {exc}") from exc
+        if status is not None:
+            status.started()
         guard.watch(process.pid)  # killed with its group if this process dies first
         try:
             async with anyio.create_task_group() as tg:
@@ -322,6 +344,13 @@ class ProcessAgent:
                 guard.forget(process.pid)
                 _keep(stdout, stderr)
         code = process.returncode
+        if code and status is not None and not status.ran():
+            raise HarnessError(  # bwrap failed before the agent's command started
+                f"exec: the sandbox (bwrap) could not start {self.argv[0]!r} (exit code "
+                f"{code}: {crash.summary(stderr.text())}); what it needs under "
+                f"{' or '.join(sandbox.private_roots())} is hidden in the sandbox: put it "
+                "elsewhere, or run with --sandbox none"
+            )
         if code:
             raise AgentProcessFailed(code, crash.summary(stderr.text()))  # redacted, then cut
         return parse_answer(stdout)

@@ -56,11 +56,22 @@ class Sandbox:
             return Isolation(sandbox="none", note=self.note)
         return Isolation(sandbox="bwrap")
 
-    def command(self, argv: list[str], trial: Path, cwd: Path) -> list[str]:
-        """``argv`` as run for a trial whose own directory is ``trial``."""
+    def command(
+        self, argv: list[str], trial: Path, cwd: Path, status: ExecStatus | None = None
+    ) -> list[str]:
+        """``argv`` as run for a trial whose own directory is ``trial`` (``status``: where
+        bwrap says whether it started the command)."""
         if self.bwrap is None:
             return argv
-        return [self.bwrap, *bwrap_flags(trial, argv), "--chdir", str(cwd), "--", *argv]
+        report = ["--json-status-fd", str(status.writer)] if status is not None else []
+        return [self.bwrap, *bwrap_flags(trial, argv), *report, "--chdir", str(cwd), "--", *argv]
+
+    def check(self, argv: list[str]) -> None:
+        """ConfigError, before any trial, when the sandbox does not find ``argv[0]`` as it is
+        found here, or cannot run its ``#!`` interpreter: else every trial would fail in bwrap
+        (``execvp``), or run another program silently."""
+        if self.bwrap is not None:
+            _check(self.bwrap, argv[0], os.environ.get("PATH", ""), tempfile.gettempdir())
 
     def env(self, env: dict[str, str], home: Path) -> dict[str, str]:
         """The agent's environment: in the sandbox, ``HOME`` is writable (frameworks write
@@ -73,6 +84,92 @@ class Sandbox:
         if "PLAYWRIGHT_BROWSERS_PATH" not in env and browsers.is_dir():
             out["PLAYWRIGHT_BROWSERS_PATH"] = str(browsers)
         return out
+
+
+# Run inside the sandbox by Sandbox.check: where the command is found on PATH, and whether its
+# #! interpreter, if it has one, can be run there.
+_FINDS = """
+import os, shutil, sys
+found = shutil.which(sys.argv[1])
+print(found)
+try:
+    with open(found or "", "rb") as fh:
+        head = fh.readline(512)
+except OSError:
+    head = b""
+words = head[2:].split() if head.startswith(b"#!") else []
+if words:
+    interpreter = words[0].decode(errors="replace")
+    print(interpreter if os.access(interpreter, os.X_OK) else "missing " + interpreter)
+"""
+
+
+class ExecStatus:
+    """bwrap's ``--json-status-fd`` for one run of a command: bwrap writes an ``exit-code``
+    document only once its execvp of the command succeeded (bubblewrap 0.3.2 and later), so
+    a command that exits without one never ran: bwrap itself failed (a mount, a namespace,
+    the command not found inside), which is no failure of the agent's."""
+
+    def __init__(self) -> None:
+        self.reader, self.writer = os.pipe()
+
+    def started(self) -> None:
+        """The command was started: bwrap holds the write end now, we need it no more."""
+        if self.writer >= 0:
+            os.close(self.writer)
+            self.writer = -1
+
+    def ran(self) -> bool:
+        """Whether bwrap, now gone, had started the command (what it wrote is in the pipe)."""
+        os.set_blocking(self.reader, False)
+        data = b""
+        try:
+            while chunk := os.read(self.reader, 4096):
+                data += chunk
+        except BlockingIOError:
+            pass
+        return b'"exit-code"' in data
+
+    def close(self) -> None:
+        self.started()
+        os.close(self.reader)
+
+
+_CHECKED: set[tuple[str, str, str, str]] = set()  # commands found alike: asked once a process
+
+
+def _check(bwrap: str, command: str, path: str, temp: str) -> None:
+    """:meth:`Sandbox.check` for ``command`` on this ``PATH`` and temp dir. A success is kept
+    (the probe starts an interpreter: a run's worth of 0.2 s on a loaded machine); a
+    failure is asked again, as the user fixes it."""
+    if (bwrap, command, path, temp) in _CHECKED:
+        return
+    here = shutil.which(command)
+    with tempfile.TemporaryDirectory(prefix="chaoseval-check-") as trial:
+        probe = [sys.executable, "-I", "-S", "-c", _FINDS, command]
+        flags = bwrap_flags(Path(trial), [command])
+        argv = [bwrap, *flags, "--chdir", trial, "--", *probe]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            done = subprocess.CompletedProcess(argv, -1, "", str(exc))
+    seen = done.stdout.splitlines()
+    fix = "put it outside " + " and ".join(private_roots()) + ", or run with --sandbox none"
+    if done.returncode != 0 or not seen:
+        why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise ConfigError(f"exec: the sandbox cannot run {command!r} ({why[:200]}); {fix}")
+    there, interpreter = seen[0], seen[1:]
+    if there != str(here):
+        raise ConfigError(
+            f"exec: {command!r} is {here} here but {there} in the sandbox (its /tmp is "
+            f"private); {fix}"
+        )
+    if interpreter and interpreter[0].startswith("missing "):
+        raise ConfigError(
+            f"exec: {command!r} starts with #!{interpreter[0].removeprefix('missing ')}, "
+            f"which the sandbox cannot run (its /tmp is private); {fix}"
+        )
+    _CHECKED.add((bwrap, command, path, temp))
 
 
 def private_roots() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.engine.runner import RunConfig, run
+from chaoseval.errors import IsolationWarning
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.store.journal import read_journal
@@ -257,3 +259,15 @@ def test_trial_timeout_lengthens_the_scenarios_as_well_as_shortening_it(tmp_path
     assert outcome(None)[0] == "timeout"  # the scenario's 1 s
     cause, answer = outcome(15.0)
     assert cause != "timeout" and answer == "took my time"
+
+
+def test_a_trial_that_cannot_be_set_up_is_a_harness_error(tmp_path, monkeypatch):
+    """No temp dir for the trial's own directory (a TMPDIR that is gone): chaoseval's trouble,
+    not evaluable, never the agent's crash (as it was: a FileNotFoundError judged a crash)."""
+    body = "print('{\"answer\": \"ran\"}')\n"
+    command = script(tmp_path, "agent", body)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    with pytest.warns(IsolationWarning):
+        [record] = run_exec(tmp_path, command, sandbox="none")
+    assert (record.status, record.root_cause) == ("not_evaluable", "harness_error")
+    assert "could not be set up" in (record.error or "") and "gone" in (record.error or "")

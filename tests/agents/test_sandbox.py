@@ -357,3 +357,61 @@ def test_a_command_found_on_path_under_tmp_runs_the_same_file_in_the_sandbox(
         command = box.command(argv, trial, trial)
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
         assert (done.returncode, done.stdout.strip()) == (0, said), done.stderr
+
+
+class Vanishing(ProcessAgent):
+    """Its command is removed once the run has checked it (a rebuild mid-run, say): bwrap
+    then fails to start it in every trial."""
+
+    def isolate(self, mode: str):
+        isolation = super().isolate(mode)
+        Path(self.argv[0]).unlink()
+        return isolation
+
+
+def test_bwrap_failing_to_start_the_command_is_a_harness_error_not_the_agent_s_crash(
+    tmp_path, bwrap
+):
+    """bwrap exits 1 when its execvp fails, as an agent may: its --json-status-fd tells them
+    apart (an exit-code only once the command started). Before, `bwrap: execvp ...` was
+    booked as the agent's crash; an agent's own exit 1 in the sandbox stays one
+    (tests/agents/test_exec_agents.py)."""
+    agent = tmp_path / "agent.sh"
+    agent.write_text("#!/bin/sh\necho '{\"answer\": \"ran\"}'\n")
+    agent.chmod(0o755)
+    journal = tmp_path / "j.jsonl"
+    run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=Vanishing(str(agent), grace=0.5),
+            agent_name="exec:vanishing",
+            trials=1,
+            seed=1,
+            journal=journal,
+            wall_timeout=30.0,
+            references=False,
+            sandbox="bwrap",
+        )
+    )
+    [record] = read_journal(journal).records
+    assert (record.status, record.root_cause) == ("not_evaluable", "harness_error")
+    assert "execvp" in (record.error or "") and "--sandbox none" in (record.error or "")
+
+
+def test_a_command_whose_interpreter_the_sandbox_hides_stops_the_run_before_any_trial(
+    tmp_path, bwrap
+):
+    """A script whose #! interpreter lives under /tmp, out of the script's directory: the
+    sandbox shows the script, not the interpreter. Before, every trial failed in bwrap's
+    execvp, booked as the agent's crash."""
+    interpreter = tmp_path / "interp" / "python3"
+    interpreter.parent.mkdir()
+    interpreter.symlink_to(Path(sys.executable).resolve())
+    agent = tmp_path / "agent" / "agent"
+    agent.parent.mkdir()
+    agent.write_text(f"#!{interpreter}\nprint('hi')\n")
+    agent.chmod(0o755)
+    result, journal = cli_run(tmp_path, str(agent))
+    assert result.exit_code == 2, result.output
+    assert f"#!{interpreter}" in result.output and "--sandbox none" in result.output
+    assert not journal.exists()
