@@ -41,9 +41,9 @@ The answer is the last stdout line when it is a JSON object with ``answer`` (opt
 artifacts, bounded and redacted. When the trial's deadline passes, the group gets SIGTERM and,
 after a short grace, SIGKILL (in the sandbox SIGTERM goes to the agent's processes, not to
 bwrap, and the namespace goes with bwrap); the trial is then a timeout. A non-zero exit is a
-crash that names its code. Either way the run goes on. If the process that started the agent
-dies first (a worker killed from outside), the agent's group is killed by
-:mod:`chaoseval.agents.guard`.
+crash that names its code (bwrap failing to start the command is a harness error). Either
+way the run goes on. If the process that started the agent dies first (a worker killed from
+outside), the agent's group is killed by :mod:`chaoseval.agents.guard`.
 """
 
 from __future__ import annotations
