@@ -95,13 +95,17 @@ def _all_succeed(n: int, c: int, k: int) -> float:
     return prod
 
 
-def _prefix(top: int, n: int, kmax: int) -> list[float]:
-    """``_all_succeed(n, top, k)`` for every k in 0 .. kmax, in one pass (the same products)."""
-    out = [1.0]
-    prod = 1.0
-    for j in range(kmax):
-        prod = 0.0 if top - j <= 0 or prod == 0.0 else prod * ((top - j) / (n - j))
-        out.append(prod)
+def _prefixes(top: np.ndarray, n: np.ndarray, ks: Sequence[int]) -> dict[int, np.ndarray]:
+    """Per task, ``_all_succeed(n, top, k)`` for each k in ``ks``, all tasks at once: the same
+    products term by term (so the same floats); read only where n >= k."""
+    out: dict[int, np.ndarray] = {}
+    wanted = set(ks)
+    prod = np.ones(len(n))
+    for j in range(max(ks, default=0)):
+        below = np.maximum(n - j, 1).astype(np.float64)  # n - j where read; no 0 division
+        prod = np.where((top - j <= 0) | (prod == 0.0), 0.0, prod * ((top - j) / below))
+        if j + 1 in wanted:
+            out[j + 1] = prod
     return out
 
 
@@ -271,23 +275,25 @@ def summarize(tasks: Iterable[TaskCounts], ks: Sequence[int]) -> Summary:
         seen.add(t.task)
         (scored if t.n >= 1 else unscored).append(t)
 
-    mean = math.fsum(t.c / t.n for t in scored) / len(scored) if scored else None
+    n = np.array([t.n for t in scored], dtype=np.int64)
+    c = np.array([t.c for t in scored], dtype=np.int64)
+    mean = math.fsum((c / n).tolist()) / len(scored) if scored else None
     pass_at: dict[int, float | None] = {}
     pass_hat: dict[int, float | None] = {}
     excluded: dict[int, list[str]] = {}
     included: dict[int, int] = {}
-    # Each task's products for k = 0 .. the largest k it takes, once: a pass^k curve asks for
-    # every k up to n, and the same products term by term give the same floats.
-    kmax = max(k_list, default=0)
-    hats = {t.task: _prefix(t.c, t.n, min(kmax, t.n)) for t in scored}
-    ats = {t.task: _prefix(t.n - t.c, t.n, min(kmax, t.n)) for t in scored}
+    # Each task's products for k = 0 .. the largest k, once, for all tasks at a time (a pass^k
+    # curve asks for every k up to n): the same products term by term as pass_hat_k, so the
+    # same floats, and fsum of the same floats is the same sum.
+    hats, ats = _prefixes(c, n, k_list), _prefixes(n - c, n, k_list)
     for k in k_list:
-        eligible = [t for t in scored if t.n >= k]
-        excluded[k] = [t.task for t in scored if t.n < k]
-        included[k] = len(eligible)
+        ok = n >= k
+        eligible = int(ok.sum())
+        excluded[k] = [t.task for t, o in zip(scored, ok.tolist(), strict=True) if not o]
+        included[k] = eligible
         if eligible:
-            pass_at[k] = math.fsum(1.0 - ats[t.task][k] for t in eligible) / len(eligible)
-            pass_hat[k] = math.fsum(hats[t.task][k] for t in eligible) / len(eligible)
+            pass_at[k] = math.fsum((1.0 - ats[k][ok]).tolist()) / eligible
+            pass_hat[k] = math.fsum(hats[k][ok].tolist()) / eligible
         else:
             pass_at[k] = pass_hat[k] = None
     return Summary(

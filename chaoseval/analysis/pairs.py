@@ -24,8 +24,8 @@ __all__ = ["pair_json"]
 
 
 def _prefix(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
-    """Per pair, ``metrics._prefix(top, n, k)[k]``: prod_{j<k} (top - j) / (n - j), zero from
-    the first j with top - j <= 0 on (only read where n >= k)."""
+    """Per pair, ``metrics._all_succeed(n, top, k)``: prod_{j<k} (top - j) / (n - j), zero
+    from the first j with top - j <= 0 on (only read where n >= k)."""
     prod = np.ones(len(n))
     safe = np.maximum(n, k).astype(np.float64)  # pairs with n < k are not read: no 0 division
     for j in range(k):

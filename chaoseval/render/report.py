@@ -93,10 +93,9 @@ def json_report(
 
 def write_json(doc: dict[str, Any], pairs: Iterable[dict[str, Any]], out: TextIO) -> None:
     """``doc`` with ``pairs`` as its ``cells`` after ``perturbations``, written as
-    ``json.dumps(indent=2)`` writes the whole (the same bytes), one pair at a time, each
-    written on its own to ``out`` (which redacts what it is given: a command's output streams
-    do, redact.RedactingStream): 300k pairs are never one
-    string, nor one list. ``out`` redacts, as a command's output streams do."""
+    ``json.dumps(indent=2)`` writes the whole (the same bytes), some pairs at a time: 300k
+    pairs are never one string, nor one list. ``out`` redacts each piece it is given, as a
+    command's output streams do (redact.RedactingStream)."""
     marker = "\x00pairs\x00"  # escaped by json.dumps: no other value can write it
     doc = {**{k: v for k, v in doc.items() if k != "cells"}}
     keys = list(doc)
@@ -104,12 +103,16 @@ def write_json(doc: dict[str, Any], pairs: Iterable[dict[str, Any]], out: TextIO
     doc = {**{k: doc[k] for k in keys[:at]}, "cells": marker, **{k: doc[k] for k in keys[at:]}}
     head, tail = json.dumps(doc, indent=2, default=str).split(json.dumps(marker))
     out.write(head)
-    sep = "["
+    sep, chunk, size = "[", [], 0
     for pair in pairs:
         text = json.dumps(pair, indent=2, default=str).replace("\n", "\n    ")
-        out.write(f"{sep}\n    {text}")
+        chunk.append(f"{sep}\n    {text}")
+        size += len(chunk[-1])
         sep = ","
-    out.write(("\n  ]" if sep == "," else "[]") + tail + "\n")
+        if size > 1 << 16:  # whole pairs, ~64 KB a write: one redaction pass each, not 300k
+            out.write("".join(chunk))
+            chunk, size = [], 0
+    out.write("".join(chunk) + ("\n  ]" if sep == "," else "[]") + tail + "\n")
 
 
 def root_cause_legend(journal: Trials | Journal, names: set[str]) -> str:

@@ -288,3 +288,24 @@ def test_delta() -> None:
     assert d2.pass_hat == {2: None} and d2.pass_at == {2: None}
     assert d2.mean == pytest.approx(1 - 1 / 3)
     assert not d2.same_tasks
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=30),
+    st.lists(st.integers(1, 14), min_size=1, max_size=5),
+)
+def test_summarize_gives_the_scalar_estimators_floats_exactly(
+    counts: list[tuple[int, int]], ks: list[int]
+) -> None:
+    """summarize counts all tasks at once (numpy): every figure is the fsum of the scalar
+    estimators' own floats, to the last bit (reports are pinned byte for byte)."""
+    tasks = [TaskCounts(f"t{i}", n, min(c, n)) for i, (n, c) in enumerate(counts)]
+    s = summarize(tasks, ks)
+    scored = [t for t in tasks if t.n >= 1]
+    assert s.mean == (math.fsum(t.c / t.n for t in scored) / len(scored) if scored else None)
+    for k in ks:
+        ok = [t for t in scored if t.n >= k]
+        assert s.excluded[k] == [t.task for t in scored if t.n < k]
+        want_at = math.fsum(pass_at_k(t.n, t.c, k) for t in ok) / len(ok) if ok else None
+        want_hat = math.fsum(pass_hat_k(t.n, t.c, k) for t in ok) / len(ok) if ok else None
+        assert (s.pass_at[k], s.pass_hat[k]) == (want_at, want_hat)
