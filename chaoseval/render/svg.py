@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from html import escape
 
@@ -11,6 +12,7 @@ from chaoseval.analysis.build import Analysis
 __all__ = ["PAGE_W", "heatmap", "pass_hat_curves", "root_cause_bars", "significant_cells"]
 
 PAGE_W = 1160  # drawing width; the svg scales to the page (width 100%, viewBox)
+HEATMAP_ROWS = 200  # scenarios the heatmap draws at most
 
 PALETTE = (
     "#4e79a7", "#f28e2b", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
@@ -133,14 +135,15 @@ def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28)
     """Scenario x perturbation heatmap of the change in pass^k (k = the largest k); only the
     columns whose change is significant are coloured, the others stay grey."""
     cells = a.perturbed
-    scenarios = a.scenarios
+    scenarios = heatmap_rows(a)
     significant = significant_cells(a)
     label_w = max(160, 7 * max((len(s) for s in scenarios), default=10))
     # Drawn at its own size (never scaled down): columns no wider than their labels need, so
     # a few perturbations fit a narrow page whole.
     cell_w = max(60, min(110, (PAGE_W - label_w - 20) // max(len(cells), 1)))
     width = label_w + cell_w * max(len(cells), 1) + 20
-    height = 40 + cell_h * max(len(scenarios), 1) + 20
+    left_out = len(a.scenarios) - len(scenarios)
+    height = 40 + cell_h * max(len(scenarios), 1) + 20 + (24 if left_out else 0)
     parts = [
         _open(
             "heatmap",
@@ -175,8 +178,28 @@ def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28)
             parts.append(
                 _t(x + cell_w / 2, y + cell_h / 2 + 3, text, 11, fill="#222" if sig else "#888")
             )
+    if left_out:
+        parts.append(_t(8, height - 12, f"{len(scenarios)} of {len(a.scenarios)} scenarios: "
+                        f"the {HEATMAP_ROWS} with the largest change; the JSON report has every "
+                        "one", 11, "start", fill="#555"))  # fmt: skip
     parts.append("</svg>")
     return "".join(parts)
+
+
+def heatmap_rows(a: Analysis) -> list[str]:
+    """The heatmap's scenarios: all of them, or past HEATMAP_ROWS the ones whose change is
+    largest in any perturbation (by name among equals), in name order: 100k rows would be a
+    2.8 million pixel tall drawing of 100 MB that no one reads."""
+    if len(a.scenarios) <= HEATMAP_ROWS:
+        return a.scenarios
+    cells = a.perturbed
+
+    def change(sc: str) -> float:
+        values = [a.heatmap.get((sc, cell)) for cell in cells]
+        return max((abs(v) for v in values if v is not None), default=-1.0)
+
+    chosen = heapq.nsmallest(HEATMAP_ROWS, a.scenarios, key=lambda sc: (-change(sc), sc))
+    return sorted(chosen)
 
 
 def root_cause_bars(a: Analysis, labels: dict[str, str] | None = None, bar_h: int = 26) -> str:

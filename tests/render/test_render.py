@@ -201,3 +201,25 @@ def test_only_render_and_cli_import_rich() -> None:
                 else []
             )
             assert not [n for n in names if n.split(".")[0] == "rich"], f"{path} imports rich"
+
+
+def test_the_heatmap_draws_the_largest_changes_past_its_row_limit(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite of 100k tasks drew 100k heatmap rows (~100 MB of SVG); past HEATMAP_ROWS the
+    heatmap draws the scenarios whose change is largest and says how many it left out."""
+    from chaoseval.render import svg
+
+    a = analyze(journal, n_resamples=100, references=False)
+    assert len(a.scenarios) > 2
+    monkeypatch.setattr(svg, "HEATMAP_ROWS", 2)
+    drawn = svg.heatmap(a)
+
+    def change(sc: str) -> float:
+        values = [a.heatmap.get((sc, c)) for c in a.perturbed]
+        return max((abs(v) for v in values if v is not None), default=-1.0)
+
+    want = sorted(sorted(a.scenarios, key=lambda sc: (-change(sc), sc))[:2])
+    rows = re.findall(r"<title>([^<]+) / ", drawn)
+    assert sorted(set(rows)) == want and len(rows) == 2 * len(a.perturbed)
+    assert f"2 of {len(a.scenarios)} scenarios" in drawn
