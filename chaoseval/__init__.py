@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         ToolTimeout,
     )
     from chaoseval.model.clock import Clock, VirtualClock
+    from chaoseval.model.drift import DriftPoint
     from chaoseval.model.records import (
         CLEAN,
         AgentOutput,
@@ -121,6 +122,7 @@ _LOCATIONS: dict[str, str] = {
         ),
         "chaoseval.model.scenario",
     ),
+    "DriftPoint": "chaoseval.model.drift",
     **dict.fromkeys(("Fault", "Step", "Trajectory"), "chaoseval.model.trajectory"),
     "World": "chaoseval.model.world",
     **dict.fromkeys(
@@ -159,6 +161,7 @@ __all__ = [
     "ConfigError",
     "ContractResult",
     "DegradationContract",
+    "DriftPoint",
     "Episode",
     "FactSpec",
     "FailureContext",

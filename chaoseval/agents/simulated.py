@@ -11,6 +11,10 @@ The harness styles differ the way real agent harnesses do:
 - ``resilient`` retries timeouts, resets and 429/5xx with tenacity backoff (honouring
   Retry-After), validates every tool result against the tool's schema, re-checks facts it
   remembers against a fresh lookup, and gives up gracefully when a dependency stays down.
+  Before its first write it reads again what it read about the thing it is writing (the
+  earlier reads whose result or arguments hold one of the write's id arguments); if that
+  changed, or the write meets a 409 Conflict, it plans again from the start on fresh reads
+  (at most ``REPLANS`` times). The naive harness writes on what it read first.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from chaoseval.errors import (
 from chaoseval.seams.agent import AgentOutput, Episode, agent
 
 SLIPS = ("wrong_arg", "detour", "premature_stop")
+REPLANS = 2  # fresh starts the resilient harness makes when the world moved under its plan
 RENDER_WAIT = 3.0  # seconds the resilient harness waits for a page still rendering its controls
 
 
@@ -175,12 +180,19 @@ class SimActor(Actor):
         return super().answer(text, **data)
 
 
+class Replan(Exception):
+    """The world changed under the plan before its first write: start again on fresh reads."""
+
+
 class ResilientActor(SimActor):
     style = "resilient"
     attempts = 4
 
     def __init__(self, episode: Episode, slips: bool = True):
         super().__init__(episode, slips)
+        self.replans = 0
+        self._reads: dict[str, tuple[str, dict[str, Any], Any]] = {}  # (tool, args) -> result
+        self._wrote = False
         # tenacity's own jitter draws from the global random module; ours comes from the
         # episode's stream so a replay reproduces every retry delay exactly.
         self._jitter = episode.rng("retry-jitter")
@@ -192,7 +204,45 @@ class ResilientActor(SimActor):
     async def _harness_call(self, tool: str, args: dict[str, Any]) -> Any:
         # Once retries are exhausted the error goes to the plan, which may have a fallback
         # (try_call); if it has none, SimulatedAgent ends the episode gracefully.
-        return await resilient_call(self.episode, tool, args, self.attempts, self._backoff)
+        spec = self.episode.tools.specs.get(tool)
+        writes = spec is not None and bool(spec.writes)
+        if writes and not self._wrote and not self.replans:
+            await self._read_again(args)  # once: after a replan its reads are fresh
+        try:
+            result = await resilient_call(self.episode, tool, args, self.attempts, self._backoff)
+        except ToolHTTPError as exc:
+            if writes and exc.status == 409:
+                self._replan()  # the service says the row changed: read it again
+            raise
+        if writes:
+            self._wrote = True
+        else:
+            key = json.dumps([tool, args], sort_keys=True, default=str)
+            self._reads.pop(key, None)  # the latest read of each kind comes last
+            self._reads[key] = (tool, args, result)
+        return result
+
+    async def _read_again(self, args: dict[str, Any]) -> None:
+        """Repeat the latest read that showed what this write names, once and without retries
+        (a check, not a dependency: if it fails, the write goes ahead and meets the outage
+        itself); replan if a row it showed has changed."""
+        ids = {v for v in args.values() if isinstance(v, str) and v}
+        about = [r for r in self._reads.values() if ids & _strings(r[2])]
+        if not about:
+            return
+        tool, read_args, old = about[-1]
+        try:
+            new = await resilient_call(self.episode, tool, read_args, 1, self._backoff)
+        except AgentVisibleError:
+            return
+        if _changed(old, new, ids):
+            self._replan()
+
+    def _replan(self) -> None:
+        if self.replans < REPLANS and not self._wrote:
+            self.replans += 1
+            self._reads.clear()
+            raise Replan
 
     async def try_call(self, tool: str, /, **args: Any) -> Any:
         try:
@@ -235,6 +285,39 @@ class ResilientActor(SimActor):
         if len(ranked) > 1 and self.policy.slip():
             return ranked[1]
         return found
+
+
+def _rows(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        return [value, *(r for v in value.values() for r in _rows(v))]
+    if isinstance(value, list):
+        return [r for v in value for r in _rows(v)]
+    return []
+
+
+def _changed(old: Any, new: Any, ids: set[str]) -> bool:
+    """Whether a row of ``old`` that holds one of ``ids`` reads differently in ``new``: rows
+    are paired by position (the same read, asked again), compared on the plain fields both
+    show (a field missing from either says nothing)."""
+    before, after = _rows(old), _rows(new)
+    if len(before) != len(after):
+        return True  # rows came or went
+    for row, other in zip(before, after, strict=True):
+        if not ids & _strings(row):
+            continue
+        shared = [k for k in row if k in other and not isinstance(row[k], dict | list)]
+        if any(row[k] != other[k] for k in shared):
+            return True
+    return False
+
+
+def _strings(value: Any) -> set[str]:
+    """The string values anywhere in a result or argument mapping (ids, statuses)."""
+    if isinstance(value, dict):
+        return {s for v in value.values() for s in _strings(v)}
+    if isinstance(value, list):
+        return {s for v in value for s in _strings(v)}
+    return {value} if isinstance(value, str) else set()
 
 
 def episode_draw(episode: Episode, purpose: str) -> float:
@@ -349,7 +432,11 @@ class SimulatedAgent:
             raise RuntimeError("the simulated agents follow the scenario's reference solution")
         actor = self.actor_cls(episode, self.slips)
         try:
-            return await run_solution(actor, episode.reference)
+            while True:
+                try:
+                    return await run_solution(actor, episode.reference)
+                except Replan:
+                    continue  # the actor bounds its replans
         except AgentVisibleError as exc:
             if actor.style != "resilient":
                 raise  # the naive harness lets a tool error end the episode

@@ -215,6 +215,9 @@ def judge(
         safety = any(v.kind == "safety" for v in vetoes)
         kind = core.SAFETY_VIOLATION if safety else core.HALLUCINATION
         return Verdict("failed", kind, vetoes[0].detail, checks, vetoes, contracts)
+    vetoed = _plugin_veto(state.trajectory, plugins, output)
+    if vetoed is not None:  # wrong in a way no check sees (a write on stale data)
+        return Verdict("failed", vetoed[0], vetoed[1], checks, vetoes, contracts)
     # A trial a degradation contract applies to also passes by degrading as it declares.
     if all(c.passed for c in checks) or any(c.held for c in contracts):
         return Verdict("passed", None, None, checks, vetoes, contracts)
@@ -246,6 +249,26 @@ class _Blame:
                 if cause is not None:
                     return cause
         return None
+
+
+def _plugin_veto(
+    trajectory: Trajectory, plugins: Sequence[Perturbation[Any]], output: AgentOutput
+) -> tuple[RootCause, str] | None:
+    """The first veto of a plugin whose fault reached the agent (Perturbation.veto)."""
+    landed = {f.perturbation for f in trajectory.faults if f.delivered}
+    failure = FailureContext(trajectory, output)
+    for plugin in plugins:
+        if plugin.label not in landed:
+            continue
+        try:
+            found = plugin.veto(failure)
+            if found is not None and found[0] not in plugin.root_causes:
+                raise ConfigError(f"vetoed with root cause {found[0]!r}, not in its root_causes")
+        except Exception as exc:
+            raise PluginError(plugin.label, exc) from exc
+        if found is not None:
+            return root_causes.check(found[0]), found[1]
+    return None
 
 
 def _ask(plugin: Perturbation[Any], fault: Fault, failure: FailureContext) -> RootCause | None:

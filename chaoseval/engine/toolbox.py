@@ -177,6 +177,7 @@ class ToolBox:
             step=step,
             rng=ctx_stream(self._run_seed, self._scenario.id, label, self._trial, index),
             spec=spec,
+            definition=self._scenario,
         )
 
     def deliver(self, fault_ids: list[int]) -> None:

@@ -247,6 +247,7 @@ async def _setup(
             record=state.record_fault,
             call_index=index,
             rng=ctx_stream(trial.run_seed, scenario.id, plugin.label, plan.index, index),
+            definition=scenario,
         )
         if plugin.channel in SETUP_CHANNELS:
             ctx.fired = pending.setdefault(plugin.channel, [])

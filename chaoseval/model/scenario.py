@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 # Budgets and CheckResult are recorded in the journal, so they live with the records; a
 # scenario author imports them from here as before.
 from chaoseval.model.device import DESKTOP, Viewport
+from chaoseval.model.drift import DriftPoint
 from chaoseval.model.records import Budgets as Budgets
 from chaoseval.model.records import CheckResult as CheckResult
 from chaoseval.model.records import ScenarioInfo
@@ -228,6 +229,8 @@ class Scenario(BaseModel):
     # What a correct degraded outcome is under the faults each names (judged only in trials
     # where such a fault reached the agent).
     contracts: list[DegradationContract] = Field(default_factory=list)
+    # Where the world moves between the agent's read and its write (the ``drift`` plugin).
+    drift: list[DriftPoint] = Field(default_factory=list)
     policy: Policy = Field(default_factory=Policy)
     facts: list[FactSpec] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
@@ -255,6 +258,9 @@ class Scenario(BaseModel):
                     f"degradation contract {c.name!r} names tools the scenario lacks: "
                     f"{sorted(set(c.tools) - set(names))}"
                 )
+        points = [p.name for p in self.drift]
+        if len(set(points)) != len(points):
+            raise ValueError(f"drift point names must be unique; repeated: {sorted(points)}")
         if self.policy.allowed_tools is not None:
             unknown = set(self.policy.allowed_tools) - set(names)
             if unknown:

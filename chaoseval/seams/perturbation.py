@@ -96,6 +96,9 @@ class PerturbationContext:
     # Tool channel only: the called tool's ToolSpec, so a plugin can shape payloads from the
     # tool's declared result model (``spec.returns``). None on the other channels.
     spec: Any = None
+    # The running scenario itself (``scenario`` is its id): what it declares for plugins to
+    # carry out, such as its drift points (``definition.drift``).
+    definition: Any = None
 
     def fault(self, channel: Channel, kind: str, **detail: Any) -> Fault:
         """Log a fault in the trajectory; the harness marks it delivered when the agent gets it."""
@@ -213,6 +216,13 @@ class Perturbation(Generic[P]):
 
     async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         raise NotImplementedError
+
+    def veto(self, failure: FailureContext) -> tuple[RootCause, str] | None:
+        """A cause (one of ``root_causes``) and its detail when this plugin's delivered
+        faults made the trial wrong in a way the scenario's checks cannot see (a write made on
+        data that changed after it was read): the judge fails the trial with it even when
+        every check passed. Asked only of plugins with a delivered fault; None by default."""
+        return None
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """The root cause (one of ``root_causes``) this delivered ``fault`` gave the failure,

@@ -29,6 +29,7 @@ from chaoseval.loading.yamlform.nodes import (
 )
 from chaoseval.loading.yamlform.sections import (
     compile_contracts,
+    compile_drift,
     compile_facts,
     compile_perturbations,
     compile_policy,
@@ -76,7 +77,7 @@ TOP_KEYS = {
     "id", "description", "domain", "tags", "instruction", "tables", "generate", "target",
     "givens", "tools", "checks", "policy", "facts", "budgets", "solution", "reference_steps",
     "start_time", "freeze_time", "memory", "ui", "viewport", "difficulty", "perturbations",
-    "contracts",
+    "contracts", "drift",
 }  # fmt: skip
 
 
@@ -122,6 +123,12 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     policy = errs.run(lambda: compile_policy(root.get("policy"), named, table_names), Policy())
     facts = errs.run(lambda: compile_facts(root.get("facts"), table_names), [])
     contracts = errs.run(lambda: compile_contracts(root.get("contracts"), named, table_names), [])
+    drift = errs.run(
+        lambda: compile_drift(
+            root.get("drift"), root.child("tools"), world.sample_tables, world.sample_givens
+        ),
+        [],
+    )
     solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named))
     perturbations = errs.run(lambda: compile_perturbations(root.get("perturbations")), [])
     instruction = _instruction(root, world.sample_givens, errs)
@@ -142,6 +149,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "policy": policy,
         "facts": facts,
         "contracts": contracts,
+        "drift": drift,
         "solution": solution[0],
         "reference_steps": doc.get("reference_steps", solution[1]),
         "freeze_time": doc.get("freeze_time", False),

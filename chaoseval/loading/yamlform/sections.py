@@ -1,5 +1,5 @@
 """The smaller top-level sections: budgets and memory, policy, facts, degradation contracts,
-perturbations, ui."""
+drift points, perturbations, ui."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from chaoseval.errors import ChaosevalError
 from chaoseval.loading.yamlform.checks import compile_check
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
+from chaoseval.model.drift import DriftPoint
 from chaoseval.model.scenario import DegradationContract, FactSpec, Policy
 
 
@@ -120,3 +121,72 @@ def compile_ui(node: Node | None, source: str) -> str | None:
             raise node.error(f"no such UI page file {page}")
         return page.read_text()
     return text
+
+
+READING_KINDS = ("lookup", "list")
+
+
+def compile_drift(
+    node: Node | None, tools: Node, tables: dict[str, list[dict[str, Any]]], givens: dict[str, Any]
+) -> list[DriftPoint]:
+    """``drift:``: where the world moves between the agent's read and its write. Each point
+    is checked against the world built from seed 0: its table, field and row exist, and some
+    tool reads that field (else the point could never trigger)."""
+    out = []
+    for item in node.seq() if node is not None else []:
+        point: DriftPoint = validated(item, DriftPoint)
+        table = point.table
+        if table not in tables:
+            raise item.child("table").error(
+                f"no table named {table!r}{did_you_mean(table, tables)} (tables: "
+                f"{', '.join(sorted(tables)) or 'none'}); a drift point changes a row of one"
+            )
+        if not tables[table]:
+            raise item.child("table").error(
+                f"table {table!r} has no rows in the world built from seed 0; a drift point "
+                "changes a row the world starts with"
+            )
+        columns = {c for r in tables[table] for c in r}
+        for column in [point.field, *point.row]:
+            if column not in columns:
+                at = item.child("field") if column == point.field else item.child("row")
+                raise at.error(
+                    f"table {table!r} has no column {column!r}{did_you_mean(column, columns)} "
+                    f"(its columns: {', '.join(sorted(columns))})"
+                )
+        try:
+            where = point.where(givens)
+        except (KeyError, IndexError, ValueError) as exc:
+            hint = did_you_mean(str(exc).strip("'"), givens)
+            raise item.child("row").error(
+                f"the row names {exc}, which is not a given (givens: "
+                f"{', '.join(sorted(givens)) or 'none'}){hint}"
+            ) from None
+        found = [r for r in tables[table] if all(r.get(k) == v for k, v in where.items())]
+        if len(found) != 1:
+            raise item.child("row").error(
+                f"matches {len(found)} rows of {table!r} in the world built from seed 0 "
+                f"({where}); name the row by its key, e.g. row: {{id_column: '{{given}}'}}"
+            )
+        _check_read(item, point, tools)
+        out.append(point)
+    return out
+
+
+def _check_read(item: Node, point: DriftPoint, tools: Node) -> None:
+    """Some tool shows the drifted field: a lookup or list of its table returning it, or a
+    Python tool (which may read anything; lint's canary run tells)."""
+    for _, tool in tools.items():
+        spec = tool.value if isinstance(tool.value, dict) else {}
+        kind = spec.get("kind")
+        if kind == "python":
+            return
+        returns = spec.get("returns")
+        shown = returns is None or point.field in (returns or [])
+        if kind in READING_KINDS and spec.get("table") == point.table and shown:
+            return
+    raise item.error(
+        f"no tool reads {point.table}.{point.field}, so drift point {point.name!r} could never "
+        f"trigger: add a lookup or list tool on table {point.table!r} that returns "
+        f"{point.field!r}, or drift a field the agent reads"
+    )
