@@ -236,6 +236,10 @@ class Drift(Perturbation[DriftParams]):
         a.row[a.point.field] = a.new
         a.fired = True
 
+    @classmethod
+    def applies_to(cls, scenario: Any) -> bool:
+        return bool(getattr(scenario, "drift", None))
+
     def veto(self, failure: FailureContext) -> tuple[RootCause, str] | None:
         for a in self.armed or []:
             for w in a.stale:

@@ -221,15 +221,13 @@ def lint_scenario(
     """``perturbations``: cells to canary besides those the scenario lists itself."""
     report = ScenarioLint(scenario.source or scenario.id, scenario.id)
     report.findings.append(Finding("schema", True, "loads"))
+    listed = [*(getattr(scenario, "perturbations", None) or []), *perturbations]
+    if scenario.drift and not any(p.split(":")[0] == "drift" for p in listed):
+        listed.append("drift")  # its drift points must reach the agent (a Python scenario too)
     steps = [
         lambda: check_solvable(scenario, seeds, trials),
         lambda: check_non_trivial(scenario, seeds),
-        lambda: check_reachable(
-            scenario,
-            [*(getattr(scenario, "perturbations", None) or []), *perturbations],
-            seeds[0],
-            trials,
-        ),
+        lambda: check_reachable(scenario, listed, seeds[0], trials),
     ]
     for name, step in zip(("solvable", "non-trivial", "reachable"), steps, strict=True):
         try:

@@ -106,6 +106,8 @@ def searchable_plugins(
             continue  # no page to perturb
         if cls.channel == "memory" and not scenario.memory:
             continue
+        if not cls.applies_to(scenario):
+            continue  # it carries out what the scenario declares, and this one declares none
         try:
             cls.Params()
         except (ValidationError, ValueError, TypeError):

@@ -217,6 +217,12 @@ class Perturbation(Generic[P]):
     async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         raise NotImplementedError
 
+    @classmethod
+    def applies_to(cls, scenario: Any) -> bool:
+        """Whether this plugin can reach anything in ``scenario`` at all (search offers only
+        those): a plugin that carries out what a scenario declares says so here."""
+        return True
+
     def veto(self, failure: FailureContext) -> tuple[RootCause, str] | None:
         """A cause (one of ``root_causes``) and its detail when this plugin's delivered
         faults made the trial wrong in a way the scenario's checks cannot see (a write made on

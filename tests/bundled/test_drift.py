@@ -258,7 +258,7 @@ def test_a_point_no_tool_reads_is_an_error(tmp_path: Path) -> None:
         load_paths([path])
 
 
-def test_python_scenarios_declare_drift_points_through_the_api() -> None:
+def _seat_scenario() -> Scenario:
     @tool()
     def get_seat(world: Any, seat: str) -> dict[str, Any]:
         """A seat and who holds it."""
@@ -274,7 +274,7 @@ def test_python_scenarios_declare_drift_points_through_the_api() -> None:
         await actor.call("take_seat", seat="12A")
         return actor.answer("12A is yours")
 
-    scenario = Scenario(
+    return Scenario(
         id="py-drift",
         description="a seat taken under the agent",
         domain="travel",
@@ -291,6 +291,10 @@ def test_python_scenarios_declare_drift_points_through_the_api() -> None:
         solution=solve,
         reference_steps=2,
     )
+
+
+def test_python_scenarios_declare_drift_points_through_the_api() -> None:
+    scenario = _seat_scenario()
     clean, (drifted,) = _run(scenario, load_agent("scripted"))
     assert clean[0].status == "passed"
     assert drifted.root_cause == "lost_update" and _faults(drifted) == [("stale_write", True)]
@@ -323,3 +327,21 @@ def test_resilient_reads_again_before_writing_and_naive_does_not() -> None:
             kinds = {f.kind for r in drifted for f in r.trajectory.faults if f.delivered}
             assert "reread" in kinds  # it read the changed row before writing
     assert rates["naive"] < 0.2 and rates["resilient"] > 0.7, rates
+
+
+def test_search_offers_drift_only_where_a_scenario_declares_points() -> None:
+    from chaoseval.investigate.schedules import searchable_plugins
+
+    by_id = {s.id: s for s in select(installed(), ["drift-reserve-stock-drop", "vending-*"])}
+    drift_task, vending = by_id["drift-reserve-stock-drop"], by_id["vending-refund-dispensed"]
+    assert "drift" in searchable_plugins(drift_task, ["drift", "latency"])
+    assert "drift" not in searchable_plugins(vending, ["drift", "latency"])
+
+
+def test_lint_canaries_the_drift_points_of_a_python_scenario() -> None:
+    from chaoseval.authoring.lint import lint_scenario
+
+    report = lint_scenario(_seat_scenario(), seeds=(0,), trials=1)
+    reach = next(f for f in report.findings if f.check == "reachable")
+    assert reach.ok and not reach.skipped
+    assert any(d.startswith("drift:") and "stale_write" in d for d in reach.details)
