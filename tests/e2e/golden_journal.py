@@ -28,6 +28,7 @@ CATALOGUE = (
     "sampling",
     "stale_memory",
     "clock_skew",
+    "drift",
 )
 # Keys whose values differ between two runs of the same command by design.
 VOLATILE = frozenset(
