@@ -146,9 +146,13 @@ def test_search_respects_target_tools(scenario) -> None:
 
 def test_every_registered_plugin_is_searchable_by_its_params(scenario) -> None:
     plugins = searchable_plugins(scenario, channels=("tool",))
-    tool_plugins = [n for n, c in registry.items() if c.channel == "tool"]
-    assert sorted(plugins) == sorted(tool_plugins)
+    # Those that can reach the scenario at all: drift needs declared drift points.
+    tool_plugins = [
+        n for n, c in registry.items() if c.channel == "tool" and c.applies_to(scenario)
+    ]
+    assert sorted(plugins) == sorted(tool_plugins) and "drift" not in plugins
     assert "modes" in plugin_parameters(plugins["timeout"])
+    assert "conflict" in plugin_parameters(registry.get("drift"))
 
 
 @settings(max_examples=40, deadline=None)
