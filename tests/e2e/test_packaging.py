@@ -6,10 +6,14 @@ the suite uses would hide a package missing from the wheel's explicit list.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import sys
 import sysconfig
+import textwrap
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ import pytest
 from tests.e2e.shell import sh, user_env
 
 ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
@@ -109,3 +114,64 @@ def test_the_wheel_runs_the_bundled_library_from_an_unrelated_directory(
         "--journal", "j.jsonl", cwd=tmp_path, env=env,
     )  # fmt: skip
     assert "wrote 12 trial(s) to j.jsonl" in out and "pass^2" in out
+
+
+# A fenced block (indented ones in lists too), and the HTML comment on the line before it.
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```", re.M | re.S
+)
+FILE_BLOCK = re.compile(r"# (?P<name>[\w.-]+\.(?:py|toml))\b")  # first line: "# myagent.py ..."
+EXIT = re.compile(r"<!-- test: exit (?P<code>\d+) -->")
+
+
+@dataclass
+class Step:
+    """One README block as a user meets it: a shell block to run (``code``: the exit status
+    the README says it has), or a file it tells the user to save."""
+
+    line: int
+    shell: str | None = None
+    code: int = 0
+    file: str | None = None
+    text: str = ""
+
+
+def readme_steps(text: str) -> list[Step]:
+    """The README's blocks in order: bash blocks, and blocks whose first line names the file
+    to save them as; a block after ``<!-- no-test ... -->`` (system installs, a clone's
+    examples, a real API key) is left out."""
+    steps = []
+    for m in FENCE.finditer(text):
+        before = text[: m.start()].rstrip().rsplit("\n", 1)[-1].strip()
+        if before.startswith("<!-- no-test"):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        body = textwrap.dedent(m["body"])
+        name = FILE_BLOCK.match(body)
+        if m["lang"] == "bash":
+            code = EXIT.fullmatch(before)
+            steps.append(Step(line, shell=body, code=int(code["code"]) if code else 0))
+        elif name:
+            steps.append(Step(line, file=name["name"], text=body))
+    return steps
+
+
+@pytest.mark.slow
+def test_the_readme_walked_top_to_bottom_against_the_wheel(venv: Path, tmp_path: Path) -> None:
+    """Every shell block of the README, in order, in an empty directory with the wheel's
+    ``chaoseval`` on PATH, saving the files it tells the user to save (issue 21)."""
+    steps = readme_steps(README.read_text(encoding="utf-8"))
+    assert [s.file for s in steps if s.file] == ["chaoseval.toml", "myagent.py"]
+    assert sum(1 for s in steps if s.shell) >= 4
+    env = user_env(PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    which = run("bash", "-c", "command -v chaoseval", cwd=tmp_path, env=env)
+    assert Path(which.strip()) == venv / "bin" / "chaoseval"  # the wheel's, not the checkout's
+    for step in steps:
+        if step.file:
+            (tmp_path / step.file).write_text(step.text, encoding="utf-8")
+            continue
+        assert step.shell is not None
+        proc = sh(["bash", "-euo", "pipefail", "-c", step.shell], tmp_path, env)
+        why = f"README.md:{step.line}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr}"
+        assert proc.returncode == step.code, why
+        assert "Traceback" not in proc.stderr, why
