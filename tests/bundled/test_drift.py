@@ -38,6 +38,13 @@ tools:
     table: holds
     args: {sku: str, qty: int}
     id: {column: hold_id, prefix: H}
+  hold_checked:
+    kind: create
+    table: holds
+    args: {sku: str, qty: int}
+    id: {column: hold_id, prefix: H}
+    requires:
+      - {check: "tables.stock[sku={sku}].available >= {qty}", error: "not enough stock"}
   take_over:
     kind: update
     table: stock
@@ -77,7 +84,7 @@ class ReadThenWrite:
         if self.wait:
             await episode.clock.sleep(self.wait)
         args: dict[str, Any] = {"sku": "S-1"}
-        if self.write == "hold":
+        if self.write.startswith("hold"):
             args["qty"] = 3
         try:
             await episode.tools.call(self.write, **args)
@@ -121,6 +128,13 @@ def test_set_silent_a_write_on_the_stale_read_fails_the_trial(tmp_path: Path) ->
     fault = drifted.trajectory.faults[0]
     assert (fault.detail["old"], fault.detail["new"], fault.detail["tool"]) == (8, 0, "hold")
     assert "changed from 8 to 0" in (drifted.error or "")
+
+
+def test_a_stale_write_the_tool_itself_refuses_is_refused_and_blamed(tmp_path: Path) -> None:
+    _, (drifted,) = _run(_scenario(tmp_path), ReadThenWrite(write="hold_checked"))
+    assert _faults(drifted) == [("refused", True)]
+    assert drifted.status == "failed" and drifted.root_cause == "wrote_on_stale_read"
+    assert "not enough stock" in (drifted.error or "")
 
 
 def test_overwriting_the_drifted_field_is_a_lost_update(tmp_path: Path) -> None:
@@ -215,23 +229,23 @@ def test_a_point_the_agent_never_meets_did_not_land(tmp_path: Path) -> None:
     [
         (
             "table: stok, row: {sku: '{sku}'}, field: available, set: 0",
-            26,
+            33,
             "no table named 'stok'; did you mean 'stock'",
         ),
         (
             "table: stock, row: {sku: '{sku}'}, field: availble, set: 0",
-            26,
+            33,
             "has no column 'availble'; did you mean 'available'",
         ),
         (
             "table: stock, row: {sku: S-9}, field: available, set: 0",
-            26,
+            33,
             "matches 0 rows of 'stock'",
         ),
-        ("table: holds, row: {hold_id: H-1}, field: qty, set: 0", 26, "'holds' has no rows"),
+        ("table: holds, row: {hold_id: H-1}, field: qty, set: 0", 33, "'holds' has no rows"),
         (
             "table: stock, row: {sku: '{sku}'}, field: available, set: 0, add: 1",
-            26,
+            33,
             "exactly one rule",
         ),
     ],
