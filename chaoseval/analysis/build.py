@@ -5,7 +5,7 @@ module). A pure function of the journal: it reads the records and the manifest, 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,8 +157,9 @@ def _slices_json(a: Analysis) -> dict[str, Any]:
     }
 
 
-def analysis_json(a: Analysis) -> dict[str, Any]:
-    """The analysis as plain JSON data (the ``analysis`` field of the JSON report)."""
+def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> dict[str, Any]:
+    """The analysis as plain JSON data (the ``analysis`` field of the JSON report); ``lists``
+    makes the heatmap's list (one entry per (task, perturbed cell))."""
     return {
         "ks": a.ks,
         "primary": a.primary,
@@ -168,11 +169,11 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         "noise": [n.to_json() for n in a.noise],
         **_slices_json(a),
         "process": {cell: p.to_json() for cell, p in a.process.items()},
-        "heatmap": [
+        "heatmap": lists(
             {"scenario": s, "cell": c, f"delta_{a.primary}": v}
             for (s, c), v in sorted(a.heatmap.items())
             if c != CLEAN
-        ],
+        ),
         "pass_hat_curves": {
             cell: {str(k): v for k, v in curve.items()} for cell, curve in a.curves.items()
         },

@@ -208,7 +208,6 @@ class Verdict:
             )
         return out
 
-
     def clean_veto_line(self) -> str:
         """The clean cell's vetoes are the agent's own: no fault was injected there."""
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.clean_vetoes.items()))

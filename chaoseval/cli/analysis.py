@@ -95,11 +95,11 @@ def report_impl(
 ) -> None:
     """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
     from chaoseval.analysis.build import analysis_json, analyze
-    from chaoseval.analysis.pairs import pair_json
     from chaoseval.analysis.verdict import build_verdict, verdict_json
+    from chaoseval.render.jsonstream import Streamed, write_json
     from chaoseval.render.junit import render_junit
     from chaoseval.render.markdown import render_markdown
-    from chaoseval.render.report import json_report, print_report, write_json
+    from chaoseval.render.report import json_report, print_report
     from chaoseval.render.terminal import print_analysis
     from chaoseval.store.importers import SOURCES
 
@@ -121,10 +121,10 @@ def report_impl(
         print_analysis(a, console, v.labels)
         return
     if format == "json":
-        doc = json_report(data, ks, a.cells if a.ks == ks else None, pairs=False)
-        doc["analysis"] = analysis_json(a)
+        doc = json_report(data, ks, a.cells if a.ks == ks else None, lists=Streamed)
+        doc["analysis"] = analysis_json(a, lists=Streamed)
         doc["verdict"] = verdict_json(v)
-        _stream(lambda out: write_json(doc, pair_json(data, ks), out), output, "JSON report")
+        _stream(lambda out: write_json(doc, out), output, "JSON report")
     elif format == "markdown":
         _emit(render_markdown(a, v), output, "Markdown report")
     elif format == "html":

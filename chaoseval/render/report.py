@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -64,11 +63,11 @@ def json_report(
     ks: Sequence[int] | None = None,
     cells: Sequence[CellResult] | None = None,
     *,
-    pairs: bool = True,
+    lists: Callable[[Iterable[Any]], Any] = list,
 ) -> dict[str, Any]:
     """The JSON report's data; ``cells``: the per-cell results when the caller has them
-    already (an Analysis of the same ks); ``pairs=False`` leaves the per-(task, cell) results
-    out (``cells``, which :func:`write_json` streams from :func:`pair_json`)."""
+    already (an Analysis of the same ks); ``lists`` makes the per-(task, cell) results' list
+    (render.jsonstream.Streamed: written item by item)."""
     journal = as_trials(journal)
     ks = list(ks or journal.manifest.ks)
     cells = by_cell(journal, ks) if cells is None else cells
@@ -87,32 +86,8 @@ def json_report(
         "warnings": [*m.run_warnings(), *journal.warnings],
         "root_causes": [c.model_dump() for c in m.root_causes],
         "perturbations": [_cell_json(r, r.cell) for r in cells],
-        **({"cells": list(pair_json(journal, ks))} if pairs else {}),
+        "cells": lists(pair_json(journal, ks)),
     }
-
-
-def write_json(doc: dict[str, Any], pairs: Iterable[dict[str, Any]], out: TextIO) -> None:
-    """``doc`` with ``pairs`` as its ``cells`` after ``perturbations``, written as
-    ``json.dumps(indent=2)`` writes the whole (the same bytes), some pairs at a time: 300k
-    pairs are never one string, nor one list. ``out`` redacts each piece it is given, as a
-    command's output streams do (redact.RedactingStream)."""
-    marker = "\x00pairs\x00"  # escaped by json.dumps: no other value can write it
-    doc = {**{k: v for k, v in doc.items() if k != "cells"}}
-    keys = list(doc)
-    at = keys.index("perturbations") + 1
-    doc = {**{k: doc[k] for k in keys[:at]}, "cells": marker, **{k: doc[k] for k in keys[at:]}}
-    head, tail = json.dumps(doc, indent=2, default=str).split(json.dumps(marker))
-    out.write(head)
-    sep, chunk, size = "[", [], 0
-    for pair in pairs:
-        text = json.dumps(pair, indent=2, default=str).replace("\n", "\n    ")
-        chunk.append(f"{sep}\n    {text}")
-        size += len(chunk[-1])
-        sep = ","
-        if size > 1 << 16:  # whole pairs, ~64 KB a write: one redaction pass each, not 300k
-            out.write("".join(chunk))
-            chunk, size = [], 0
-    out.write("".join(chunk) + ("\n  ]" if sep == "," else "[]") + tail + "\n")
 
 
 def root_cause_legend(journal: Trials | Journal, names: set[str]) -> str:

@@ -1,6 +1,7 @@
 """The JSON report's per-(task, cell) results, counted for all pairs at once, are what the
 per-pair CellResults gave (the path the report took before), field by field and float by
-float; and the streamed document is the bytes ``json.dumps(indent=2)`` writes of the whole."""
+float; and the streamed document (render.jsonstream) is the bytes ``json.dumps(indent=2)``
+writes of the whole."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from chaoseval.analysis.aggregate import by_scenario_cell
 from chaoseval.analysis.pairs import pair_json
 from chaoseval.model.records import PerturbationSpec, Veto
 from chaoseval.model.trajectory import Fault, Trajectory
-from chaoseval.render.report import _cell_json, json_report, write_json
+from chaoseval.render.jsonstream import Streamed, write_json
+from chaoseval.render.report import _cell_json, json_report
 from chaoseval.store.columns import trials_of
 
 CELLS = ("clean", "latency", "timeout")
@@ -76,12 +78,13 @@ def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) ->
 def test_the_streamed_report_is_the_whole_one() -> None:
     t = _journal(7, 9, [1, 2])
     doc = json_report(t, [1, 2])
-    doc["analysis"] = {"after": "the cells"}
+    doc["analysis"] = {"heatmap": [{"a": 1}, {"b": [2, {"c": 3}]}], "after": "the lists"}
+    doc["empty"] = []
+    streamed = {
+        **json_report(t, [1, 2], lists=Streamed),
+        "analysis": {"heatmap": Streamed(iter(doc["analysis"]["heatmap"])), "after": "the lists"},
+        "empty": Streamed(iter([])),
+    }
     out = io.StringIO()
-    write_json({k: v for k, v in doc.items() if k != "cells"}, iter(doc["cells"]), out)
-    assert out.getvalue() == json.dumps(doc, indent=2) + "\n"
-    # No pairs at all: an empty list, as json.dumps writes it.
-    doc["cells"] = []
-    out = io.StringIO()
-    write_json(doc, iter([]), out)
+    write_json(streamed, out)
     assert out.getvalue() == json.dumps(doc, indent=2) + "\n"

@@ -1,0 +1,61 @@
+"""A JSON document written as ``json.dumps(doc, indent=2)`` writes it, its long lists item by
+item: a report of 100k tasks has 300k (task, cell) results and 200k heatmap entries, which
+as one list of dicts and one string were most of its memory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+__all__ = ["Streamed", "write_json"]
+
+CHUNK = 1 << 16  # characters a write: whole items, one redaction pass per write
+
+
+class Streamed:
+    """A list in a document that :func:`write_json` writes one item at a time (``items`` is
+    read once, when it is written)."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+        # A string json.dumps escapes (NUL): no value of the document can write it.
+        self.marker = f"\x00streamed {id(self)}\x00"
+
+
+def write_json(doc: Any, out: TextIO) -> None:
+    """``doc`` as ``json.dumps(doc, indent=2, default=str)`` writes it, then a newline; each
+    :class:`Streamed` in it written item by item, ~64 KB at a time, to ``out`` (which redacts
+    each piece it is given, as a command's output streams do: redact.RedactingStream)."""
+    found: list[Streamed] = []
+
+    def default(value: Any) -> str:
+        if isinstance(value, Streamed):
+            found.append(value)
+            return value.marker
+        return str(value)
+
+    rest = json.dumps(doc, indent=2, default=default)
+    for streamed in found:
+        head, rest = rest.split(json.dumps(streamed.marker), 1)
+        out.write(head)
+        line = head.rsplit("\n", 1)[-1]  # '    "key": ' (or the indent alone in a list)
+        indent = len(line) - len(line.lstrip(" "))
+        wrote = _items(streamed.items, " " * (indent + 2), out)
+        out.write(f"\n{' ' * indent}]" if wrote else "[]")
+    out.write(rest + "\n")
+
+
+def _items(items: Iterable[Any], pad: str, out: TextIO) -> bool:
+    """The items after '[', each on its own lines at ``pad``; whether there was any."""
+    sep, chunk, size = "[", [], 0
+    for item in items:
+        text = json.dumps(item, indent=2, default=str).replace("\n", "\n" + pad)
+        chunk.append(f"{sep}\n{pad}{text}")
+        size += len(chunk[-1])
+        sep = ","
+        if size > CHUNK:
+            out.write("".join(chunk))
+            chunk, size = [], 0
+    out.write("".join(chunk))
+    return sep == ","
