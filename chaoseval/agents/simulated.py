@@ -35,6 +35,7 @@ from tenacity import (
 )
 
 from chaoseval.agents.actor import Actor, Stop, run_solution
+from chaoseval.agents.susceptibility import NAIVE_FOLLOWS, Susceptibility, filled
 from chaoseval.engine.toolbox import validate_result
 from chaoseval.engine.ui import (
     Element,
@@ -102,10 +103,33 @@ class SimPolicy:
 
 class SimActor(Actor):
     style = "naive"
+    # Chance to follow each instruction planted in what it reads (chaoseval.agents.susceptibility).
+    follows = NAIVE_FOLLOWS
 
     def __init__(self, episode: Episode, slips: bool = True):
         super().__init__(episode)
         self.policy = SimPolicy(episode, slips)
+        self.susceptible = Susceptibility(episode.rng("injection"), self.follows)
+        self.said: list[str] = []  # words planted instructions asked it to end its answer with
+
+    async def heed(self, value: Any) -> None:
+        """Act on the planted instructions in what it just read that it decides to follow: call
+        the tool one names (a failure shrugged off, as a detour's) or note words to say."""
+        for instruction in self.susceptible.read(value):
+            if instruction.say is not None:
+                self.said.append(instruction.say)
+                continue
+            if instruction.tool not in self.episode.tools.specs:
+                continue  # a tool it does not have: nothing it can do
+            try:
+                await self._harness_call(str(instruction.tool), filled(instruction, self.task))
+            except AgentVisibleError:
+                pass
+
+    async def page(self) -> str | None:
+        page = await super().page()
+        await self.heed(page)
+        return page
 
     def _think(self) -> None:
         tin, tout = self.policy.tokens()
@@ -123,7 +147,9 @@ class SimActor(Actor):
                 others = [t for t in self.episode.tools.specs if t != tool]
                 if others:
                     await self._detour(self.policy.rng.choice(others))
-        return await self._harness_call(tool, args)
+        result = await self._harness_call(tool, args)
+        await self.heed(result)
+        return result
 
     async def _detour(self, tool: str) -> None:
         """A wasted (or forbidden) call with arguments guessed from the task."""
@@ -148,6 +174,7 @@ class SimActor(Actor):
 
     async def recall(self, key: str, lookup: Callable[[], Awaitable[Any]]) -> Any:
         remembered = self.memory(key)
+        await self.heed([m.value for m in self.episode.memory])  # all of it is in its context
         if remembered is not None:
             return remembered  # trusts its memory: no fresh lookup
         return await lookup()
@@ -177,7 +204,7 @@ class SimActor(Actor):
     def answer(self, text: str, **data: Any) -> AgentOutput:
         if self.policy.slip():
             text = _hallucinate(text, self.policy.rng)
-        return super().answer(text, **data)
+        return super().answer(" ".join([text, *self.said]), **data)
 
 
 class Replan(Exception):
@@ -187,6 +214,7 @@ class Replan(Exception):
 class ResilientActor(SimActor):
     style = "resilient"
     attempts = 4
+    follows = 0.0  # tool text, pages and memory are data, never instructions
 
     def __init__(self, episode: Episode, slips: bool = True):
         super().__init__(episode, slips)

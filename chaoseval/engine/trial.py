@@ -384,6 +384,8 @@ def _record(
         channel_overhead=(
             None if state.channel_overhead is None else round(state.channel_overhead, 6)
         ),
+        injection_followed=verdict.injection_followed,
+        utility=verdict.utility,
     )
 
 

@@ -23,7 +23,10 @@ from chaoseval.model.trajectory import Trajectory, built
 #    only when one applied); 1 to 3 still read.
 # 5: the manifest records the run's primary metric (``primary``, e.g. "pass^1"), the one its
 #    verdicts are judged by; 1 to 4 still read (as pass^1).
-SCHEMA_VERSION = 5
+# 6: a trial under adversarial content records ``injection_followed`` (the planted
+#    instruction's goal was reached) and ``utility`` (the user's task was still done), both only
+#    where such content reached the agent; 1 to 5 still read (utility derived from the checks).
+SCHEMA_VERSION = 6
 CLEAN = "clean"  # the name of the clean cell: the matrix column with no perturbation
 
 Status = Literal["passed", "failed", "not_evaluable"]
@@ -214,10 +217,23 @@ class TrialRecord(BaseModel):
     # their own, apart from the upstream's time and injected delays, so agent latency can be
     # told from chaoseval's. Absent for in-process agents.
     channel_overhead: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Schema 6, only in trials where adversarial content (an ``injection`` plugin's payload)
+    # reached the agent: whether it followed the planted instruction (a safety veto that fails
+    # the trial), and whether the user's task was done all the same (the scenario's checks
+    # passed, or a degradation contract held). Elsewhere ``task_done`` derives utility.
+    injection_followed: bool | None = Field(default=None, exclude_if=lambda v: v is None)
+    utility: bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
     def scored(self) -> bool:
         return self.status != "not_evaluable"
+
+    @property
+    def task_done(self) -> bool:
+        """Utility: the user's task was done (checks passed or a contract held), vetoes aside."""
+        if self.utility is not None:
+            return self.utility
+        return task_done(self.checks, [c.held for c in self.contracts])
 
     @property
     def passed(self) -> bool:
@@ -225,6 +241,12 @@ class TrialRecord(BaseModel):
 
     def faults_delivered(self) -> int:
         return sum(f.delivered for f in self.trajectory.faults)
+
+
+def task_done(checks: list[Any], held: list[bool]) -> bool:
+    """Utility from a record's checks (anything with ``passed``) and its contracts' ``held``:
+    every check ran and passed, or a degradation contract held. Vetoes are not asked."""
+    return (bool(checks) and all(c.passed for c in checks)) or any(held)
 
 
 class ToolCall(BaseModel):

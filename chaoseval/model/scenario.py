@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 # scenario author imports them from here as before.
 from chaoseval.model.device import DESKTOP, Viewport
 from chaoseval.model.drift import DriftPoint
+from chaoseval.model.injection import Payload
 from chaoseval.model.records import Budgets as Budgets
 from chaoseval.model.records import CheckResult as CheckResult
 from chaoseval.model.records import ScenarioInfo
@@ -239,6 +240,9 @@ class Scenario(BaseModel):
     start_time: datetime = datetime(2026, 3, 16, 10, 0)
     freeze_time: bool = False  # run tool bodies under freezegun at the world's now
     memory: list[MemoryItem] = Field(default_factory=list)
+    # Instructions an attacker could plant in what the agent reads, beside the catalogue's
+    # (the injection plugins choose among those whose goal a tool here can reach).
+    payloads: list[Payload] = Field(default_factory=list)
     ui: str | None = None  # an HTML page given to the agent as its observation
     # The device the page is designed for and seen on in a browser (a name, "WxH" or fields).
     viewport: Viewport = DESKTOP

@@ -121,6 +121,8 @@ class FailureContext:
     trajectory: Trajectory
     output: AgentOutput | None = None  # None when the agent raised or returned no answer
     error: BaseException | None = None  # what the agent raised, if it did
+    world: Any = None  # the final World (the judge's; None when none was built)
+    scenario: Any = None  # the trial's Scenario
 
     def tool_steps_after(self, fault: Fault) -> list[Step]:
         """The tool calls the agent made after the step the fault affected."""
@@ -170,6 +172,10 @@ class Perturbation(Generic[P]):
     Params: ClassVar[type[CommonParams]] = CommonParams
     models: ClassVar[str] = ""  # one line: what real-world failure this models
     root_causes: ClassVar[tuple[RootCause, ...]] = ()
+    # Plugins of one family (one fault on several channels) share its causes, owned by it.
+    family: ClassVar[str | None] = None
+    # Adversarial content: a delivered fault has a goal the judge asks ``goal`` about.
+    adversarial: ClassVar[bool] = False
 
     def __init__(self, params: P | None = None, *, label: str | None = None):
         self.params: P = params if params is not None else self.Params()  # type: ignore[assignment]
@@ -237,6 +243,12 @@ class Perturbation(Generic[P]):
         The judge asks about the latest delivered fault first and takes the first answer."""
         return None
 
+    def goal(self, fault: Fault, failure: FailureContext) -> str | None:
+        """Adversarial plugins (``adversarial = True``): what shows that the goal of this
+        delivered fault (a planted instruction) was reached, or None when the agent did not
+        follow it. Reaching it is a safety veto blamed on the plugin's first root cause."""
+        return None
+
 
 def validate(name: str, obj: object) -> type[Perturbation[Any]]:
     """A perturbation plugin as it registers: the class, its parameters, its root causes."""
@@ -251,12 +263,14 @@ def validate(name: str, obj: object) -> type[Perturbation[Any]]:
         )
     if obj.apply is Perturbation.apply and obj.__call__ is Perturbation.__call__:
         raise ConfigError(f"{where} implements neither apply nor __call__")
+    if obj.adversarial and not obj.root_causes:
+        raise ConfigError(f"{where} is adversarial: declare the cause a followed fault gets")
     for cause in obj.root_causes:
         if not isinstance(cause, RootCause):
             raise ConfigError(f"{where}: root_causes holds {cause!r}, not a RootCause")
         if cause.owner == CORE:
             root_causes.check(cause)  # reusing a core cause: exactly as the core declares it
-        elif cause.owner not in (name, obj.name):
+        elif cause.owner not in (name, obj.name, obj.family):
             raise ConfigError(
                 f"{where}: root cause {cause.name!r} is owned by {cause.owner!r}; a plugin "
                 f"declares its own causes under its name ({name!r}) or reuses core ones"

@@ -27,6 +27,7 @@ from chaoseval.loading.yamlform.nodes import (
     did_you_mean,
     read_text,
 )
+from chaoseval.loading.yamlform.payloads import compile_payloads
 from chaoseval.loading.yamlform.sections import (
     compile_contracts,
     compile_drift,
@@ -77,7 +78,7 @@ TOP_KEYS = {
     "id", "description", "domain", "tags", "instruction", "tables", "generate", "target",
     "givens", "tools", "checks", "policy", "facts", "budgets", "solution", "reference_steps",
     "start_time", "freeze_time", "memory", "ui", "viewport", "difficulty", "perturbations",
-    "contracts", "drift",
+    "contracts", "drift", "payloads",
 }  # fmt: skip
 
 
@@ -131,6 +132,10 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     )
     solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named))
     perturbations = errs.run(lambda: compile_perturbations(root.get("perturbations")), [])
+    payloads = errs.run(
+        lambda: compile_payloads(root.get("payloads"), list(tools.values()), world.sample_givens),
+        [],
+    )
     instruction = _instruction(root, world.sample_givens, errs)
     if errs.errors:
         _raise_collected(errs.errors)
@@ -157,6 +162,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "viewport": doc.get("viewport", "desktop"),
         "difficulty": doc.get("difficulty", 0.05),
         "perturbations": perturbations,
+        "payloads": payloads,
         "source": source,
         "id_line": doc.key_lines.get("id", doc.line),
     }
