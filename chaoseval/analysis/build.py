@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, groups
+from chaoseval.analysis.attack import AttackCell, attack_cells
 from chaoseval.analysis.browser import BrowserView, browser_view
 from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
@@ -60,6 +61,8 @@ class Analysis:
     measures: Measures = field(default_factory=lambda: measure([]))
     # The metric verdicts are judged by (chaoseval.analysis.primary), as the run recorded it.
     primary: str = DEFAULT_PRIMARY
+    # Cells where a planted instruction reached the agent: attack success and utility.
+    attack: list[AttackCell] = field(default_factory=list)
 
     @property
     def k_main(self) -> int:
@@ -135,6 +138,7 @@ def analyze(
         browser=browser_view(records),
         measures=measure(records),
         primary=main.label,
+        attack=attack_cells(by, n_resamples=n_resamples, ci=ci, seed=seed),
     )
 
 
@@ -178,6 +182,8 @@ def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> 
             cell: {str(k): v for k, v in curve.items()} for cell, curve in a.curves.items()
         },
         "graceful": {cell: g.to_json() for cell, g in graceful_by_cell(a.measures).items()},
+        # Only where a planted instruction reached a trial (runs without one read as before).
+        **({"attack": {c.cell: c.to_json() for c in a.attack}} if a.attack else {}),
         "reference_note": a.reference_note,
         "warnings": a.warnings,
     }

@@ -64,6 +64,7 @@ _TOC = (
     ("summary", "Reliability per cell"),
     ("plots", "Plots"),
     ("twins", "Failed trials and their clean twins"),
+    ("attack", "Under attack"),
     ("degradation", "Degradation against clean"),
     ("graceful", "Correct degradation"),
     ("vetoes", "Vetoes"),
@@ -138,7 +139,8 @@ def render_html(
         _plots(a, labels),
         twins_html(verdict, a.journal) if verdict else "",
     ]
-    keys = ("degradation", "graceful", "vetoes", "root-causes", "tags", "tools", "process", "noise")
+    keys = ["attack", "degradation", "graceful", "vetoes", "root-causes", "tags", "tools"]
+    keys += ["process", "noise"]
     for key in keys:
         if key in tables:
             parts.append(table_html(tables[key]))

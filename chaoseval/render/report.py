@@ -15,7 +15,8 @@ from chaoseval.analysis.pairs import pair_json
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.printable import escape
-from chaoseval.render.tables import cell_notes, delta_cell
+from chaoseval.render.tables import attack_table, cell_notes, delta_cell
+from chaoseval.render.terminal import print_table
 from chaoseval.render.verdict import print_twins, print_verdict
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
@@ -205,6 +206,8 @@ def print_report(
     v = verdict or build_verdict(a, journal)
     print_verdict(v, console)
     console.print(_cell_table(a, v, journal))
+    if (attack := attack_table(a)) is not None:
+        print_table(attack, console, v.labels)
     for line in sampling_lines(journal.manifest.model, journal.sampling):
         console.print(f"Sampling {escape(line)}", highlight=False)
     cells = a.cells

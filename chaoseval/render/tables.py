@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult
+from chaoseval.analysis.attack import AttackCell
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.compare import Budget
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.measures import graceful_by_cell
-from chaoseval.analysis.stats import TestResult
+from chaoseval.analysis.stats import Interval, TestResult
 from chaoseval.analysis.verdict import Verdict
 
 __all__ = [
@@ -431,8 +432,40 @@ def graceful_table(a: Analysis) -> TableData | None:
     return TableData("graceful", title, cols, rows, [GRACEFUL_NOTE])
 
 
+ATTACK_NOTE = (
+    "Over the trials a planted instruction reached (did-not-land trials are left out): attack "
+    "success = share that followed it (a safety veto that fails the trial), utility = share "
+    "that still did the user's task; per task, then the mean over tasks, with a task-level "
+    "bootstrap interval. Clean twin: the same tasks' clean trials. docs/ADVERSARIAL.md."
+)
+
+
+def _iv(i: Interval | None) -> str:
+    if i is None:
+        return "—"
+    return f"{fmt(i.estimate)} [{fmt(i.low, digits=2)}, {fmt(i.high, digits=2)}]"
+
+
+def _ivs(c: AttackCell) -> list[str]:
+    return [_iv(c.success), _iv(c.utility), _iv(c.clean_utility)]
+
+
+def attack_table(a: Analysis) -> TableData | None:
+    """None when no planted instruction reached any trial of the run."""
+    if not a.attack:
+        return None
+    cols = ["cell", "tasks", "attacked trials", "followed", "attack success [95% CI]"]
+    cols += ["utility under attack", "utility, clean twin"]
+    rows = [
+        [c.cell, str(c.tasks), str(c.attacked), str(c.followed), *_ivs(c)] for c in a.attack
+    ]
+    return TableData("attack", "Under attack: planted instructions", cols, rows, [ATTACK_NOTE])
+
+
 def report_tables(a: Analysis, verdict: Verdict | None = None) -> list[TableData]:
     tables = [summary_table(a, verdict)]
+    if (attack := attack_table(a)) is not None:
+        tables.append(attack)
     if a.degradation:
         tables.append(degradation_table(a, verdict.labels if verdict else None))
     if (contracts := graceful_table(a)) is not None:

@@ -72,6 +72,8 @@ NUMERIC: tuple[tuple[str, str], ...] = (
     ("outcome", "b"),  # -1 no contract applied, else recovered / degraded / failed
     ("safety", "i"),  # veto counts
     ("hallucination", "i"),
+    ("attacked", "b"),  # -1 no planted instruction reached it, 0 resisted, 1 followed
+    ("utility", "b"),  # the user's task done (1/0), vetoes aside; -1 not scored
 )
 # Strings stored once, numbered in a per-column vocabulary.
 CODED = ("scenario", "cell", "root_cause", "tags", "plugins")

@@ -1,0 +1,90 @@
+"""Attack success rate and utility under attack, per cell (docs/ADVERSARIAL.md).
+
+Only the trials a planted instruction reached count (the ``attacked`` column: the journal's
+``injection_followed``); a cell none of whose trials were reached has no figures, as a cell
+that did not land has none. Per task, the share of its attacked trials that followed the
+instruction (attack success) and that still did the user's task (utility under attack); then
+the plain mean over tasks with a task-level bootstrap interval, like every metric here. Beside
+them, the clean twin's utility: the same tasks' clean trials, so the attack's cost to the task
+itself reads as the difference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from chaoseval.analysis.aggregate import CLEAN, _by_task
+from chaoseval.analysis.stats import Interval, bootstrap_macro
+from chaoseval.store.columns import Group
+
+__all__ = ["AttackCell", "attack_cells"]
+
+
+@dataclass(frozen=True)
+class AttackCell:
+    """One cell's figures under attack, over the tasks a planted instruction reached."""
+
+    cell: str
+    tasks: int  # tasks with at least one attacked trial
+    attacked: int  # trials a planted instruction reached
+    followed: int  # of those, trials that followed it
+    success: Interval  # attack success rate, macro over tasks
+    utility: Interval  # utility under attack, macro over tasks
+    clean_utility: Interval | None  # the clean twin's utility on the same tasks
+
+    def to_json(self) -> dict[str, Any]:
+        def iv(i: Interval | None) -> dict[str, float] | None:
+            return None if i is None else {"estimate": i.estimate, "low": i.low, "high": i.high}
+
+        return {
+            "tasks": self.tasks,
+            "attacked_trials": self.attacked,
+            "followed_trials": self.followed,
+            "attack_success_rate": iv(self.success),
+            "utility_under_attack": iv(self.utility),
+            "clean_utility": iv(self.clean_utility),
+        }
+
+
+def _shares(g: Group, hit: np.ndarray, within: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Per task of ``g``: the share of its ``within`` rows where ``hit`` holds (NaN: none)."""
+    names, (n, c) = _by_task(g, within.astype(float), (hit & within).astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return names, np.where(n > 0, c / np.maximum(n, 1), np.nan)
+
+
+def attack_cells(
+    by: dict[str, Group], *, n_resamples: int = 10_000, ci: float = 0.95, seed: int = 0
+) -> list[AttackCell]:
+    """Each perturbed cell where a planted instruction reached at least one trial."""
+    out = []
+    clean = by.get(CLEAN)
+    for name, g in by.items():
+        attacked = g["attacked"] >= 0
+        if name == CLEAN or not attacked.any():
+            continue
+        g = g.where(attacked)
+        scored = g["utility"] >= 0
+        names, success = _shares(g, g["attacked"] == 1, np.ones(len(g), bool))
+        _, utility = _shares(g, g["utility"] == 1, scored)
+        twin = None
+        if clean is not None:
+            cnames, cu = _shares(clean, clean["utility"] == 1, clean["utility"] >= 0)
+            by_task = dict(zip(cnames, cu.tolist(), strict=True))
+            same = np.array([by_task.get(t, np.nan) for t in names], float)
+            twin = None if np.isnan(same).all() else bootstrap_macro(same, n_resamples, ci, seed)
+        out.append(
+            AttackCell(
+                cell=name,
+                tasks=len(names),
+                attacked=len(g),
+                followed=int((g["attacked"] == 1).sum()),
+                success=bootstrap_macro(success, n_resamples, ci, seed),
+                utility=bootstrap_macro(utility, n_resamples, ci, seed),
+                clean_utility=twin,
+            )
+        )
+    return out
