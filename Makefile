@@ -28,7 +28,7 @@ lint: $(STAMP)
 # Every perturbation in the catalogue, one cell each, beside clean, for both reference harnesses.
 # (tool_schema_drift acts on MCP `tools/list` only, which the in-process agents never call.)
 CATALOGUE := -p latency -p timeout -p malformed -p layout_shift -p modal -p sampling \
-             -p stale_memory -p clock_skew -p slow_render -p viewport -p drift
+             -p stale_memory -p clock_skew -p slow_render -p viewport -p drift -p injection
 
 # Model-channel faults on the wire, for the OpenAI-SDK agents against the offline chaoseval-sim
 # (small retry-after and latency values: the SDK waits in wall-clock time).

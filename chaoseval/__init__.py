@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     )
     from chaoseval.model.clock import Clock, VirtualClock
     from chaoseval.model.drift import DriftPoint
+    from chaoseval.model.injection import Goal, Payload
     from chaoseval.model.records import (
         CLEAN,
         AgentOutput,
@@ -123,6 +124,7 @@ _LOCATIONS: dict[str, str] = {
         "chaoseval.model.scenario",
     ),
     "DriftPoint": "chaoseval.model.drift",
+    **dict.fromkeys(("Goal", "Payload"), "chaoseval.model.injection"),
     **dict.fromkeys(("Fault", "Step", "Trajectory"), "chaoseval.model.trajectory"),
     "World": "chaoseval.model.world",
     **dict.fromkeys(
@@ -166,12 +168,14 @@ __all__ = [
     "FactSpec",
     "FailureContext",
     "Fault",
+    "Goal",
     "HarnessError",
     "Journal",
     "JournalError",
     "MemoryItem",
     "ModelSettings",
     "ObservationCall",
+    "Payload",
     "Perturbation",
     "PerturbationContext",
     "PerturbationSpec",

@@ -20,6 +20,7 @@ PUBLIC = {
     "Budgets", "Check", "CheckResult", "FactSpec", "MemoryItem", "Policy", "Scenario",
     "ToolSpec", "World", "tool", "Clock", "VirtualClock", "DegradationContract",
     "DriftPoint",
+    "Payload", "Goal",
     # writing a perturbation plugin
     "CallNext", "CommonParams", "ObservationCall", "Perturbation", "PerturbationContext",
     "ToolCall", "perturbation", "FailureContext", "RootCause",
