@@ -18,6 +18,7 @@ from chaoseval.analysis.primary import FLOOR, at_floor, gatekeep, parse_primary
 from chaoseval.analysis.verdict import build_verdict, verdict_json
 from chaoseval.cli.app import app
 from chaoseval.errors import ConfigError
+from chaoseval.model.records import SCHEMA_VERSION
 from chaoseval.store.journal import read_journal
 
 
@@ -174,6 +175,6 @@ def test_run_records_the_declared_primary(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [*args, "--primary", "pass^2", "--journal", str(journal)])
     assert res.exit_code == 0, res.output
     m = read_journal(journal).manifest
-    assert m.primary == "pass^2" and 2 in m.ks and m.schema_version == 5
+    assert m.primary == "pass^2" and 2 in m.ks and m.schema_version == SCHEMA_VERSION
     res = CliRunner().invoke(app, ["report", str(journal), "-f", "json"])
     assert json.loads(res.output)["verdict"]["primary"] == "pass^2"
