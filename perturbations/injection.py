@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from chaoseval.engine.ui import ui_state
 from chaoseval.model.injection import ENCODINGS, Encoding, Payload, encode, pool
 from chaoseval.model.records import RootCause
 from chaoseval.model.scenario import MemoryItem
@@ -208,6 +209,9 @@ class PageInjection(InjectionBase):
         )
         at = page.rfind("</body>")
         self.record(ctx, payload, placement, encoding)
+        # The page server writes the same markup into the page it serves (a ``plant`` DOM
+        # operation), so a browser or a plain HTTP reader over the wire gets it too.
+        ui_state(ctx.world).ops.append({"op": "plant", "html": element, "fault": ctx.fired[-1]})
         return page + element if at < 0 else page[:at] + element + page[at:]
 
 

@@ -142,16 +142,9 @@ class ToolSchemaDrift(Perturbation[DriftParams]):
         return STALE_TOOL_SCHEMA if refused else None
 
     def _fires(self, ctx: PerturbationContext, turn: int) -> bool:
-        p = self.params
         index = self._listings
         self._listings += 1
-        if p.first_n is not None and index >= p.first_n:
-            return False
-        if p.after_n is not None and index < p.after_n:
-            return False
-        if p.on_turn is not None and turn != p.on_turn:
-            return False
-        return ctx.rng.random() < p.probability
+        return self.params.triggered(index, turn) and ctx.rng.random() < self.params.probability
 
     def _draw(self, tools: list[dict[str, Any]], ctx: PerturbationContext) -> DriftPlan:
         plan = DriftPlan()

@@ -22,6 +22,9 @@ viewport   ``device`` (chaoseval.model.device.Viewport's fields), ``menus``: the
            layout, each action bar collapsed behind a menu button (``toggle_id``,
            ``menu_id``, ``label``, ``anchor``: the page's own id of a control directly in
            the bar, ``ids``: every control it hides, ``open``); applied before first paint
+plant      ``html``: markup planted at the end of the body (``injection_page``); the page
+           server writes it into the page it serves (readers without a script get it too)
+           and the text side already carries it, so neither replays it
 =========  ==============================================================================
 """
 

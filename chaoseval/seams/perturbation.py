@@ -74,6 +74,15 @@ class CommonParams(BaseModel):
     def _one_glob(cls, v: Any) -> Any:
         return [g for g in v.split(";") if g] if isinstance(v, str) else v
 
+    def triggered(self, index: int, turn: int) -> bool:
+        """Whether the ``index``-th eligible event (a call, a listing) at agent turn ``turn``
+        passes the deterministic triggers (``probability`` is drawn after)."""
+        if self.first_n is not None and index >= self.first_n:
+            return False
+        if self.after_n is not None and index < self.after_n:
+            return False
+        return not (self.on_turn is not None and turn != self.on_turn)
+
 
 P = TypeVar("P", bound=CommonParams)
 
@@ -206,11 +215,7 @@ class Perturbation(Generic[P]):
             return False
         index = getattr(self, "_matched", 0)
         self._matched = index + 1
-        if p.first_n is not None and index >= p.first_n:
-            return False
-        if p.after_n is not None and index < p.after_n:
-            return False
-        return not (p.on_turn is not None and turn != p.on_turn)
+        return p.triggered(index, turn)
 
     async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
         turn = getattr(call, "turn", 0)

@@ -5,7 +5,9 @@
 - ``GET  /``          the scenario's page rendered from the trial's world, with the trial's
   layout operations (chaoseval.engine.domops) replayed on it by a script (channels.browser.script);
   loading it is the observation: the observation perturbations fire on it as on the text DOM,
-  but their faults are delivered only when the script reports the change rendered;
+  but their faults are delivered only when the script reports the change rendered; markup
+  planted in the page (``plant`` operations: an injection's hidden text, aria-label, alt text)
+  is in the HTML as served, delivered when the page's last byte is written;
 - ``GET  /reference`` the same page without perturbation and without behaviour: what an agent
   built against the app learned its selectors and positions from;
 - ``POST /click``     ``{"element_id"}``: the trial's ``click`` tool (policy, budgets, ledger and
@@ -111,14 +113,20 @@ class PageApp:
         }.get(route)
         response = await handler(request) if handler else PlainTextResponse("not here", 404)
         await response(scope, receive, send)
+        if isinstance(response, PageResponse):  # the page's bytes are out: its planted text read
+            obs.state.deliver(response.planted)
 
     async def page(self, request: Request) -> Response:
         obs = self.observation
         await obs.observe(deliver=False)  # the plugins fire and plan; the script delivers
         self.loads += 1
+        ops = browser_ops(ui_state(obs.world), obs.world.clock.monotonic())
+        # Planted markup (an injection) is part of the page as served, so a reader without a
+        # script (httpx, curl) gets it too; the script replays only the layout's changes.
+        planted = [op for op in ops if op["op"] == "plant"]
         config = {
             "base": self.base,
-            "ops": browser_ops(ui_state(obs.world), obs.world.clock.monotonic()),
+            "ops": [op for op in ops if op["op"] != "plant"],
             "settle_ms": SETTLE_MS,
         }
         data = json.dumps(config).replace("</", "<\\/")
@@ -127,7 +135,13 @@ class PageApp:
             f'<script id="chaoseval-config" type="application/json">{data}</script>'
             f"<script>{SCRIPT}</script>"
         )
-        return HTMLResponse(META + _before_body_end(obs.reference(), tail))
+        page = obs.reference()
+        for op in planted:
+            page = _before_body_end(page, str(op["html"]))
+        return PageResponse(
+            META + _before_body_end(page, tail),
+            planted=[op["fault"] for op in planted if isinstance(op.get("fault"), int)],
+        )
 
     async def device(self, request: Request) -> Response:
         device = trial_device(self.episode)
@@ -195,6 +209,14 @@ def trial_device(episode: Episode) -> Viewport:
             if isinstance(device, Viewport):
                 return device
     return ui_state(observation.world).base
+
+
+class PageResponse(HTMLResponse):
+    """The page, and the faults of the markup planted in it (delivered once it is written)."""
+
+    def __init__(self, content: str, planted: list[int]):
+        super().__init__(content)
+        self.planted = planted
 
 
 async def _json(request: Request) -> dict[str, Any]:

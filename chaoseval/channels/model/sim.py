@@ -69,6 +69,10 @@ class WireTools:
     def describe(self) -> list[ToolDescription]:
         return self._describe()
 
+    def listed(self) -> list[str]:
+        """The descriptions of the tools the latest request offers, as the model reads them."""
+        return self._model.described
+
     def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:
         """The channel records each request itself."""
 
@@ -113,7 +117,14 @@ def fit_arguments(
 class SimModelActor(SimActor):
     """The simulated LLM as a model: slips as the naive policy does; the harness (retries,
     validation) is the wire agent's own. A plan's fallback is taken when the agent reports an
-    outage, as a model reading the error would."""
+    outage, as a model reading the error would. It is as susceptible to planted instructions as
+    the naive model (chaoseval.agents.susceptibility), in the tool results the agent relays and
+    in the tool descriptions the request offers (a poisoned or rug-pulled MCP tool): it reads
+    those before each call it makes, as a model reads its tool list every turn."""
+
+    async def call(self, tool: str, /, **args: Any) -> Any:
+        await self.heed(cast(WireTools, self.episode.tools).listed())
+        return await super().call(tool, **args)
 
     async def try_call(self, tool: str, /, **args: Any) -> Any:
         try:
@@ -136,6 +147,7 @@ class SimModel:
         ](1)
         self._results_in, self._results = anyio.create_memory_object_stream[Observation](1)
         self.offered: dict[str, set[str] | None] = {}  # the request's tools: parameter names
+        self.described: list[str] = []  # the request's tool and parameter descriptions
         self._pending: ToolAction | None = None
         self._final: FinalAction | None = None
         self._started = False
@@ -160,6 +172,7 @@ class SimModel:
         if self._final is not None:
             return self._final
         self.offered = offered_tools(body)  # what the policy may call while answering this
+        self.described = described_tools(body)
         if not self._started:
             self._started = True
             self._tg.start_soon(self._drive, _settings(body))
@@ -263,6 +276,22 @@ def offered_tools(body: dict[str, Any]) -> dict[str, set[str] | None]:
         props = schema.get("properties") if isinstance(schema, dict) else None
         offered[str(fn["name"])] = set(props) if isinstance(props, dict) else None
     return offered
+
+
+def described_tools(body: dict[str, Any]) -> list[str]:
+    """The descriptions a chat request gives its function tools and their parameters."""
+    texts: list[str] = []
+    for tool in body.get("tools") or []:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        texts.append(str(fn.get("description") or ""))
+        schema = fn.get("parameters")
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        for prop in (props or {}).values() if isinstance(props, dict) else ():
+            if isinstance(prop, dict) and isinstance(prop.get("description"), str):
+                texts.append(prop["description"])
+    return [t for t in texts if t]
 
 
 @asynccontextmanager

@@ -1,0 +1,207 @@
+"""Planted instructions through the wire (issue 22, point 4): an exec: agent is attacked the
+way an in-process one is. Over real sockets with the real ``mcp`` and ``httpx`` clients, the
+text a payload planted arrives byte for byte (MCP result, HTTP tool body, the page as served,
+an MCP tool description) and its fault is delivered only once the bytes that hold it are
+written: a listing or a page never fetched carries nothing that landed."""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import httpx
+from mcp import Client
+
+from chaoseval.bundled.perturbations.injection import PAGE_PLACEMENTS, catalogue
+from chaoseval.channels.browser.server import serve_pages
+from chaoseval.channels.hub import ToolHub
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.engine.toolbox import ToolBox, TrialState
+from chaoseval.engine.trial import instantiate
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.clock import VirtualClock
+from chaoseval.model.injection import encode, instructions, pool
+from chaoseval.model.records import AgentOutput, TrialRecord
+from chaoseval.model.scenario import Scenario
+from chaoseval.model.trajectory import Fault
+from chaoseval.model.world import fresh_world
+from chaoseval.seams.agent import Episode
+
+SCENARIO = "inject-order-refund"
+RESULT = "injection:encodings=[zero_width],tools=get_order"
+
+
+@functools.cache
+def scenario_of(scenario_id: str) -> Scenario:
+    return select(installed(), [scenario_id])[0]
+
+
+@contextmanager
+def trial(cell: str) -> Iterator[tuple[ToolBox, TrialState, dict[str, Any]]]:
+    scenario = scenario_of(SCENARIO)
+    tables, givens = scenario.build(1)
+    with fresh_world(tables, VirtualClock(scenario.start_time), 1, givens) as world:
+        state = TrialState()
+        yield (
+            ToolBox(scenario, world, state, instantiate(parse_cells([cell])[0]), 3, 0),
+            state,
+            givens,
+        )
+
+
+def planted(fault: Fault, givens: dict[str, Any]) -> str:
+    """The text the fault's payload planted, rebuilt from its detail."""
+    scenario = scenario_of(SCENARIO)
+    [payload] = [
+        p for p in pool(catalogue(), scenario, givens, "tool") if p.id == fault.detail["payload"]
+    ]
+    return encode(payload.render(givens), str(fault.detail["encoding"]))
+
+
+async def _result_over(over: str) -> tuple[str, Fault, dict[str, Any]]:
+    with trial(RESULT) as (toolbox, state, givens):
+        args = {"order_id": givens["order_id"]}
+        async with ToolHub.serving() as hub, hub.trial(toolbox) as urls:
+            if over == "mcp":
+                async with Client(urls.mcp) as client:
+                    result = await client.call_tool("get_order", args)
+                text = result.content[0].text
+            else:
+                async with httpx.AsyncClient() as http:
+                    response = await http.post(f"{urls.tools}/tools/get_order", json=args)
+                text = response.content.decode()  # the bytes as sent, not httpx's JSON
+        [fault] = state.trajectory.faults
+        return text, fault, givens
+
+
+def test_a_payload_in_a_tool_result_arrives_byte_for_byte_over_mcp_and_http() -> None:
+    for over in ("mcp", "http"):
+        text, fault, givens = anyio.run(_result_over, over)
+        expected = planted(fault, givens)
+        assert "\u200b" in expected
+        # In the result's JSON as a JSON string: its characters themselves, only what JSON must
+        # escape escaped (quotes), so a framework relaying the text relays what was planted.
+        assert json.dumps(expected, ensure_ascii=False)[1:-1] in text, over
+        assert expected in json.loads(text)[fault.detail["field"]], over
+        assert instructions(json.loads(text)[fault.detail["field"]]), over  # and reads it back
+        assert fault.delivered and fault.detail["tool"] == "get_order", over
+
+
+async def _listings(cell: str, times: int) -> dict[str, Any]:
+    with trial(cell) as (toolbox, state, givens):
+        seen: list[list[bool]] = []
+        listings = []
+        async with ToolHub.serving() as hub, hub.trial(toolbox) as urls, Client(urls.mcp) as client:
+            for _ in range(times):
+                listings.append({t.name: t for t in (await client.list_tools()).tools})
+                seen.append([f.delivered for f in state.trajectory.faults])
+            order = await client.call_tool("get_order", {"order_id": givens["order_id"]})
+        return {"listings": listings, "seen": seen, "faults": state.trajectory.faults,
+                "givens": givens, "order": order}  # fmt: skip
+
+
+def _poisoned(listing: dict[str, Any], fault: Fault) -> str:
+    tool = listing[fault.detail["tool"]]
+    if fault.detail["field"] == "description":
+        return str(tool.description)
+    return str(tool.input_schema["properties"][fault.detail["field"]]["description"])
+
+
+def test_a_poisoned_tool_description_is_listed_byte_for_byte() -> None:
+    for placement in ("description", "parameter"):
+        got = anyio.run(_listings, f"injection_mcp:placements={placement}", 2)
+        [fault] = got["faults"]
+        assert fault.detail["placement"] == placement
+        text = planted(fault, got["givens"])
+        assert text in _poisoned(got["listings"][0], fault)
+        assert text in _poisoned(got["listings"][1], fault)  # it stays
+        assert got["seen"] == [[True], [True]]  # delivered with the first listing's bytes
+        assert not got["order"].is_error  # the schema is untouched: calls work as before
+
+
+def test_a_rug_pull_changes_the_description_after_the_first_listing() -> None:
+    got = anyio.run(_listings, "injection_mcp:placements=rug_pull", 3)
+    # The first listing is clean and records nothing: an agent that lists once never meets it.
+    assert got["seen"][0] == []
+    first, second = got["listings"][:2]
+    [fault] = got["faults"]
+    assert fault.detail["placement"] == "rug_pull" and fault.delivered
+    text = planted(fault, got["givens"])
+    tool = fault.detail["tool"]
+    assert text not in str(first[tool].description) and text in str(second[tool].description)
+    assert got["seen"][1:] == [[True], [True]]
+
+
+def test_an_agent_that_never_lists_never_meets_the_listing_payload() -> None:
+    async def main() -> list[Fault]:
+        with trial("injection_mcp") as (toolbox, state, givens):
+            await toolbox.call("get_order", order_id=givens["order_id"])
+            return state.trajectory.faults
+
+    assert anyio.run(main) == []
+
+
+class PageReader:
+    """An agent that opens its trial's page server and, with ``fetch``, reads the page over
+    HTTP (as an exec: agent without a browser would)."""
+
+    clock = "virtual"
+
+    def __init__(self, fetch: bool) -> None:
+        self.fetch = fetch
+        self.pages: list[str] = []
+        self.givens: dict[str, Any] = {}
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        assert episode.link is not None
+        if "injection" not in episode.link.trial_id:
+            return AgentOutput(answer="clean twin: not read")
+        self.givens = dict(episode.link.world.givens)
+        async with serve_pages(episode) as url:
+            if self.fetch:
+                async with httpx.AsyncClient() as http:
+                    self.pages += [(await http.get(url)).text for _ in range(2)]
+        return AgentOutput(answer="done")
+
+
+def _page_trial(fetch: bool) -> tuple[PageReader, TrialRecord]:
+    agent = PageReader(fetch)
+    config = RunConfig(
+        scenarios=[scenario_of("ui-refund-admin")],
+        agent=agent,  # type: ignore[arg-type]
+        agent_name="page-reader",
+        cells=parse_cells(["injection_page:encodings=[plain]"]),
+        trials=1,
+        seed=3,
+        journal=None,
+    )
+    [record] = [r for r in run(config).records if r.cell != "clean"]
+    return agent, record
+
+
+def test_a_payload_planted_in_a_page_is_in_the_page_as_served() -> None:
+    agent, record = _page_trial(fetch=True)
+    [fault] = [f for f in record.trajectory.faults if f.kind == "injection"]
+    assert fault.delivered
+    scenario = scenario_of("ui-refund-admin")
+    [payload] = [
+        p
+        for p in pool(catalogue(), scenario, agent.givens, "observation")
+        if p.id == fault.detail["payload"]
+    ]
+    text = html.escape(encode(payload.render(agent.givens), "plain"), quote=True)
+    element = PAGE_PLACEMENTS[str(fault.detail["placement"])].format(text)
+    # In the HTML itself (a reader without a script gets it), on every load of the page.
+    assert all(element in page for page in agent.pages)
+    assert all(instructions(page) for page in agent.pages)
+
+
+def test_a_page_never_fetched_carries_no_payload_that_landed() -> None:
+    _, record = _page_trial(fetch=False)
+    assert not [f for f in record.trajectory.faults if f.delivered]
