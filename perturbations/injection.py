@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from chaoseval.engine.ui import ui_state
+from chaoseval.errors import ConfigError
 from chaoseval.model.injection import ENCODINGS, Encoding, Payload, encode, pool
 from chaoseval.model.records import RootCause
 from chaoseval.model.scenario import MemoryItem
@@ -73,8 +74,11 @@ class InjectionParams(CommonParams):
     encodings: list[Encoding] = Field(
         default_factory=lambda: list(ENCODINGS), description="encodings to choose from"
     )
+    placements: list[str] | None = Field(
+        default=None, description="placements to choose from (default: all the plugin's)"
+    )
 
-    @field_validator("payloads", "encodings", mode="before")
+    @field_validator("payloads", "encodings", "placements", mode="before")
     @classmethod
     def _one_or_more(cls, v: Any) -> Any:
         return [g for g in v.split(";") if g] if isinstance(v, str) else v
@@ -89,6 +93,29 @@ class InjectionBase(Perturbation[InjectionParams]):
     root_causes = (INJECTION_FOLLOWED,)
     adversarial = True
     placements: tuple[str, ...] = ()
+
+    def __init__(self, params: InjectionParams | None = None, *, label: str | None = None):
+        super().__init__(params, label=label)
+        chosen = self.params.placements
+        if chosen is not None:
+            unknown = sorted(set(chosen) - set(type(self).placements))
+            if unknown or not chosen:
+                raise ConfigError(
+                    f"{self.name}: unknown placement {', '.join(unknown) or '(none given)'}; "
+                    f"placements: {', '.join(type(self).placements)}"
+                )
+            self.placements = tuple(p for p in type(self).placements if p in chosen)
+
+    @classmethod
+    def search_space(cls, scenario: Any) -> dict[str, list[Any]]:
+        """For ``chaoseval search``: any payload first, then each one a trial of ``scenario``
+        can get pinned alone; the same for placements (encodings vary by their type)."""
+        givens = scenario.build(0)[1]
+        ids = [p.id for p in pool(catalogue(), scenario, givens, cls.channel)]
+        return {
+            "payloads": [["*"], *([i] for i in ids)],
+            "placements": [None, *([p] for p in cls.placements)],
+        }
 
     def choose(self, ctx: PerturbationContext) -> tuple[Payload, str, str] | None:
         """The trial's payload, placement and encoding, or None when none applies."""

@@ -25,34 +25,13 @@ from __future__ import annotations
 import copy
 import fnmatch
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
-from pydantic import Field, field_validator
-
-from chaoseval.bundled.perturbations.injection import InjectionBase, InjectionParams
+from chaoseval.bundled.perturbations.injection import InjectionBase
 from chaoseval.model.injection import Payload
 from chaoseval.seams.perturbation import CallNext, PerturbationContext, perturbation
 
-Placement = Literal["description", "parameter", "rug_pull"]
-PLACEMENTS: tuple[str, ...] = get_args(Placement)
-
-
-class McpParams(InjectionParams):
-    placements: list[Placement] = Field(
-        default_factory=lambda: list(PLACEMENTS),
-        description="where the payload goes, one drawn per trial: description (a tool's), "
-        "parameter (a parameter's description), rug_pull (a tool's description, from the "
-        "listing after the one that fires)",
-    )
-
-    @field_validator("placements", mode="before")
-    @classmethod
-    def _one_or_more(cls, v: Any) -> Any:
-        return [p for p in v.split(";") if p] if isinstance(v, str) else v
-
-    def model_post_init(self, _: Any) -> None:
-        if not self.placements:
-            raise ValueError("placements must name at least one placement")
+PLACEMENTS = ("description", "parameter", "rug_pull")
 
 
 @dataclass
@@ -78,12 +57,10 @@ class McpInjection(InjectionBase):
         "a poisoned MCP tool: instructions in a tool's or parameter's description, or added "
         "to a description after the first listing (a rug pull)"
     )
-    Params = McpParams
     placements = PLACEMENTS
 
     def __init__(self, params: Any = None, *, label: str | None = None):
         super().__init__(params, label=label)
-        self.placements = tuple(sorted(set(self.params.placements)))  # type: ignore[attr-defined]
         self.poison: Poison | None = None
         self._listings = 0
 

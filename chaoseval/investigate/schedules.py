@@ -77,8 +77,14 @@ def _zero(ann: Any) -> Any:
     return {int: 1, float: 1.0, bool: False}.get(ann)
 
 
-def plugin_parameters(cls: type[Perturbation[Any]]) -> dict[str, list[Any]]:
-    """The fault's own parameters (not the common trigger ones) and the values to try."""
+def plugin_parameters(
+    cls: type[Perturbation[Any]], scenario: Scenario | None = None
+) -> dict[str, list[Any]]:
+    """The fault's own parameters (not the common trigger ones) and the values to try.
+
+    A plugin whose useful values depend on the scenario (the payloads whose goal a tool of it
+    can reach) offers them with a ``search_space(scenario)`` classmethod: parameter -> values
+    in shrink order (the unpinned default first), replacing what the ``Params`` types give."""
     out: dict[str, list[Any]] = {}
     for name, info in cls.Params.model_fields.items():
         if name in COMMON_FIELDS:
@@ -87,6 +93,13 @@ def plugin_parameters(cls: type[Perturbation[Any]]) -> dict[str, list[Any]]:
         values = _candidates(info, default)
         if values and len(values) > 1:
             out[name] = values
+    space = getattr(cls, "search_space", None)
+    if scenario is not None and callable(space):
+        for name, values in space(scenario).items():
+            if len(values) > 1:
+                out[name] = list(values)
+            else:
+                out.pop(name, None)
     return out
 
 
@@ -122,10 +135,14 @@ def searchable_plugins(
 
 
 def fault_strategy(
-    plugins: dict[str, type[Perturbation[Any]]], tools: Sequence[str], max_call: int
+    plugins: dict[str, type[Perturbation[Any]]],
+    tools: Sequence[str],
+    max_call: int,
+    scenario: Scenario | None = None,
 ) -> st.SearchStrategy[PerturbationSpec]:
     """One fault: which plugin, which tool, which call, how often, with which parameters."""
     tool_choices = list(tools)
+    parameters = {name: plugin_parameters(cls, scenario) for name, cls in plugins.items()}
 
     @st.composite
     def one(draw: st.DrawFn) -> PerturbationSpec:
@@ -145,7 +162,7 @@ def fault_strategy(
             params["probability"] = draw(st.sampled_from(PROBABILITIES))
         else:
             params["probability"] = 1.0
-        for key, values in plugin_parameters(cls).items():
+        for key, values in parameters[name].items():
             value = draw(st.sampled_from(values))
             if value != values[0]:
                 params[key] = value
@@ -163,8 +180,10 @@ def schedule_strategy(
     tools: Sequence[str],
     max_call: int,
     max_faults: int = 3,
+    scenario: Scenario | None = None,
 ) -> st.SearchStrategy[list[PerturbationSpec]]:
-    return st.lists(fault_strategy(plugins, tools, max_call), min_size=1, max_size=max_faults)
+    one = fault_strategy(plugins, tools, max_call, scenario)
+    return st.lists(one, min_size=1, max_size=max_faults)
 
 
 def target_tools(scenario: Scenario, globs: Sequence[str] | None) -> list[str]:

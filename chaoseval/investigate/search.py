@@ -322,7 +322,7 @@ def search(
     clean_fail = sum(r.status == "failed" for r in clean.scored) / max(1, len(clean.scored))
     cell, confirmation, confirm_seed, rejected = _find_and_confirm(
         s,
-        schedule_strategy(found, targets, max_call, max_faults),
+        schedule_strategy(found, targets, max_call, max_faults, scenario),
         budget=budget,
         rounds=rounds,
         confirm=confirm,
