@@ -168,3 +168,16 @@ def test_no_module_over_500_lines() -> None:
 
 def test_no_function_over_80_lines() -> None:
     assert long_functions() == []
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports test modules by basename (the tests tree has no packages under it for
+    them), so two test_x.py in different folders stop the whole run at collection: a clash
+    between tests/bundled and tests/frameworks once failed CI before any test ran."""
+    seen: dict[str, Path] = {}
+    clashes = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if path.name in seen:
+            clashes.append(f"{seen[path.name].relative_to(ROOT)} and {path.relative_to(ROOT)}")
+        seen.setdefault(path.name, path)
+    assert not clashes, clashes
