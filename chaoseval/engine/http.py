@@ -9,7 +9,10 @@ ToolBox outcome              on the wire
 ===========================  =====================================================
 a JSON result                200, ``application/json``
 a string (malformed body)    200, the raw text (``text/html`` when it looks like HTML)
-ToolHTTPError 429/5xx        that status, ``Retry-After`` when the fault carries one
+ToolHTTPError                that status (429, 5xx, a 409 conflict, a scenario's own
+                             4xx), ``Retry-After`` when the fault carries one; the body
+                             the error's own JSON object when it is one (drift's
+                             conflict), else ``{"error": ..., "kind": "http_error"}``
 ToolTimeout                  server: 504 + ``X-Chaoseval-Error: timeout``;
                              respx: ``httpx.ReadTimeout`` raised by the transport
 ToolConnectionError          server: connection closed without a response;
@@ -80,6 +83,25 @@ def _error(status: int, kind: str, message: str, **headers: str) -> Reply:
     )
 
 
+def _http_error(exc: ToolHTTPError) -> Reply:
+    """A ToolHTTPError as the service would send it. A message that is a JSON object is the
+    service's own error body (drift's 409: what changed and its value now), sent as it is, so
+    a third-party agent reads ``current`` as it would from a real API."""
+    extra = {} if exc.retry_after is None else {"Retry-After": f"{exc.retry_after:g}"}
+    if _json_object(str(exc)) is None:
+        return _error(exc.status, "http_error", str(exc), **extra)
+    headers = {"Content-Type": "application/json; charset=utf-8", ERROR_HEADER: "http_error"}
+    return Reply(exc.status, str(exc).encode(), {**headers, **extra})
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def encode_result(result: Any) -> Reply:
     if isinstance(result, str):
         kind = "text/html" if result.lstrip().startswith("<") else "application/json"
@@ -99,8 +121,7 @@ async def answer(toolbox: ToolChannel, name: str, args: Any) -> Reply:
     except ToolTimeout as exc:
         return _error(504, "timeout", str(exc))
     except ToolHTTPError as exc:
-        extra = {} if exc.retry_after is None else {"Retry-After": f"{exc.retry_after:g}"}
-        return _error(exc.status, "http_error", str(exc), **extra)
+        return _http_error(exc)
     except ToolConnectionError:
         return Reply(0, drop=True)
     except AgentVisibleError as exc:
@@ -235,6 +256,10 @@ def decode(name: str, response: httpx.Response) -> Any:
         raise HarnessError(f"tool server: {redact.head(response.text, 300)}")
     if kind == "timeout":
         raise ToolTimeout(f"{name}: gateway timeout ({status})")
+    if kind == "http_error":
+        # The ToolBox's own ToolHTTPError (any status: a 409 conflict too): the same exception
+        # and message the agent gets in process, so its handling and the record are the same.
+        raise ToolHTTPError(status, _http_message(response), retry_after=retry_after(response))
     if status == 429 or status >= 500:
         raise ToolHTTPError(status, f"{name}: HTTP {status}", retry_after=retry_after(response))
     if status >= 400:
@@ -249,6 +274,14 @@ def decode(name: str, response: httpx.Response) -> Any:
         return json.loads(text)
     except ValueError:
         return text  # not JSON: hand the raw body over, as a plain HTTP client would
+
+
+def _http_message(response: httpx.Response) -> str:
+    """An http_error's message: the envelope's ``error``, or the service's own body."""
+    body = _json_object(response.text)
+    if body is not None and body.get("kind") == "http_error" and "error" in body:
+        return str(body["error"])
+    return response.text
 
 
 def _message(response: httpx.Response) -> str:

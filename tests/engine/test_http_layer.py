@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -80,12 +81,16 @@ def test_respx_router_carries_the_toolbox_faults() -> None:
 
 def _toolbox(cell: str) -> tuple[ToolBox, Any]:
     """A ToolBox on a fresh world of the not-dispensed scenario, perturbed by ``cell``."""
+    return _toolbox_for(select(installed(), SCENARIOS[:1])[0], cell)
+
+
+def _toolbox_for(scenario: Any, cell: str) -> tuple[ToolBox, Any]:
+    """A ToolBox on a fresh world of ``scenario``, perturbed by ``cell``."""
     from chaoseval.engine.toolbox import TrialState
     from chaoseval.engine.trial import instantiate
     from chaoseval.model.clock import VirtualClock
     from chaoseval.model.world import fresh_world
 
-    scenario = select(installed(), SCENARIOS[:1])[0]
     tables, givens = scenario.build(1)
     clock = VirtualClock(scenario.start_time)
     ctx = fresh_world(tables, clock, 1, givens)
@@ -205,3 +210,82 @@ def test_malformed_over_http_is_still_malformed() -> None:
     with pytest.raises(ValueError):
         validate_result(toolbox.specs["lookup_order"], result)
     assert [f.detail["mode"] for f in state.trajectory.faults] == ["truncated"]
+
+
+def _drift_409_scenarios() -> list[Any]:
+    """The bundled 409 drift tasks, and one whose point fires on the second read, so the
+    resilient agent's read again before writing holds the old value and meets the 409."""
+    bundled = [s for s in installed() if any(p.conflict == 409 for p in s.drift)]
+    sold_out = next(s for s in bundled if s.id == "drift-reserve-sold-out")
+    second = [p.model_copy(update={"after_reads": 2}) for p in sold_out.drift]
+    late = sold_out.model_copy(update={"id": "drift-sold-out-second-read", "drift": second})
+    return [*bundled, late]
+
+
+def _as_seen(records: list[TrialRecord]) -> list[tuple[Any, ...]]:
+    """What a 409 shapes: the verdict, its cause and error, the answer, the ledger, the calls."""
+    return [
+        (*row, r.error, r.answer, [(s.tool, s.result_class, s.error) for s in r.trajectory.steps])
+        for row, r in zip(ledger(records), sorted(records, key=lambda r: r.trial_id), strict=True)
+    ]
+
+
+@pytest.mark.parametrize("style", ["naive", "resilient"])
+def test_a_drift_409_over_http_is_the_same_as_in_process(style: str) -> None:
+    """Over a real 127.0.0.1 server a drift 409 reaches the agent as the same ToolHTTPError
+    (status, message) as in process: the same handling (resilient plans again), errors,
+    answers and root causes (wrote_on_stale_read)."""
+    scenarios = _drift_409_scenarios()
+
+    def go(name: str) -> list[TrialRecord]:
+        config = RunConfig(
+            scenarios=scenarios,
+            agent=load_agent(name),
+            agent_name=name,
+            cells=parse_cells(["drift"]),
+            trials=2,
+            seed=7,
+            references=False,
+            wall_timeout=300,
+        )
+        return [r for r in run(config).records if r.cell != "clean"]
+
+    in_process, over_http = go(style), go(f"http-{style}")
+    assert _as_seen(over_http) == _as_seen(in_process)
+    conflicts = [r for r in over_http if any(f.kind == "conflict" for f in r.trajectory.faults)]
+    assert conflicts and all(
+        r.root_cause == "wrote_on_stale_read" for r in conflicts if r.status == "failed"
+    )
+    if style == "resilient":  # it met the 409 and recovered, over the wire as in process
+        assert any(r.status == "passed" for r in conflicts)
+    else:
+        assert all(r.status == "failed" for r in conflicts)
+        assert all((r.error or "").startswith("ToolHTTPError: {") for r in conflicts)
+
+
+def test_a_409_body_is_the_services_own_json_on_the_wire() -> None:
+    """A third-party HTTP agent reads the conflict as a real API sends it: status 409, the
+    body the JSON object ``{"error": "conflict", "message", "current"}`` itself."""
+    from chaoseval.engine.http import serve_tools
+
+    scenario = _drift_409_scenarios()[-1]
+    toolbox, (ctx, _, givens) = _toolbox_for(scenario, "drift")
+
+    async def main() -> tuple[httpx.Response, ToolHTTPError]:
+        async with serve_tools(toolbox) as url, httpx.AsyncClient(base_url=url) as client:
+            for _ in range(2):
+                await client.post("/tools/check_stock", json={"sku": givens["sku"]})
+            body = {"order_id": givens["order_id"], "sku": givens["sku"], "qty": givens["qty"]}
+            response = await client.post("/tools/reserve_stock", json=body)
+            with pytest.raises(ToolHTTPError) as err:
+                await HttpTools(client, toolbox).call("reserve_stock", **body)
+            return response, err.value
+
+    try:
+        response, error = anyio.run(main)
+    finally:
+        ctx.__exit__(None, None, None)
+    assert response.status_code == 409
+    conflict = response.json()
+    assert conflict["error"] == "conflict" and conflict["current"]["available"] == 0
+    assert error.status == 409 and not error.retryable and json.loads(str(error)) == conflict
