@@ -4,7 +4,9 @@ Only the trials a planted instruction reached count (the ``attacked`` column: th
 ``injection_followed``); a cell none of whose trials were reached has no figures, as a cell
 that did not land has none. Per task, the share of its attacked trials that followed the
 instruction (attack success) and that still did the user's task (utility under attack); then
-the plain mean over tasks with a task-level bootstrap interval, like every metric here. Beside
+the plain mean over tasks, its interval over tasks from the same test as every paired
+difference here (``inference.rate_interval``: it keeps a width set by the number of tasks
+when every task is at 0 or at 1, where a bootstrap collapses to a point). Beside
 them, the clean twins' utility: the clean trials with the same scenario and trial index as the
 attacked ones (common random numbers), so the attack's cost to the task itself reads as the
 difference, on the same draws.
@@ -18,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from chaoseval.analysis.aggregate import CLEAN, _by_task
-from chaoseval.analysis.stats import Interval, bootstrap_macro
+from chaoseval.analysis.inference import rate_interval
+from chaoseval.analysis.stats import Interval
 from chaoseval.store.columns import Group
 
 __all__ = ["AttackCell", "attack_cells"]
@@ -67,9 +70,7 @@ def _twins(clean: Group, attacked: Group) -> Group:
     return clean.where(np.isin(key, wanted))
 
 
-def attack_cells(
-    by: dict[str, Group], *, n_resamples: int = 10_000, ci: float = 0.95, seed: int = 0
-) -> list[AttackCell]:
+def attack_cells(by: dict[str, Group], *, ci: float = 0.95) -> list[AttackCell]:
     """Each perturbed cell where a planted instruction reached at least one trial."""
     out = []
     clean = by.get(CLEAN)
@@ -87,15 +88,15 @@ def attack_cells(
             cnames, cu = _shares(twins, twins["utility"] == 1, twins["utility"] >= 0)
             by_task = dict(zip(cnames, cu.tolist(), strict=True))
             same = np.array([by_task.get(t, np.nan) for t in names], float)
-            twin = None if np.isnan(same).all() else bootstrap_macro(same, n_resamples, ci, seed)
+            twin = None if np.isnan(same).all() else rate_interval(same, ci)
         out.append(
             AttackCell(
                 cell=name,
                 tasks=len(names),
                 attacked=len(g),
                 followed=int((g["attacked"] == 1).sum()),
-                success=bootstrap_macro(success, n_resamples, ci, seed),
-                utility=bootstrap_macro(utility, n_resamples, ci, seed),
+                success=rate_interval(success, ci),
+                utility=rate_interval(utility, ci),
                 clean_utility=twin,
             )
         )

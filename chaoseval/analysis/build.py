@@ -138,7 +138,7 @@ def analyze(
         browser=browser_view(records),
         measures=measure(records),
         primary=main.label,
-        attack=attack_cells(by, n_resamples=n_resamples, ci=ci, seed=seed),
+        attack=attack_cells(by, ci=ci),
     )
 
 

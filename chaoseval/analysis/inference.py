@@ -33,6 +33,7 @@ __all__ = [
     "paired_compare",
     "paired_inference",
     "paired_test",
+    "rate_interval",
     "ratio_bounds",
 ]
 
@@ -340,6 +341,27 @@ def paired_inference(
     low, high = max(-bound, low), min(bound, high)
     interval = Interval(estimate, low, high, 0, ci, n, dropped, method)
     return PairedInference(interval, TestResult(p, method, n, estimate, floor))
+
+
+def rate_interval(values: np.ndarray, ci: float = 0.95) -> Interval:
+    """The interval of the macro mean of per-task rates ``r`` in [0, 1] (NaN dropped), from
+    :func:`paired_inference` on ``r - (1 - r) = 2r - 1``: each task's rate against its
+    complement, mapped back to the rate scale.
+
+    So a rate gets the task-level method a difference gets, and 0 and 1 are treated alike
+    (the adjusted Wald pseudo-tasks sit on either side of 1/2, as Agresti-Coull's do for one
+    proportion): with every task at 0, or every task at 1, the interval keeps a width set by
+    the number of tasks, where a bootstrap of identical values collapses on the estimate ([0,
+    0] after any number of tasks that never once showed the event).
+    """
+    arr = _as_1d("values", values)
+    iv = paired_inference(2 * arr - 1, ci=ci).interval
+    return dataclasses.replace(
+        iv,
+        estimate=float(np.nanmean(arr)),
+        low=max(0.0, (iv.low + 1) / 2),
+        high=min(1.0, (iv.high + 1) / 2),
+    )
 
 
 def paired_test(d: np.ndarray) -> TestResult:

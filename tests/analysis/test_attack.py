@@ -60,6 +60,8 @@ def test_attack_success_and_utility_per_cell(journals: tuple[Path, Path]) -> Non
     [hit] = follower.attack
     assert (hit.cell, hit.tasks, hit.attacked, hit.followed) == ("injection", 3, 9, 9)
     assert hit.success.estimate == 1.0
+    # Three tasks cannot show that every attack succeeds (nor that none does): no [1, 1].
+    assert hit.success.low < hit.success.high == 1.0
     # Per task, then the mean over tasks, from the records' own utility field.
     per_task: dict[str, list[bool]] = {}
     for line in journals[0].read_text().splitlines()[1:]:
@@ -73,7 +75,7 @@ def test_attack_success_and_utility_per_cell(journals: tuple[Path, Path]) -> Non
     assert hit.clean_utility is not None and hit.clean_utility.estimate == 1.0
     [held] = resilient.attack
     assert (held.attacked, held.followed, held.success.estimate) == (9, 0, 0.0)
-    assert held.success.low == held.success.high == 0.0
+    assert held.success.low == 0.0 < held.success.high
     data = analysis_json(follower)["attack"]["injection"]
     assert data["attack_success_rate"]["estimate"] == 1.0
     assert data["attacked_trials"] == 9 and data["followed_trials"] == 9
@@ -88,7 +90,7 @@ def test_reports_show_it_and_the_twin_of_a_followed_injection(
     out = io.StringIO()
     print_report(trials, Console(file=out, width=220), analysis=a, verdict=v)
     text = out.getvalue()
-    assert "Under attack" in text and "1.000 [1.00, 1.00]" in text
+    assert "Under attack" in text and "1.000 [0.00, 1.00]" in text
     page = render_html(a, verdict=v)
     assert "id='attack'" in page and "attack success" in page
     # Every failure of the cell is a followed injection, laid out beside its clean twin.

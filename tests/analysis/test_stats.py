@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from chaoseval.analysis.inference import _sign_flip, paired_compare, paired_inference, paired_test
+from chaoseval.analysis.inference import (
+    _sign_flip,
+    paired_compare,
+    paired_inference,
+    paired_test,
+    rate_interval,
+)
 from chaoseval.analysis.stats import (
     PairedResult,
     _resampled_means,
@@ -228,6 +234,29 @@ def test_0_1_differences_use_the_adjusted_wald() -> None:
     assert r.test.method == "adjusted Wald + exact sign-flip" and r.test.p_value == 1.0
     # Two pseudo-tasks at +1 and -1 (half weight each) and one at 0: ss = 1, N = 12.
     assert r.interval.low == pytest.approx(-sps.norm.ppf(0.975) * np.sqrt(1 / (11 * 12)))
+
+
+def test_a_rate_at_0_or_at_1_keeps_an_interval_of_width() -> None:
+    # Ten tasks that never once showed the event: a bootstrap of ten zeros says [0, 0] (no
+    # task can ever show it); the rate's interval keeps what ten tasks cannot exclude.
+    assert (bootstrap_macro(np.zeros(10)).low, bootstrap_macro(np.zeros(10)).high) == (0, 0)
+    none, every = rate_interval(np.zeros(10)), rate_interval(np.ones(10))
+    # By hand: 2r - 1 = -1 on ten tasks, adjusted Wald over N = 12 (one pseudo-task at 0, half
+    # a one at each of +1 and -1), back on the rate scale.
+    m = -10 / 12
+    ss = 10 * (-1 - m) ** 2 + 0.5 * (1 - m) ** 2 + 0.5 * (1 + m) ** 2 + m**2
+    high = (m + sps.norm.ppf(0.975) * np.sqrt(ss / (11 * 12)) + 1) / 2
+    assert (none.estimate, none.low, none.high) == (0.0, 0.0, pytest.approx(high))
+    assert 0.2 < high < 0.25
+    # 0 and 1 alike: the rate of the complement mirrors it.
+    assert (every.estimate, every.high) == (1.0, 1.0)
+    assert every.low == pytest.approx(1 - none.high)
+    # More tasks, narrower; three tasks can exclude nothing.
+    assert 0 < rate_interval(np.zeros(40)).high < none.high
+    assert (rate_interval(np.zeros(3)).low, rate_interval(np.zeros(3)).high) == (0.0, 1.0)
+    # NaN (a task with no trial to rate) is dropped, the estimate is the plain mean.
+    r = rate_interval(np.array([np.nan, 0.5, 1.0, 0.0, 0.25] * 4))
+    assert (r.n, r.estimate) == (16, pytest.approx(0.4375)) and 0 < r.low < r.high < 1
 
 
 def test_paired_test_drops_nan() -> None:
