@@ -214,3 +214,49 @@ def test_a_bad_price_table_is_refused_with_its_place_and_fix(
     output = " ".join(result.output.split())  # the console wraps long lines
     assert result.exit_code != 0 and says in output and "--prices" in output
     assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_an_upstream_error_reaches_the_agent_as_it_was_with_the_key_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A refusal of the upstream is relayed (status, Retry-After) as the upstream's, not as a
+    chaoseval fault, and an upstream that echoes the key in its text never passes it on."""
+    from starlette.responses import PlainTextResponse
+
+    from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault
+    from chaoseval.channels.model.forward import forward_upstream
+
+    async def refuse(request: Request) -> PlainTextResponse:
+        await request.body()
+        auth = request.headers.get("authorization", "")
+        headers = {"retry-after": "7", "x-other": "dropped"}
+        return PlainTextResponse(f"slow down, {auth}", 429, headers=headers)
+
+    async def ok(request: Request) -> JSONResponse:
+        body = await request.json()
+        return JSONResponse({"error": {"message": f"no model {body['model']}"}}, 404)
+
+    monkeypatch.setenv("CHAOSEVAL_TEST_UPSTREAM_KEY", UPSTREAM_KEY)
+    server = Starlette(
+        routes=[
+            Route("/a/chat/completions", refuse, methods=["POST"]),
+            Route("/b/chat/completions", ok, methods=["POST"]),
+        ]
+    )
+
+    async def main() -> list[ModelHTTPFault]:
+        faults = []
+        async with serve_asgi(server) as url:
+            for base in ("a", "b"):
+                async with forward_upstream(f"{url}/{base}", "CHAOSEVAL_TEST_UPSTREAM_KEY") as up:
+                    call = ModelCall("chat", {"model": "m", "stream": True}, True, 0, 1, 1, 0)
+                    with pytest.raises(ModelHTTPFault) as caught:
+                        await up.complete(call)
+                    assert call.upstream_seconds is not None and call.upstream_seconds > 0
+                    faults.append(caught.value)
+        return faults
+
+    refused, missing = anyio.run(main)
+    assert (refused.status, refused.headers) == (429, {"retry-after": "7"})
+    assert str(refused).startswith("slow down, Bearer ") and UPSTREAM_KEY not in str(refused)
+    assert (missing.status, str(missing)) == (404, "no model m")
