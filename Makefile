@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= out
 
-.PHONY: install test demo lint bench clean chromium bubblewrap frameworks test-frameworks
+.PHONY: install test demo lint bench bench-wire clean chromium bubblewrap frameworks test-frameworks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,11 @@ test-frameworks: $(STAMP) frameworks
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# The wire part of `make bench` alone (~30 s): each channel's added latency and CPU per request
+# against a bare app, side by side, with the load average at the time.
+bench-wire: $(STAMP)
+	$(BIN)/python benchmarks/bench_wire.py
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

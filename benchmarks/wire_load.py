@@ -1,9 +1,12 @@
 """The client side of bench_wire: a process of its own (as an agent is), ``-j`` threads with one
-keep-alive HTTP/1.1 connection each, every request timed.
+keep-alive HTTP/1.1 connection each per kind, every request timed.
 
-stdin: ``{"concurrency": 8, "kinds": [{"name", "url", "method", "headers", "bodies",
-"mcp"}]}``; each kind's bodies are sent in turn, split over the threads (``mcp``: open a
-session first on each connection, as an MCP client does). stdout: ``{name: [[index, ms]]}``.
+stdin, first line: ``{"concurrency": 8, "kinds": [{"name", "url", "method", "headers",
+"bodies", "mcp"}]}``. The process opens every kind's connections (``mcp``: an MCP session on
+each, as an MCP client does) and prints ``ready``. Then each line ``{"kind": name, "start": a,
+"stop": b}`` sends that kind's bodies a..b split over its threads and prints one line,
+``[[index, ms], ...]``. So the bench can interleave the kinds in rounds: each kind sees the
+same spells of the machine's other load as the bare app it is compared with.
 """
 
 from __future__ import annotations
@@ -47,35 +50,48 @@ def _mcp_session(conn: http.client.HTTPConnection, path: str) -> dict[str, str]:
     return headers
 
 
-def _worker(kind: dict[str, Any], mine: list[int], out: list[list[float]]) -> None:
-    conn, path = _connect(kind["url"])
-    headers = dict(kind.get("headers") or {})
-    if kind.get("mcp"):
-        headers.update(_mcp_session(conn, path))
-    for i in mine:
-        started = time.perf_counter()
-        _send(conn, kind["method"], path, kind["bodies"][i], headers)
-        out.append([i, (time.perf_counter() - started) * 1e3])
-    conn.close()
+class Kind:
+    """One kind's connections (one a thread) and bodies."""
 
+    def __init__(self, spec: dict[str, Any], j: int):
+        self.spec = spec
+        self.links = []
+        for _ in range(j):
+            conn, path = _connect(spec["url"])
+            headers = dict(spec.get("headers") or {})
+            if spec.get("mcp"):
+                headers.update(_mcp_session(conn, path))
+            self.links.append((conn, path, headers))
 
-def main() -> None:
-    spec = json.load(sys.stdin)
-    j = spec["concurrency"]
-    result: dict[str, list[list[float]]] = {}
-    for kind in spec["kinds"]:
+    def run(self, start: int, stop: int) -> list[list[float]]:
         out: list[list[float]] = []
-        n = len(kind["bodies"])
+        j = len(self.links)
         threads = [
-            threading.Thread(target=_worker, args=(kind, list(range(t, n, j)), out))
-            for t in range(j)
+            threading.Thread(target=self._worker, args=(link, range(start + t, stop, j), out))
+            for t, link in enumerate(self.links)
         ]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        result[kind["name"]] = out
-    json.dump(result, sys.stdout)
+        return out
+
+    def _worker(self, link: Any, mine: range, out: list[list[float]]) -> None:
+        conn, path, headers = link
+        method, bodies = self.spec["method"], self.spec["bodies"]
+        for i in mine:
+            started = time.perf_counter()
+            _send(conn, method, path, bodies[i], headers)
+            out.append([i, (time.perf_counter() - started) * 1e3])
+
+
+def main() -> None:
+    spec = json.loads(sys.stdin.readline())
+    kinds = {k["name"]: Kind(k, spec["concurrency"]) for k in spec["kinds"]}
+    print("ready", flush=True)
+    for line in sys.stdin:
+        ask = json.loads(line)
+        print(json.dumps(kinds[ask["kind"]].run(ask["start"], ask["stop"])), flush=True)
 
 
 if __name__ == "__main__":
