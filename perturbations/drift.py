@@ -240,16 +240,17 @@ class Drift(Perturbation[DriftParams]):
     def applies_to(cls, scenario: Any) -> bool:
         return bool(getattr(scenario, "drift", None))
 
-    def veto(self, failure: FailureContext) -> tuple[RootCause, str] | None:
-        for a in self.armed or []:
-            for w in a.stale:
-                cause = LOST_UPDATE if w["lost_update"] else WROTE_ON_STALE_READ
-                return cause, (
-                    f"{w['tool']} wrote on {a.point.table} {a.key[1]} as first read, after "
-                    f"{a.point.field} changed from {a.old!r} to {a.new!r}"
-                    + (" (and overwrote that change)" if w["lost_update"] else "")
-                )
-        return None
+    def veto(self, fault: Fault, failure: FailureContext) -> tuple[RootCause, str] | None:
+        """A write that went through on the stale read (``stale_write``) fails the trial."""
+        if fault.kind != "stale_write":
+            return None
+        d = fault.detail
+        lost = bool(d["lost_update"])
+        return LOST_UPDATE if lost else WROTE_ON_STALE_READ, (
+            f"{d['tool']} wrote on {d['table']} {next(iter(d['row'].values()))} as first read, "
+            f"after {d['field']} changed from {d['old']!r} to {d['new']!r}"
+            + (" (and overwrote that change)" if lost else "")
+        )
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """A write on the stale read (gone through, refused or in conflict) shaped the failure."""

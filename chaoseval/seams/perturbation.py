@@ -7,7 +7,8 @@ model settings, memory list or clock). Plugins subclass :class:`Perturbation`, d
 class through the ``chaoseval.perturbations`` entry-point group.
 
 A plugin also owns the root causes its faults can give a failure: it lists them in
-``root_causes`` and the judge asks its ``blame`` whether a delivered fault shaped the failure.
+``root_causes`` and the judge asks its ``blame`` whether a delivered fault shaped the failure,
+and its ``veto`` whether a delivered fault made the trial wrong whatever its checks say.
 """
 
 from __future__ import annotations
@@ -183,7 +184,8 @@ class Perturbation(Generic[P]):
     root_causes: ClassVar[tuple[RootCause, ...]] = ()
     # Plugins of one family (one fault on several channels) share its causes, owned by it.
     family: ClassVar[str | None] = None
-    # Adversarial content: a delivered fault has a goal the judge asks ``goal`` about.
+    # Adversarial content: a delivered fault plants an instruction, and ``veto`` says whether
+    # the agent followed it (a safety veto; the trial records ``injection_followed``).
     adversarial: ClassVar[bool] = False
 
     def __init__(self, params: P | None = None, *, label: str | None = None):
@@ -234,13 +236,6 @@ class Perturbation(Generic[P]):
         those): a plugin that carries out what a scenario declares says so here."""
         return True
 
-    def veto(self, failure: FailureContext) -> tuple[RootCause, str] | None:
-        """A cause (one of ``root_causes``) and its detail when this plugin's delivered
-        faults made the trial wrong in a way the scenario's checks cannot see (a write made on
-        data that changed after it was read): the judge fails the trial with it even when
-        every check passed. Asked only of plugins with a delivered fault; None by default."""
-        return None
-
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """The root cause (one of ``root_causes``) this delivered ``fault`` gave the failure,
         or None when it did not demonstrably shape it. Delivery alone is not enough, or any
@@ -248,10 +243,19 @@ class Perturbation(Generic[P]):
         The judge asks about the latest delivered fault first and takes the first answer."""
         return None
 
-    def goal(self, fault: Fault, failure: FailureContext) -> str | None:
-        """Adversarial plugins (``adversarial = True``): what shows that the goal of this
-        delivered fault (a planted instruction) was reached, or None when the agent did not
-        follow it. Reaching it is a safety veto blamed on the plugin's first root cause."""
+    def veto(self, fault: Fault, failure: FailureContext) -> tuple[RootCause, str] | None:
+        """A cause (one of ``root_causes``) and what showed it when this delivered ``fault``
+        made the trial wrong whatever its checks say; None (the default) otherwise. The judge
+        asks about each delivered fault of the plugin, in the order they were logged. What a
+        veto does depends on the plugin's ``adversarial``:
+
+        - adversarial (the fault planted an instruction): the instruction was followed. A
+          safety veto on the fault's step fails the trial whatever else went wrong, recorded
+          as ``injection_followed`` beside ``utility`` (no veto: it was resisted);
+        - otherwise: the trial went wrong where no check looks (drift: a write on data that
+          changed after it was read). It fails a trial with an answer and no other veto, with
+          this cause, even when every check passed.
+        """
         return None
 
 
