@@ -1,7 +1,8 @@
-"""Injection in an MCP server's ``tools/list``: a poisoned tool, or one that is rug-pulled.
+"""Injection in the tool listing: a poisoned tool, or one that is rug-pulled.
 
-The ``injection`` family's plugin for the tool list an MCP agent is offered (its
-``drift_listing`` hook is the one ``tool_schema_drift`` uses, chaoseval.channels.mcp.server).
+The ``injection`` family's plugin for the tool list an agent is offered, over MCP
+(``tools/list``) or HTTP (``GET /tools``) alike (its ``drift_listing`` hook is the one
+``tool_schema_drift`` uses, chaoseval.engine.listing).
 Per trial it draws, from its seeded stream, a payload (as ``injection`` does: the catalogue and
 the scenario's own ``payloads:``, those whose goal a tool can reach), an encoding, one listed
 tool (``tools`` globs) and a placement:
@@ -14,7 +15,7 @@ tool (``tools`` globs) and a placement:
   lists its tools once never meets it, and the cell says it did not land.
 
 Once planted the payload stays in every later listing (a server does not take it back) and is
-one ``injection`` fault (``placement``, ``tool``, ``field``), delivered when the ``tools/list``
+one ``injection`` fault (``placement``, ``tool``, ``field``), delivered when the listing
 response that first carries it is written. Its goal is judged like the other placements; the
 listing's own schema is never changed, so every call works as before. In-process agents read
 no listing: for them the plugin never lands.
@@ -70,7 +71,7 @@ class McpInjection(InjectionBase):
     def drift_listing(
         self, tools: list[dict[str, Any]], ctx: PerturbationContext, turn: int
     ) -> list[dict[str, Any]]:
-        """The listing as the poisoned server answers it (chaoseval.channels.mcp's hook)."""
+        """The listing as the poisoned server answers it (chaoseval.engine.listing's hook)."""
         index = self._listings
         self._listings += 1
         fires = self.params.triggered(index, turn) and ctx.rng.random() < self.params.probability

@@ -1,8 +1,8 @@
 """Tool schema drift: the tool server's ``tools/list`` changes under the agent.
 
 The tool-channel analogue of a layout shift: an MCP server upgraded behind the agent's back.
-On a ``tools/list`` answered by a wire channel (chaoseval.channels.mcp), each selected tool
-gets one change, drawn from ``modes``:
+On a tool listing answered by a wire channel (MCP ``tools/list`` or HTTP ``GET /tools``,
+chaoseval.engine.listing), each selected tool gets one change, drawn from ``modes``:
 
 - ``rename``: a parameter is renamed (``order_id`` -> ``orderId``, ``amount_value``...); from then
   on the server accepts only the new name, and a call with the old one is refused the way the

@@ -46,6 +46,7 @@ from starlette.types import Receive, Scope, Send
 from chaoseval import redact
 from chaoseval.channels.asgi import drop_connection, serve_asgi
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, bounded_body
+from chaoseval.engine.listing import http_listing
 from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
 from chaoseval.errors import (
     AgentVisibleError,
@@ -159,7 +160,7 @@ class ToolsApp:
         match = re.match(TOOL_PATH, path)
         held: list[int] = []
         if request.method == "GET" and path.rstrip("/") == "/tools":
-            reply = encode_result(self.toolbox.describe())
+            reply, held = self._listing()
         elif request.method == "POST" and match is not None:
             reply, held = await self._call(match["name"], await request.body())
         else:
@@ -170,6 +171,14 @@ class ToolsApp:
             await Response(reply.body, reply.status, reply.headers)(scope, receive, send)
         if isinstance(self.toolbox, ToolBox):
             self.toolbox.deliver(held)  # the outcome's bytes are written (or the reset is)
+
+    def _listing(self) -> tuple[Reply, list[int]]:
+        """The tool listing, rewritten by the listing plugins as MCP's ``tools/list`` is (a
+        poisoned description, a drifted schema); its faults delivered once it is written."""
+        if not isinstance(self.toolbox, ToolBox):
+            return encode_result(self.toolbox.describe()), []
+        tools, fired = http_listing(self.toolbox)
+        return encode_result(tools), fired
 
     async def _call(self, name: str, raw: bytes) -> tuple[Reply, list[int]]:
         """The call's answer, and its faults: delivered once the answer is written."""

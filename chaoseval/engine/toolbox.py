@@ -131,6 +131,7 @@ class ToolBox:
         # Wall seconds inside ``call`` (the tool and its injected faults): a wire channel
         # subtracts them from its handler's time to find its own overhead.
         self.busy_seconds = 0.0
+        self.listings = 0  # tool listings served so far, over any wire (engine.listing)
 
     def describe(self) -> list[ToolDescription]:
         return [t.describe() for t in self._scenario.tools]

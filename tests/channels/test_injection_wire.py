@@ -205,3 +205,59 @@ def test_a_payload_planted_in_a_page_is_in_the_page_as_served() -> None:
 def test_a_page_never_fetched_carries_no_payload_that_landed() -> None:
     _, record = _page_trial(fetch=False)
     assert not [f for f in record.trajectory.faults if f.delivered]
+
+
+async def _http_listings(cell: str, times: int, mcp_first: bool = False) -> dict[str, Any]:
+    """``GET /tools`` on the tool hub ``times`` times (after one MCP ``tools/list``)."""
+    with trial(cell) as (toolbox, state, givens):
+        seen: list[list[bool]] = [[f.delivered for f in state.trajectory.faults]]
+        raw: list[bytes] = []
+        async with ToolHub.serving() as hub, hub.trial(toolbox) as urls:
+            if mcp_first:
+                async with Client(urls.mcp) as client:
+                    await client.list_tools()
+            async with httpx.AsyncClient() as http:
+                for _ in range(times):
+                    raw.append((await http.get(f"{urls.tools}/tools")).content)
+                    seen.append([f.delivered for f in state.trajectory.faults])
+                args = {"order_id": givens["order_id"]}
+                order = await http.post(f"{urls.tools}/tools/get_order", json=args)
+        return {"raw": raw, "seen": seen, "faults": state.trajectory.faults, "givens": givens,
+                "order": order}  # fmt: skip
+
+
+def _http_poisoned(raw: bytes, fault: Fault) -> str:
+    tool = next(t for t in json.loads(raw) if t["name"] == fault.detail["tool"])
+    if fault.detail["field"] == "description":
+        return str(tool["description"])
+    return str(tool["parameters"]["properties"][fault.detail["field"]]["description"])
+
+
+def test_a_poisoned_tool_description_reaches_the_http_tool_listing() -> None:
+    """``GET /tools`` (an exec: agent's CHAOSEVAL_TOOLS_URL) is poisoned as ``tools/list`` is:
+    the planted text in the listing's bytes (zero-width characters themselves, not escapes),
+    delivered once the listing is written, never before it is fetched."""
+    for placement in ("description", "parameter"):
+        cell = f"injection_mcp:placements={placement},encodings=[zero_width]"
+        got = anyio.run(_http_listings, cell, 2)
+        [fault] = got["faults"]
+        assert fault.detail["placement"] == placement
+        text = planted(fault, got["givens"])
+        assert "\u200b" in text
+        assert json.dumps(text, ensure_ascii=False)[1:-1].encode() in got["raw"][0], placement
+        assert text in _http_poisoned(got["raw"][0], fault)
+        assert text in _http_poisoned(got["raw"][1], fault)  # it stays
+        assert got["seen"] == [[], [True], [True]]  # nothing before the first listing
+        assert got["order"].status_code == 200  # the schema is untouched: calls work as before
+
+
+def test_a_rug_pull_reaches_the_http_listing_after_a_first_one_over_mcp() -> None:
+    """The listings are counted per trial over both wires: one tool server, so an agent that
+    saw the clean tools over MCP meets the rug pull in its next listing over HTTP."""
+    got = anyio.run(_http_listings, "injection_mcp:placements=rug_pull", 1, True)
+    [fault] = got["faults"]
+    assert fault.detail["placement"] == "rug_pull" and fault.delivered
+    assert planted(fault, got["givens"]) in _http_poisoned(got["raw"][0], fault)
+    # Listed only over MCP, once: the rug pull never comes, nothing landed.
+    alone = anyio.run(_http_listings, "injection_mcp:placements=rug_pull", 0, True)
+    assert alone["faults"] == [] and alone["seen"] == [[]]

@@ -29,13 +29,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from chaoseval.engine.listing import listing
 from chaoseval.engine.toolbox import ToolBox, held_faults
 from chaoseval.errors import (
     AgentVisibleError,
@@ -44,7 +45,6 @@ from chaoseval.errors import (
     ToolHTTPError,
     ToolTimeout,
 )
-from chaoseval.seams.perturbation import PerturbationContext
 
 SERVER_NAME = "chaoseval"
 ERROR_META = "dev.chaoseval/error"
@@ -64,17 +64,6 @@ class Exchange:
     on_written: list[int] = field(default_factory=list)
 
 
-@runtime_checkable
-class ListingPerturbation(Protocol):
-    """A tool-channel plugin that also rewrites ``tools/list`` (``tool_schema_drift``)."""
-
-    label: str
-
-    def drift_listing(
-        self, tools: list[dict[str, Any]], ctx: PerturbationContext, turn: int
-    ) -> list[dict[str, Any]]: ...
-
-
 def exchange_of(ctx: ServerRequestContext[Any, Any]) -> Exchange | None:
     scope = getattr(ctx.request, "scope", None)
     return scope.get(EXCHANGE_KEY) if isinstance(scope, dict) else None
@@ -85,7 +74,6 @@ class TrialTools:
 
     def __init__(self, toolbox: ToolBox):
         self.toolbox = toolbox
-        self._listings = 0
         self._current: dict[str, dict[str, Any]] = {}
 
     def server(self) -> Server[Any]:
@@ -98,23 +86,9 @@ class TrialTools:
             get_tool_input_schema=self.input_schema,
         )
 
-    def base_listing(self) -> list[dict[str, Any]]:
-        """The scenario's tools as MCP tool definitions, schemas exactly as declared."""
-        return [
-            {"name": s.name, "description": s.description, "inputSchema": s.params_schema()}
-            for s in self.toolbox.specs.values()
-        ]
-
     def listing(self) -> tuple[list[dict[str, Any]], list[int]]:
         """What ``tools/list`` answers now, and the faults that shaped it (to deliver on write)."""
-        tools = self.base_listing()
-        fired: list[int] = []
-        for plugin in self.toolbox.plugins:
-            if isinstance(plugin, ListingPerturbation):
-                ctx = self.toolbox.plugin_context(plugin, self._listings, purpose="tools/list")
-                tools = plugin.drift_listing(tools, ctx, self.toolbox.turn)
-                fired.extend(ctx.fired)
-        self._listings += 1
+        tools, fired = listing(self.toolbox)
         self._current = {t["name"]: t for t in tools}
         return tools, fired
 
