@@ -9,8 +9,10 @@ from __future__ import annotations
 import functools
 import html
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -261,3 +263,94 @@ def test_a_rug_pull_reaches_the_http_listing_after_a_first_one_over_mcp() -> Non
     # Listed only over MCP, once: the rug pull never comes, nothing landed.
     alone = anyio.run(_http_listings, "injection_mcp:placements=rug_pull", 0, True)
     assert alone["faults"] == [] and alone["seen"] == [[]]
+
+
+# An exec: agent on the openai SDK: it reads the order over the HTTP tools, then hands the tool's
+# body to its model as the tool message, as every function-calling loop does.
+RELAYING_AGENT = """
+import json, os, re, httpx, openai
+tools, task = os.environ["CHAOSEVAL_TOOLS_URL"], os.environ["CHAOSEVAL_INSTRUCTION"]
+order = {"order_id": re.search(r"ORD-\\d+", task).group(0)}
+listed = httpx.get(f"{tools}/tools").json()
+body = httpx.post(f"{tools}/tools/get_order", json=order).text
+call = {"id": "call_1", "type": "function",
+        "function": {"name": "get_order", "arguments": json.dumps(order)}}
+done = openai.OpenAI().chat.completions.create(
+    model=os.environ["CHAOSEVAL_MODEL"],
+    messages=[{"role": "user", "content": task},
+              {"role": "assistant", "content": None, "tool_calls": [call]},
+              {"role": "tool", "tool_call_id": "call_1", "content": body}],
+    tools=[{"type": "function", "function": {"name": t["name"], "description": t["description"],
+            "parameters": t["parameters"]}} for t in listed],
+    user=os.environ["CHAOSEVAL_TRIAL_ID"],  # the test finds the trial's request by it
+)
+print(json.dumps({"answer": done.choices[0].message.content}))
+"""
+ENCODINGS = ("plain", "markdown", "html_comment", "zero_width", "base64")
+
+
+def test_a_payload_reaches_a_model_endpoint_upstream_byte_for_byte(tmp_path: Path) -> None:
+    """A tool result's planted text, relayed by an exec: agent (openai SDK) as its tool
+    message, reaches the ``--model-endpoint`` upstream (a real OpenAI-compatible app on
+    127.0.0.1 keeping the raw request bodies) in every encoding, its bytes unchanged: the
+    characters themselves (zero-width ones included) as the SDK sent them, never escapes."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from chaoseval.agents.process import ProcessAgent
+    from chaoseval.channels.asgi import serve_asgi
+    from chaoseval.channels.model.session import UpstreamConfig
+    from chaoseval.engine.runner import run_matrix
+
+    raw: list[bytes] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        raw.append(await request.body())
+        message = {"role": "assistant", "content": "refunded"}
+        return JSONResponse(
+            {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        )  # fmt: skip
+
+    script = tmp_path / "agent.py"
+    script.write_text(RELAYING_AGENT)
+    upstream = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+    async def main() -> list[TrialRecord]:
+        async with serve_asgi(upstream) as url:
+            agent = ProcessAgent(
+                f"{sys.executable} {script}", upstream=UpstreamConfig(endpoint=f"{url}/v1")
+            )
+            config = RunConfig(
+                scenarios=[scenario_of(SCENARIO)],
+                agent=agent,
+                agent_name="relaying",
+                cells=parse_cells(
+                    [f"injection:encodings=[{e}],tools=get_order" for e in ENCODINGS]
+                ),
+                trials=1,
+                seed=5,
+                references=False,
+            )
+            return (await run_matrix(config)).records
+
+    records = [r for r in anyio.run(main) if r.cell != "clean"]
+    assert len(records) == len(ENCODINGS) and len(raw) == len(ENCODINGS) + 1  # and clean's
+    for record in records:
+        assert record.answer == "refunded", record.error
+        [fault] = record.trajectory.faults
+        givens = scenario_of(SCENARIO).build(record.world_seed)[1]
+        text = planted(fault, givens)
+        # In the tool message: the result's JSON as a JSON string, so JSON's own escapes twice
+        # (quotes, backslashes), every other character as its UTF-8 bytes.
+        once = json.dumps(text, ensure_ascii=False)[1:-1]
+        wire = json.dumps(once, ensure_ascii=False)[1:-1].encode()
+        [body] = [b for b in raw if json.loads(b)["user"] == record.trial_id]
+        assert wire in body
+        tool = json.loads(body)["messages"][-1]
+        assert tool["role"] == "tool" and text in json.loads(tool["content"])[fault.detail["field"]]
+        if fault.detail["encoding"] == "zero_width":
+            assert "\u200b".encode() in body and b"\\u200b" not in body

@@ -46,7 +46,7 @@ class ForwardUpstream:
 
     async def complete(self, call: ModelCall) -> dict[str, Any]:
         body = {k: v for k, v in call.body.items() if k not in ("stream", "stream_options")}
-        data = json.dumps(body).encode()
+        data = _encode(body)
         # The exchange on the wire (from handing the bytes to the client to the body read): the
         # upstream's share. Encoding the body and decoding the answer are the channel's
         # forwarding cost, counted in channel_overhead.
@@ -103,3 +103,14 @@ def _env_proxy(url: str) -> dict[str, Any]:
     except LookupError:  # none set, or NO_PROXY covers the host
         return {}
     return {"proxy": proxy, "proxy_auth": auth}
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """The request as UTF-8 JSON, as the agent's SDK sent it (openai's, httpx's): what it relays
+    (a tool result, planted text and zero-width characters included) reaches the upstream as
+    the same characters, never ``\\u`` escapes of them (docs/ADVERSARIAL.md, Through the wire).
+    A lone surrogate has no UTF-8 form: then JSON's escapes, which any upstream reads alike."""
+    try:
+        return json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(body).encode()
