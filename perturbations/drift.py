@@ -1,9 +1,11 @@
 """World drift: the world changes between the agent's read and its write.
 
 Carries out the scenario's declared drift points (chaoseval.model.drift; YAML ``drift:``):
-after the agent's n-th read of a row (or once the trial's clock passes a delay), another party
-changes one field of it: the stock sells out, the price rises, the slot is taken, the ticket is
-escalated. The tools then show the change as a real service would, per point:
+after the agent's n-th read of a row (or once the trial's clock passes a delay: checked when the
+service takes each call, after any latency the call waited, so every read and write after the
+deadline meets the change), another party changes one field of it: the stock sells out, the
+price rises, the slot is taken, the ticket is escalated. The tools then show the change as a
+real service would, per point:
 
 - ``silent``: the data simply changed; a write made on the old read goes through;
 - ``409``: a write that touches the row before the agent read it again is refused with
@@ -43,6 +45,7 @@ from chaoseval.seams.perturbation import (
     Perturbation,
     PerturbationContext,
     ToolCall,
+    at_service,
     perturbation,
 )
 
@@ -141,23 +144,34 @@ class Drift(Perturbation[DriftParams]):
         armed = self._arm(ctx)
         if not armed:
             return await call_next(call)
-        now = ctx.clock.monotonic()
-        for a in armed:
-            if not a.fired and a.trigger[0] == "seconds" and now >= a.trigger[1]:
-                self._fire(a, ctx)
         selected = self.selects(call, call.turn)
         writes = bool(ctx.spec is not None and ctx.spec.writes)
-        stale = [a for a in armed if _stale(a) and a.mentions(call.args)]
-        for a in stale:
-            if writes and a.conflict == 409:
-                ctx.fault("tool", "conflict", **a.describe())
-                raise ToolHTTPError(409, _conflict_body(a))
+        stale: list[Armed] = []
+        refused_here = False
+
+        def service() -> None:
+            """The service takes the call: the points whose time has come have changed the
+            world by now, whatever spent the time (a wait, a slow tool, the agent's thinking),
+            so the call reads the world as it is; a write on a stale read meets the 409."""
+            nonlocal refused_here
+            now = ctx.clock.monotonic()
+            for a in armed:
+                if not a.fired and a.trigger[0] == "seconds" and now >= a.trigger[1]:
+                    self._fire(a, ctx)
+            stale[:] = [a for a in armed if _stale(a) and a.mentions(call.args)]
+            for a in stale:
+                if writes and a.conflict == 409:
+                    ctx.fault("tool", "conflict", **a.describe())
+                    refused_here = True
+                    raise ToolHTTPError(409, _conflict_body(a))
+
         world = ctx.world
         before = len(world.writes)
         try:
-            result = await call_next(call)
+            with at_service(service):
+                result = await call_next(call)
         except AgentVisibleError:
-            for a in stale if writes else ():
+            for a in stale if writes and not refused_here else ():
                 ctx.fault("tool", "refused", **a.describe())
             raise
         wrote = len(world.writes) > before

@@ -33,7 +33,13 @@ from chaoseval.model.records import TrialRecord, Veto
 from chaoseval.model.scenario import Scenario, ToolDescription, ToolSpec
 from chaoseval.model.trajectory import ModelCallData, Trajectory, assign
 from chaoseval.model.world import World
-from chaoseval.seams.perturbation import PerturbationContext, ToolCall, build_chain, ctx_stream
+from chaoseval.seams.perturbation import (
+    PerturbationContext,
+    ToolCall,
+    build_chain,
+    ctx_stream,
+    service_moment,
+)
 
 EXCERPT = 2000
 
@@ -320,6 +326,7 @@ class ToolBox:
     async def _base(self, call: ToolCall) -> Any:
         """Run the scenario's tool: argument validation, then the body, on the world."""
         spec = self.specs[call.tool]  # call() answers unknown tools before any perturbation
+        service_moment()  # a plugin acting when the service takes the call (drift's clock)
         try:
             args = _checked_args(spec.params)(call.args)
         except ValidationError as exc:

@@ -17,7 +17,9 @@ import difflib
 import fnmatch
 import json
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast, get_args
 
@@ -302,6 +304,30 @@ def perturbation(name: str) -> Callable[[type[Perturbation[Any]]], type[Perturba
         return registry.register(name)(cls)
 
     return decorate
+
+
+_AT_SERVICE: ContextVar[tuple[Callable[[], None], ...]] = ContextVar("at_service", default=())
+
+
+@contextmanager
+def at_service(fn: Callable[[], None]) -> Iterator[None]:
+    """Run ``fn`` at the moment the service itself takes the call: when the tool starts on the
+    world, after every plugin further down the chain (an injected latency, a retry) has spent
+    its time. A plugin whose change depends on when the tool reads the world (drift's
+    ``after_seconds``) acts there, whatever order the plugins are stacked in; ``fn`` may raise
+    an agent-visible error in the service's place (drift's 409). Per task (a context
+    variable), so concurrent calls of one trial never see each other's hooks."""
+    token = _AT_SERVICE.set((*_AT_SERVICE.get(), fn))
+    try:
+        yield
+    finally:
+        _AT_SERVICE.reset(token)
+
+
+def service_moment() -> None:
+    """The tool is about to run on the world (the ToolBox's base, before anything else)."""
+    for fn in _AT_SERVICE.get():
+        fn()
 
 
 def build_chain(

@@ -194,6 +194,42 @@ def test_after_seconds_fires_on_the_trial_clock(tmp_path: Path) -> None:
     assert quick.status == "passed" and quick.trajectory.faults == []
 
 
+class NeverSleeps:
+    """Reads the stock and writes at once: its time goes only to the tools (an injected
+    latency), never to a wait of its own."""
+
+    clock = "virtual"
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        seen = await episode.tools.call("check_stock", sku="S-1")
+        await episode.tools.call("hold", sku="S-1", qty=3)
+        return AgentOutput(answer=f"held, saw {seen['available']}")
+
+
+SLOW = "latency:distribution=uniform,mean=4,jitter=0"  # every call takes 4 s of the clock
+
+
+@pytest.mark.parametrize("stack", [f"drift+{SLOW}", f"{SLOW}+drift"])
+def test_after_seconds_fires_when_the_clock_passes_it_however_the_time_went(
+    tmp_path: Path, stack: str
+) -> None:
+    """With an agent that never sleeps, the clock moves only in slow tool calls: a point due
+    at 3 s has changed the row by the time the first read (4 s in) reaches the service, and
+    one due at 7 s by the time the write (8 s in) does, whichever way the plugins stack."""
+    kinds = lambda r: [k for k, _ in _faults(r) if k != "latency"]  # noqa: E731
+    early = _scenario(tmp_path, SET_SILENT + ", after_seconds: 3")
+    _, (read_late,) = _run(early, NeverSleeps(), stack)
+    assert read_late.answer == "held, saw 0"  # the drifted world; its old value never read
+    assert read_late.status == "passed" and kinds(read_late) == []
+    later = _scenario(tmp_path, SET_SILENT + ", after_seconds: 7")
+    _, (wrote_late,) = _run(later, NeverSleeps(), stack)
+    assert wrote_late.answer == "held, saw 8" and kinds(wrote_late) == ["stale_write"]
+    assert wrote_late.status == "failed" and wrote_late.root_cause == "wrote_on_stale_read"
+    refusing = _scenario(tmp_path, SET_SILENT + ", after_seconds: 7, conflict: 409")
+    _, (conflict,) = _run(refusing, NeverSleeps(), stack)
+    assert kinds(conflict) == ["conflict"]  # the service's 409, and no 'refused' besides
+
+
 def test_after_reads_counts_the_reads_of_the_row(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path, SET_SILENT + ", after_reads: 2")
     _, (once,) = _run(scenario, ReadThenWrite())  # one read: the drift never fires
