@@ -19,21 +19,25 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import time
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from chaoseval.errors import JournalError
-from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
-from chaoseval.store.journal import bad_line, foreign_line, journal_file, parse_line
-from chaoseval.store.lite import DECODER, RefCalls, TrialSummary, summarize
-from chaoseval.store.manifest import ReferenceIndex, index_references, lean_manifest
+from chaoseval.model.records import RunManifest, TrialRecord
+from chaoseval.store import colcache
+from chaoseval.store.journal import foreign_line, journal_file, parse_line
+from chaoseval.store.lines import bad_json, decode_line, numbered_lines
+from chaoseval.store.lite import RefCalls, TrialSummary, summarize
+from chaoseval.store.manifest import ReferenceIndex, index_references
 from chaoseval.store.reread import remeasure, retally
 from chaoseval.store.reruns import merge_reruns
 
@@ -319,56 +323,34 @@ class _Builder:
         return t
 
 
-def _bad_json(path: Path, number: int, line: bytes, first: bool) -> JournalError:
-    try:
-        json.loads(line)
-    except json.JSONDecodeError as exc:
-        return bad_line(path, number, f"{exc.msg} at column {exc.colno}", first=first)
-    return bad_line(path, number, "msgspec refused it", first=first)
-
-
-def _slow(path: Path, number: int, line: bytes, b: _Builder) -> TrialRecord | None:
-    """A line the fast decoder refused: read as read_journal reads it (same messages); the
-    first manifest lean (store.manifest) when it reads so."""
-    lean = lean_manifest(line) if b.manifest is None else None
-    if lean is not None:
-        b.set_manifest(*lean)
-        b.t.lean_at = (number, b.offset)
-        return None
-    data = json.loads(line)
-    parsed = parse_line(path, number, data, manifest_wanted=b.manifest is None)
-    if isinstance(parsed, RunManifest):
-        b.set_manifest(parsed)
-        return None
-    if parsed is None and b.manifest is not None and data.get("run_id") != b.manifest.run_id:
-        raise foreign_line(path, number, data.get("run_id"), b.manifest)  # another run's
-    return parsed
-
-
-def _decode(path: Path, number: int, line: bytes, b: _Builder) -> Any | None:
-    """The line's trial (a LiteRecord, or a TrialRecord when only pydantic reads it)."""
-    try:
-        r = DECODER.decode(line)
-    except msgspec.DecodeError:
-        return _slow(path, number, line, b)
-    if r.type != "trial" or r.schema_version > SCHEMA_VERSION or r.status not in _STATUS:
-        return _slow(path, number, line, b)
-    return r
-
-
-_STATUS = frozenset({"passed", "failed", "not_evaluable"})
-
-
-def _lines(fh: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
-    offset = 0
-    for number, line in enumerate(fh, start=1):
-        yield number, offset, line
-        offset += len(line)
-
-
 def read_trials(path: str | Path) -> Trials:
-    """The journal at ``path`` as columns, read line by line."""
+    """The journal at ``path`` as columns, read line by line (or, when a read of the same
+    journal kept them, from its column cache: store.colcache)."""
     path = journal_file(path)
+    before = os.stat(path)
+    cache = colcache.enabled() and before.st_size >= colcache.MIN_BYTES
+    if cache and (kept := colcache.load(path, before)) is not None:
+        kept["by_tool"] = {
+            tool: ToolTally(calls, not_ok, dlv, failed, Counter(causes))
+            for tool, (calls, not_ok, dlv, failed, causes) in kept["by_tool"].items()
+        }
+        return Trials(**kept)
+    t, size = _read_lines(path)
+    # Kept only when the file did not change while it was read, and was last written long
+    # enough ago that a change now would get another modification time (a rewrite within the
+    # file system's timestamp granularity would look unchanged: git's "racy" files).
+    settled = time.time() - before.st_mtime > colcache.SETTLED
+    if cache and settled and size == before.st_size and _same(before, os.stat(path)):
+        colcache.save(path, t, colcache.stamp(path, before))
+    return t
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_size, a.st_mtime_ns, a.st_ino) == (b.st_size, b.st_mtime_ns, b.st_ino)
+
+
+def _read_lines(path: Path) -> tuple[Trials, int]:
+    """The columns, and the bytes read to make them."""
     b = _Builder(path)
     # The lines decode into acyclic objects that die young; the collector's full passes
     # would walk everything alive (a 100k-task manifest's millions of objects) again and
@@ -376,7 +358,7 @@ def read_trials(path: str | Path) -> Trials:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _read(path, b)
+        size = _read(path, b)
     finally:
         if collecting:
             gc.enable()
@@ -385,14 +367,16 @@ def read_trials(path: str | Path) -> Trials:
         remeasure(b, t, [name for name, _ in NUMERIC])
     if b.rerun:
         retally(b, t)
-    return t
+    return t, size
 
 
-def _read(path: Path, b: _Builder) -> None:
+def _read(path: Path, b: _Builder) -> int:
+    """Every line into ``b``; the bytes read."""
     # One pass front to back: a 1 MB buffer reads a line for a third of the CPU of the
     # default 8 KB one (a read call every few 2.5 KB lines).
+    end: list[int] = []
     with path.open("rb", buffering=1 << 20) as fh:
-        for number, offset, line in _lines(fh):
+        for number, offset, line in numbered_lines(fh, end):
             if not line.strip():
                 continue
             if not line.endswith(b"\n"):  # only the last line can lack its newline
@@ -407,10 +391,10 @@ def _read(path: Path, b: _Builder) -> None:
                     continue
             b.offset = offset
             try:
-                r = _decode(path, number, line.removesuffix(b"\n"), b)
+                r = decode_line(path, number, line.removesuffix(b"\n"), b)
             except json.JSONDecodeError:
                 first = b.manifest is None and not b.early
-                raise _bad_json(path, number, line.removesuffix(b"\n"), first) from None
+                raise bad_json(path, number, line.removesuffix(b"\n"), first) from None
             if r is None:
                 continue
             if b.manifest is None:
@@ -422,6 +406,7 @@ def _read(path: Path, b: _Builder) -> None:
         for _, number, run_id in b.early:
             if run_id != b.manifest.run_id:
                 raise foreign_line(path, number, run_id, b.manifest)
+    return end[0]
 
 
 def trials_of(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import os
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -44,7 +45,16 @@ def unpack(tmp: Path) -> dict[str, Path]:
     variant = tmp / "variant.jsonl"
     variant.write_bytes(b"".join(lines) + json.dumps(rerun).encode() + b"\n" + torn)
     paths["variant"] = variant
+    for path in paths.values():
+        _settle(path)
     return paths
+
+
+def _settle(path: Path) -> None:
+    """``path`` last written a minute ago: a journal the column cache may keep (store.colcache
+    keeps none of a file written just now)."""
+    ago = path.stat().st_mtime_ns - 60 * 10**9
+    os.utime(path, ns=(ago, ago))
 
 
 def _cli(args: list[str], tmp: Path) -> str:
@@ -95,6 +105,7 @@ def _renamed(tmp: Path, naive: Path) -> Path:
     text = (tmp / naive).read_text().replace('"cell":"timeout"', '"cell":"a-timeout"')
     renamed = tmp / "renamed.jsonl"
     renamed.write_text(text.replace("/timeout/", "/a-timeout/"))
+    _settle(renamed)
     return renamed.relative_to(tmp)
 
 
