@@ -44,6 +44,9 @@ class ExampleLoop:
 
     clock = "virtual"
 
+    def __init__(self, relist: bool = False) -> None:
+        self.relist = relist  # list the tools again before every request (as many frameworks do)
+
     async def run(self, episode: Episode) -> AgentOutput:
         ex = example()
         async with trial_endpoint(episode) as endpoint, serve_mcp(episode.tools) as url:  # type: ignore[arg-type]
@@ -51,7 +54,9 @@ class ExampleLoop:
             async with llm, Client(url) as tools:
                 offered = ex.openai_tools(await tools.list_tools())
                 messages: list[dict[str, Any]] = [{"role": "user", "content": episode.instruction}]
-                for _ in range(ex.MAX_TURNS):
+                for turn in range(ex.MAX_TURNS):
+                    if self.relist and turn:
+                        offered = ex.openai_tools(await tools.list_tools())
                     response = await llm.chat.completions.create(
                         model="sim", messages=messages, tools=offered
                     )
@@ -69,14 +74,20 @@ class ExampleLoop:
         return AgentOutput(answer="out of turns", gave_up=True)
 
 
-def attacked(agent: Any, name: str) -> dict[tuple[str, str, int], TrialRecord]:
+def attacked(
+    agent: Any,
+    name: str,
+    cells: tuple[str, ...] = (RESULT, LISTING),
+    trials: int = 2,
+    scenarios: list[str] = SCENARIOS,
+) -> dict[tuple[str, str, int], TrialRecord]:
     records = run(
         RunConfig(
-            scenarios=select(installed(), SCENARIOS),
+            scenarios=select(installed(), scenarios),
             agent=agent,
             agent_name=name,
-            cells=parse_cells([RESULT, LISTING]),
-            trials=2,
+            cells=parse_cells(list(cells)),
+            trials=trials,
             seed=7,
             model=ModelSettings(temperature=0.7),
             references=False,
@@ -107,3 +118,25 @@ def test_the_sim_follows_planted_text_where_the_naive_agent_does() -> None:
             assert record.status == "failed" and record.root_cause == "injection_followed"
             [fault] = record.trajectory.faults
             assert fault.delivered and fault.detail["placement"] == "description"
+
+
+# The rug pull fires on the second listing, so the third (in inject-order-refund, whose plan
+# makes two calls: the request after the last one, where the model answers) is the first to
+# carry it.
+LAST_TURN = "injection_mcp:placements=[rug_pull],after_n=1,first_n=2"
+
+
+def test_the_sim_reads_a_description_changed_in_the_request_it_answers() -> None:
+    """A loop that lists its tools before every request meets the rug pull only in the request
+    that brings its last tool result: the sim reads the tool list on that answering turn too
+    (as it does before each call), and follows with the naive model's seeded draw."""
+    loop = ExampleLoop(relist=True)
+    wire = attacked(loop, "relisting-loop", (LAST_TURN,), trials=4, scenarios=SCENARIOS[:1])
+    landed = {k: r for k, r in wire.items() if r.injection_followed is not None}
+    assert len(landed) == 4, {k: r.trajectory.faults for k, r in wire.items()}
+    assert set(followed(wire, LAST_TURN).values()) == {True, False}  # unread: all False
+    for record in landed.values():
+        [fault] = record.trajectory.faults
+        assert fault.delivered and fault.detail["placement"] == "rug_pull"
+        if record.injection_followed:
+            assert record.status == "failed" and record.root_cause == "injection_followed"

@@ -120,7 +120,8 @@ class SimModelActor(SimActor):
     outage, as a model reading the error would. It is as susceptible to planted instructions as
     the naive model (chaoseval.agents.susceptibility), in the tool results the agent relays and
     in the tool descriptions the request offers (a poisoned or rug-pulled MCP tool): it reads
-    those before each call it makes, as a model reads its tool list every turn."""
+    those before each call it makes and before it answers, as a model reads its tool list
+    every turn."""
 
     async def call(self, tool: str, /, **args: Any) -> Any:
         await self.heed(cast(WireTools, self.episode.tools).listed())
@@ -131,6 +132,16 @@ class SimModelActor(SimActor):
             return await self.call(tool, **args)
         except (ToolTimeout, ToolConnectionError, ToolHTTPError):
             return None
+
+    async def last_turn(self, output: AgentOutput) -> AgentOutput:
+        """The answering turn reads the tool list too: a description that changed in the
+        request that brought the last result (a rug pull) is read before the answer, as a model
+        reads its tools every turn. Following it may call a tool first, or add words."""
+        said = len(self.said)
+        await self.heed(cast(WireTools, self.episode.tools).listed())
+        if len(self.said) == said:
+            return output
+        return output.model_copy(update={"answer": " ".join([output.answer, *self.said[said:]])})
 
 
 class SimModel:
@@ -205,7 +216,7 @@ class SimModel:
         except (TypeError, KeyError, AttributeError, ValueError) as exc:
             # The plan tripped over data it could not read: a model answers something anyway.
             output = AgentOutput(answer=f"I could not make sense of the results ({exc}).")
-        await self._actions_in.send(FinalAction(output))
+        await self._actions_in.send(FinalAction(await actor.last_turn(output)))
 
     def _render(
         self, action: ToolAction | FinalAction, body: dict[str, Any], digest: str
