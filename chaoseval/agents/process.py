@@ -18,8 +18,9 @@ CHAOSEVAL_MCP_URL        the trial's tools over MCP (streamable HTTP)
 CHAOSEVAL_TOOLS_URL      the trial's tools over plain HTTP (``POST /tools/NAME``)
 CHAOSEVAL_UI_URL         the trial's UI page (scenarios with a page; chaoseval.channels.browser)
 CHAOSEVAL_INSTRUCTION    the task (also written on stdin)
-CHAOSEVAL_MEMORY_FILE    a JSON file (0600, in the trial's directory): the agent's memory,
-                         ``[{"key": ..., "value": ...}]``
+CHAOSEVAL_MEMORY_URL     the agent's memory (``GET``): ``[{"key": ..., "value": ...}]``, on
+                         the tools' server; read when the response is written, so a memory
+                         fault counts as delivered only if the agent fetched it
 CHAOSEVAL_TRIAL_ID       scenario/cell/index
 CHAOSEVAL_MODEL          the model name to ask for
 CHAOSEVAL_TEMPERATURE    the trial's sampling temperature (the channel applies it to requests
@@ -49,7 +50,6 @@ outside), the agent's group is killed by :mod:`chaoseval.agents.guard`.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import shutil
@@ -263,17 +263,18 @@ class ProcessAgent:
         hub = self._hub  # outside a run's session (run by hand): a hub of its own
         if hub is None:
             hub = await stack.enter_async_context(ToolHub.serving())
-        urls = await stack.enter_async_context(hub.trial(toolbox))
+        # The memory is served, not handed over in a file: a fetch is a read chaoseval sees, so
+        # a memory fault is delivered only to an agent that read its memory.
+        urls = await stack.enter_async_context(hub.trial(toolbox, episode.serve_memory))
         model: ModelEndpoint | None = None
         if self.upstream.endpoint or episode.reference is not None:
             model = await stack.enter_async_context(trial_endpoint(episode, self.upstream))
-        # The trial's own directory (0700): the agent's working directory, its HOME in the
-        # sandbox, and its memory file (0600), all removed with it.
+        # The trial's own directory (0700): the agent's working directory and its HOME in the
+        # sandbox, removed with it.
         trial = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
-        workdir, home, memory = trial / "work", trial / "home", trial / "memory.json"
+        workdir, home = trial / "work", trial / "home"
         workdir.mkdir()
         home.mkdir()
-        _private_file(memory, json.dumps([m.model_dump(mode="json") for m in episode.memory]))
         ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
         env = {
             **{k: v for k, v in os.environ.items() if k not in self._withheld},
@@ -282,7 +283,7 @@ class ProcessAgent:
             "CHAOSEVAL_TOOLS_URL": urls.tools,
             **({"CHAOSEVAL_UI_URL": ui} if ui else {}),
             "CHAOSEVAL_INSTRUCTION": episode.instruction,
-            "CHAOSEVAL_MEMORY_FILE": str(memory),
+            "CHAOSEVAL_MEMORY_URL": urls.memory,
             "CHAOSEVAL_TRIAL_ID": link.trial_id,
             "CHAOSEVAL_MODEL": episode.model.model,
             **_sampling_env(episode),
@@ -371,13 +372,6 @@ class ProcessAgent:
             await process.wait()
         _signal_group(process, signal.SIGKILL)
         await process.wait()
-
-
-def _private_file(path: Path, text: str) -> None:
-    """``text`` in a new file only its owner may read (whatever the umask)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 def _relative_file(arg: str) -> bool:

@@ -7,8 +7,8 @@ outlives the run. In the sandbox each agent has
 
 - a PID namespace of its own, with its own ``/proc``: no other trial's process is there;
 - a private ``/tmp`` (and ``$TMPDIR``): the other trials' directories are not there;
-- the host read-only, apart from its own trial directory (its working directory, ``HOME``
-  and memory file);
+- the host read-only, apart from its own trial directory (its working directory and
+  ``HOME``);
 - no capabilities (when chaoseval runs as root);
 - the host's network: it reaches its trial's servers on 127.0.0.1, each behind the trial's
   own credential (docs/SECURITY.md).

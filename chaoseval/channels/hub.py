@@ -6,7 +6,9 @@
 
 - ``/mcp`` is its MCP server over streamable HTTP (chaoseval.channels.mcp.wire), and
 - ``/tools`` (``GET``) and ``/tools/<name>`` (``POST``) are its HTTP tools
-  (chaoseval.engine.http),
+  (chaoseval.engine.http), and
+- ``/memory`` (``GET``) is the agent's memory, ``[{"key": ..., "value": ...}]``: the agent has
+  read it (the memory channel's faults are delivered) once the response's last byte is written,
 
 so concurrent trials never see each other's tools, sessions or faults: a path no other trial
 can guess is the trial's credential. A path that names no live trial answers 404.
@@ -14,10 +16,11 @@ can guess is the trial's credential. A path that names no live trial answers 404
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -30,6 +33,7 @@ from chaoseval.channels.limits import BodyTooLarge, bounded_body
 from chaoseval.channels.mcp.wire import TrialEndpoint
 from chaoseval.engine.http import ToolsApp, too_large_tools
 from chaoseval.engine.toolbox import ToolBox
+from chaoseval.model.scenario import MemoryItem
 
 TRIAL_PATH = re.compile(r"^/trials/(?P<token>[A-Za-z0-9_-]+)(?P<rest>/.*)?$")
 
@@ -40,12 +44,19 @@ class TrialUrls:
 
     mcp: str  # the MCP endpoint (streamable HTTP)
     tools: str  # the HTTP tools' base URL: GET {tools}/tools, POST {tools}/tools/<name>
+    memory: str  # GET: the agent's memory
+
+
+# What a trial's memory route sends, and what it calls once the bytes are written
+# (chaoseval.seams.agent.Episode.serve_memory).
+MemorySource = Callable[[], tuple[list[MemoryItem], Callable[[], object]]]
 
 
 @dataclass
 class _Trial:
     mcp: TrialEndpoint
     tools: ToolsApp
+    memory: MemorySource | None
 
 
 class ToolHub:
@@ -65,14 +76,16 @@ class ToolHub:
             yield hub
 
     @asynccontextmanager
-    async def trial(self, toolbox: ToolBox) -> AsyncIterator[TrialUrls]:
-        """Serve ``toolbox`` for the block; yields the trial's URLs."""
+    async def trial(
+        self, toolbox: ToolBox, memory: MemorySource | None = None
+    ) -> AsyncIterator[TrialUrls]:
+        """Serve ``toolbox`` (and ``memory``, when given) for the block; yields the URLs."""
         token = secrets.token_urlsafe(16)
         async with TrialEndpoint(toolbox).running() as endpoint:
-            self._trials[token] = _Trial(endpoint, ToolsApp(toolbox))
+            self._trials[token] = _Trial(endpoint, ToolsApp(toolbox), memory)
             base = f"{self.base_url}/trials/{token}"
             try:
-                yield TrialUrls(mcp=f"{base}/mcp", tools=base)
+                yield TrialUrls(mcp=f"{base}/mcp", tools=base, memory=f"{base}/memory")
             finally:
                 del self._trials[token]
 
@@ -104,6 +117,8 @@ class ToolHub:
             prefix = scope["path"][: len(scope["path"]) - len(rest)]
             inner = {**scope, "path": rest, "root_path": scope.get("root_path", "") + prefix}
             await trial.tools(inner, receive, send)
+        elif rest.rstrip("/") == "/memory" and trial.memory is not None:
+            await _memory(trial.memory, scope, receive, send)
         else:
             await PlainTextResponse("no such trial", 404)(scope, receive, send)
         toolbox.add_overhead(
@@ -112,6 +127,18 @@ class ToolHub:
             - (toolbox.busy_seconds - busy)
             - (trial.mcp.held_seconds - held)
         )
+
+
+async def _memory(source: MemorySource, scope: Scope, receive: Receive, send: Send) -> None:
+    if scope.get("method") != "GET":
+        await PlainTextResponse("GET the memory", 405, {"Allow": "GET"})(scope, receive, send)
+        return
+    items, read = source()
+    # UTF-8 as the tools' bodies: planted characters (zero-width ones too) arrive as they are.
+    body = json.dumps([m.model_dump(mode="json") for m in items], ensure_ascii=False)
+    headers = {"Content-Type": "application/json; charset=utf-8"}
+    await Response(body.encode(), 200, headers)(scope, receive, send)
+    read()  # the last byte is written: the agent has its memory
 
 
 def too_large_rpc(error: BodyTooLarge) -> Response:

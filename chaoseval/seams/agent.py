@@ -100,6 +100,9 @@ class Episode:
     # The trial behind the episode, for agents that reach it over the wire (None when an
     # episode is built by hand without a trial).
     link: TrialLink | None = None
+    # The memory as the agent read it, from the moment it read it (empty until then): what its
+    # model may know of it (chaoseval-sim reads this, never the memory itself).
+    memory_read: list[MemoryItem] = field(default_factory=list)
 
     @property
     def model(self) -> ModelSettings:
@@ -109,7 +112,14 @@ class Episode:
     @property
     def memory(self) -> list[MemoryItem]:
         self._on_read("memory")
+        if self.memory_read is not self._memory:
+            self.memory_read[:] = self._memory
         return self._memory
+
+    def serve_memory(self) -> tuple[list[MemoryItem], Callable[[], object]]:
+        """The memory for a wire channel to send, and what it calls once the bytes are
+        written: then, not before, the agent has read its memory (its faults are delivered)."""
+        return self._memory, lambda: self.memory
 
     def now(self) -> datetime:
         self._on_read("clock")

@@ -102,7 +102,8 @@ ENV = (
     "key = os.environ.get('OPENAI_API_KEY', '')\n"
     "seen['trial_key'] = key.startswith('sk-chaoseval-') and key != os.environ['REAL']\n"
     "seen['same_key'] = key == os.environ.get('ANTHROPIC_API_KEY')\n"
-    "seen['memory'] = json.load(open(os.environ['CHAOSEVAL_MEMORY_FILE']))\n"
+    "import urllib.request\n"
+    "seen['memory'] = json.load(urllib.request.urlopen(os.environ['CHAOSEVAL_MEMORY_URL']))\n"
     "open('env.json', 'w').write(json.dumps(seen))\n"
     "print(json.dumps(seen))\n"
     "print(json.dumps({'answer': 'done', 'gave_up': True, 'data': {'n': 1}}))\n"
@@ -131,6 +132,33 @@ def test_the_process_gets_its_trial_in_its_environment(tmp_path, monkeypatch):
     assert seen["TZ"] == "UTC0"
     assert isinstance(seen["memory"], list)
     assert not Path(seen["cwd"]).exists()  # a fresh directory per trial, removed after
+
+
+FETCHES_MEMORY = (
+    "import json, os, urllib.request\n"
+    "memory = json.load(urllib.request.urlopen(os.environ['CHAOSEVAL_MEMORY_URL']))\n"
+    "print(json.dumps({'answer': json.dumps(memory)}))\n"
+)
+
+
+@pytest.mark.parametrize("fetches", [False, True])
+def test_a_planted_memory_is_delivered_only_to_an_agent_that_fetched_it(tmp_path, fetches):
+    # Its memory is served, not handed over: a process that never asks for it was not reached
+    # (did not land: neither followed nor resisted), one that does got the planted note.
+    body = FETCHES_MEMORY if fetches else "print('done')\n"
+    cells = parse_cells(["injection_memory:placements=[item]"])
+    records = run_exec(tmp_path, script(tmp_path, "agent", body), cells=cells, timeout=20)
+    planted = next(r for r in records if r.cell != "clean")
+    [fault] = planted.trajectory.faults
+    assert (fault.perturbation, fault.kind, fault.delivered) == (
+        "injection_memory", "injection", fetches
+    )
+    if not fetches:
+        assert planted.injection_followed is None and planted.utility is None
+        return
+    assert planted.injection_followed is not None  # judged: the agent read the payload
+    [note] = [m for m in json.loads(planted.answer or "") if m["key"] == "note"]
+    assert note["value"] and fault.detail["key"] == "note"
 
 
 def test_a_plain_stdout_is_the_answer(tmp_path):

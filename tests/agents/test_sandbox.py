@@ -168,7 +168,7 @@ def outside() -> Iterator[Path]:
 
 
 # Tries to write outside its trial, then in its working directory, HOME and /tmp; says what
-# each attempt gave, and its memory file's mode and place.
+# each attempt gave, and its trial directory's mode.
 WRITER = r"""
 import json, os, sys
 results = {}
@@ -182,10 +182,7 @@ for name, path in (("outside", sys.argv[1]), ("beside_script", sys.argv[2]),
         results[name] = "written"
     except OSError as exc:
         results[name] = type(exc).__name__
-memory = os.environ["CHAOSEVAL_MEMORY_FILE"]
-results["memory_mode"] = oct(os.stat(memory).st_mode & 0o777)
-results["trial_mode"] = oct(os.stat(os.path.dirname(memory)).st_mode & 0o777)
-results["memory_in_trial"] = os.path.dirname(memory) == os.path.dirname(os.getcwd())
+results["trial_mode"] = oct(os.stat(os.path.dirname(os.getcwd())).st_mode & 0o777)
 print(json.dumps({"answer": json.dumps(results)}))
 """
 
@@ -199,15 +196,14 @@ def test_a_file_written_outside_the_trial_fails_inside_the_sandbox(tmp_path, out
     assert seen["cwd"] == seen["home"] == seen["tmp"] == "written"
 
 
-def test_the_memory_file_is_private_inside_the_trial_directory(tmp_path):
-    """0600 in the trial's own 0700 directory, sandbox or not."""
+def test_the_trial_directory_is_private(tmp_path):
+    """The working directory is in the trial's own 0700 directory, sandbox or not."""
     for sandbox in ("auto", "none"):
         cmd = command(tmp_path, WRITER, str(tmp_path / "x" / "a"), str(tmp_path / "x" / "b"))
         with pytest.warns(IsolationWarning) if sandbox == "none" else nullcontext():
             [record] = run_exec(tmp_path, cmd, sandbox=sandbox)
         seen = json.loads(record.answer or "{}")
-        assert seen["memory_mode"] == "0o600" and seen["trial_mode"] == "0o700", sandbox
-        assert seen["memory_in_trial"], sandbox
+        assert seen["trial_mode"] == "0o700", sandbox
 
 
 def cli_run(tmp_path: Path, cmd: str, *flags: str):

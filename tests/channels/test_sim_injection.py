@@ -27,6 +27,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openai_mcp_agent.p
 SCENARIOS = ["inject-order-refund", "inject-account-upgrade"]
 RESULT = "injection"
 LISTING = "injection_mcp:placements=[description]"
+MEMORY = "injection_memory"
+MEMORY_TASKS = ["memory-billing-email", "memory-seat-preference", "memory-replacement-address"]
 
 
 @functools.cache
@@ -44,8 +46,9 @@ class ExampleLoop:
 
     clock = "virtual"
 
-    def __init__(self, relist: bool = False) -> None:
+    def __init__(self, relist: bool = False, remember: bool = False) -> None:
         self.relist = relist  # list the tools again before every request (as many frameworks do)
+        self.remember = remember  # reads its memory into its prompt (the example does not)
 
     async def run(self, episode: Episode) -> AgentOutput:
         ex = example()
@@ -53,7 +56,10 @@ class ExampleLoop:
             llm = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
             async with llm, Client(url) as tools:
                 offered = ex.openai_tools(await tools.list_tools())
-                messages: list[dict[str, Any]] = [{"role": "user", "content": episode.instruction}]
+                prompt = episode.instruction
+                if self.remember:
+                    prompt += "".join(f"\nRemembered: {m.key} = {m.value}" for m in episode.memory)
+                messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
                 for turn in range(ex.MAX_TURNS):
                     if self.relist and turn:
                         offered = ex.openai_tools(await tools.list_tools())
@@ -140,3 +146,19 @@ def test_the_sim_reads_a_description_changed_in_the_request_it_answers() -> None
         assert fault.delivered and fault.detail["placement"] == "rug_pull"
         if record.injection_followed:
             assert record.status == "failed" and record.root_cause == "injection_followed"
+
+
+def test_the_sim_knows_only_the_memory_the_agent_read() -> None:
+    # The example never reads its memory: a planted (or stale) memory never reached it, so
+    # its model knows nothing of it and the cell did not land (it used to be counted
+    # delivered, and followed in exactly the naive agent's trials, by the model alone).
+    cells = (MEMORY, "stale_memory")
+    blind = attacked(ExampleLoop(), "example-loop", cells, scenarios=MEMORY_TASKS)
+    assert not any(f.delivered for r in blind.values() for f in r.trajectory.faults)
+    assert set(followed(blind, MEMORY).values()) == {None}
+    # Read into its prompt, the memory reaches the model: the same trials follow as naive's.
+    reads = attacked(ExampleLoop(remember=True), "loop-memory", cells, scenarios=MEMORY_TASKS)
+    naive = attacked(load_agent("naive"), "naive", cells, scenarios=MEMORY_TASKS)
+    assert followed(reads, MEMORY) == followed(naive, MEMORY)
+    assert set(followed(reads, MEMORY).values()) == {True, False}
+    assert all(f.delivered for r in reads.values() for f in r.trajectory.faults)

@@ -202,7 +202,18 @@ class SimModel:
     async def _drive(self, settings: ModelSettings) -> None:
         # WireTools stands in for the ToolBox: the policy only calls, describes and reads specs.
         tools = cast(Any, WireTools(self._episode, self))
-        episode = dataclasses.replace(self._episode, tools=tools, _model=settings, usage=Usage())
+        # The model knows the memory the agent read (and from then on), not the trial's: its
+        # own reads of it deliver nothing (an agent that never read its memory kept it out of
+        # every prompt).
+        on_read = self._episode._on_read
+        episode = dataclasses.replace(
+            self._episode,
+            tools=tools,
+            _model=settings,
+            usage=Usage(),
+            _memory=self._episode.memory_read,
+            _on_read=lambda channel: None if channel == "memory" else on_read(channel),
+        )
         actor = SimModelActor(episode)
         try:
             output = await run_solution(actor, _reference(episode))
