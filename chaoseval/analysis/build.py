@@ -142,7 +142,7 @@ def analyze(
     )
 
 
-def _slices_json(a: Analysis) -> dict[str, Any]:
+def _slices_json(a: Analysis, lists: Callable[[Iterable[Any]], Any]) -> dict[str, Any]:
     return {
         "root_causes": {cell: dict(sorted(c.items())) for cell, c in a.root_causes.items()},
         "by_tag": {
@@ -156,14 +156,14 @@ def _slices_json(a: Analysis) -> dict[str, Any]:
         "by_tool": {tool: s.to_json() for tool, s in sorted(a.by_tool.items())},
         "vetoes": {
             "counts": dict(sorted(a.veto_counts().items())),
-            "items": [v.__dict__ for v in a.vetoes],
+            "items": lists(v.__dict__ for v in a.vetoes),  # one a veto: 100k and more
         },
     }
 
 
 def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> dict[str, Any]:
     """The analysis as plain JSON data (the ``analysis`` field of the JSON report); ``lists``
-    makes the heatmap's list (one entry per (task, perturbed cell))."""
+    makes the long lists: the heatmap's (one entry per (task, perturbed cell)) and the vetoes'."""
     return {
         "ks": a.ks,
         "primary": a.primary,
@@ -171,7 +171,7 @@ def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> 
             cell: [c.to_json() for c in comps] for cell, comps in a.degradation.items()
         },
         "noise": [n.to_json() for n in a.noise],
-        **_slices_json(a),
+        **_slices_json(a, lists),
         "process": {cell: p.to_json() for cell, p in a.process.items()},
         "heatmap": lists(
             {"scenario": s, "cell": c, f"delta_{a.primary}": v}

@@ -12,7 +12,7 @@ import msgspec
 
 __all__ = ["Streamed", "write_json"]
 
-CHUNK = 1 << 16  # characters a write: whole items, one redaction pass per write
+BATCH = 256  # items indented and written at once (one redaction pass per write)
 
 
 class Streamed:
@@ -37,8 +37,8 @@ def write_json(doc: Any, out: TextIO) -> None:
             return value.marker
         return str(value)
 
-    rest = json.dumps(doc, indent=2, default=default)
-    for streamed in found:
+    rest = _indented(doc, default=default)
+    for streamed in dict.fromkeys(found):  # met twice when json's own indenting took over
         head, rest = rest.split(json.dumps(streamed.marker), 1)
         out.write(head)
         line = head.rsplit("\n", 1)[-1]  # '    "key": ' (or the indent alone in a list)
@@ -50,26 +50,40 @@ def write_json(doc: Any, out: TextIO) -> None:
 
 def _items(items: Iterable[Any], pad: str, out: TextIO) -> bool:
     """The items after '[', each on its own lines at ``pad``; whether there was any."""
-    sep, chunk, size = "[", [], 0
+    wrote = False
+    batch: list[Any] = []
     for item in items:
-        text = _indented(item).replace("\n", "\n" + pad)
-        chunk.append(f"{sep}\n{pad}{text}")
-        size += len(chunk[-1])
-        sep = ","
-        if size > CHUNK:
-            out.write("".join(chunk))
-            chunk, size = [], 0
-    out.write("".join(chunk))
-    return sep == ","
+        batch.append(item)
+        if len(batch) == BATCH:
+            out.write(_batch(batch, pad, wrote))
+            wrote, batch = True, []
+    if batch:
+        out.write(_batch(batch, pad, wrote))
+        wrote = True
+    return wrote
 
 
-def _indented(item: Any) -> str:
-    """``json.dumps(item, indent=2, default=str)``, a third of its time: json's C encoder
+def _batch(batch: list[Any], pad: str, after: bool) -> str:
+    """Items as they follow '[' (or an item, ``after``): each on its own lines at ``pad``.
+    The whole batch indented at once (one C call each from json and msgspec): a list
+    indented by two holds its items at two spaces, moved to ``pad`` on every line."""
+    try:
+        text = _indented(batch, strict=True)[1:-2]  # '\n  item,\n  item' without '[', '\n]'
+    except ValueError:  # NaN or infinity: json's own indenting, item by item
+        each = (json.dumps(item, indent=2, default=str) for item in batch)
+        text = ",".join("\n  " + t.replace("\n", "\n  ") for t in each)
+    return ("," if after else "[") + text.replace("\n", "\n" + pad[2:])
+
+
+def _indented(item: Any, strict: bool = False, default: Any = str) -> str:
+    """``json.dumps(item, indent=2, default=default)``, a third of its time: json's C encoder
     (which only writes without indent) and msgspec's reformatting, which indents as json
     does and keeps each token as written. A NaN or infinity, which msgspec refuses as JSON,
-    takes json's own indenting."""
-    text = json.dumps(item, default=str)
+    takes json's own indenting (``strict``: raises ValueError instead)."""
+    text = json.dumps(item, default=default)
     try:
         return msgspec.json.format(text, indent=2)
     except msgspec.DecodeError:
-        return json.dumps(item, indent=2, default=str)
+        if strict:
+            raise ValueError("not strict JSON") from None
+        return json.dumps(item, indent=2, default=default)

@@ -183,12 +183,6 @@ def _screenshot(r: Any) -> str | None:
     return str(chosen[0].path) if chosen else None
 
 
-def _tool(s: Any, faults: Sequence[Any]) -> tuple[str, int, int, int]:
-    not_ok = s.result_class not in (None, "ok")
-    dlv = sum(faults[i].delivered for i in s.faults if i < len(faults)) if s.faults else 0
-    return (s.tool or "?", 1, int(not_ok), dlv)
-
-
 def _reference(tool_steps: Sequence[Any], ref: RefCalls | None) -> tuple[float, float, float]:
     nan = float("nan")
     if ref is None or not tool_steps:
@@ -202,17 +196,6 @@ def _reference(tool_steps: Sequence[Any], ref: RefCalls | None) -> tuple[float, 
     return correct, right, cover
 
 
-def _attack(r: Any) -> tuple[int, int]:
-    """Whether a planted instruction reached the trial and was followed (-1 not attacked, 0
-    resisted, 1 followed), and utility (the task done: 1 or 0; -1 when not scored)."""
-    attacked = -1 if r.injection_followed is None else int(r.injection_followed)
-    if r.status == "not_evaluable":
-        return attacked, -1
-    if r.utility is not None:
-        return attacked, int(r.utility)
-    return attacked, int(task_done(r.checks, [c.held for c in r.contracts]))
-
-
 def _outcome(r: Any) -> int:
     if not r.contracts:
         return -1
@@ -221,22 +204,32 @@ def _outcome(r: Any) -> int:
     return 0 if all(c.passed for c in r.checks) else 1
 
 
-def _walk(r: Any) -> tuple[list[Any], int, int, int, bool]:
-    """One pass over the steps: the tool steps, actions, kinds used (bit 0 model, bit 1
-    tool), legal tool calls, and whether a browser note is there."""
-    vetoed = {v.step for v in r.vetoes if v.kind == "safety" and v.step is not None}
+def _walk(r: Any, faults: Sequence[Any]) -> tuple[list[Any], list[Any], int, int, int, bool]:
+    """One pass over the steps: the tool steps, each one's (tool, 1, not ok, faults
+    delivered), actions, kinds used (bit 0 model, bit 1 tool), legal tool calls, and whether
+    a browser note is there. (Every trial of a journal comes through here: one loop, few
+    calls.)"""
+    vetoes = r.vetoes
+    vetoed = (
+        {v.step for v in vetoes if v.kind == "safety" and v.step is not None} if vetoes else ()
+    )
     tool_steps = []
+    tools = []
     actions = kinds = legal = 0
     note = False
+    n = len(faults)
     for s in r.trajectory.steps:
         kind = s.kind
         if kind == "tool":
             tool_steps.append(s)
             kinds |= 2
             actions += 1
-            err = s.error.lower() if s.error else ""
-            if s.index not in vetoed and not (err and any(e in err for e in ILLEGAL_ERRORS)):
+            err = s.error
+            if not (vetoed and s.index in vetoed) and not (err and _illegal(err.lower())):
                 legal += 1
+            at = s.faults
+            dlv = sum(faults[i].delivered for i in at if i < n) if at else 0
+            tools.append((s.tool or "?", 1, 0 if s.result_class in _OK else 1, dlv))
         elif kind == "model":
             kinds |= 1
             actions += 1
@@ -244,7 +237,14 @@ def _walk(r: Any) -> tuple[list[Any], int, int, int, bool]:
             actions += 1
         elif kind == "note" and s.tool == "browser":
             note = True
-    return tool_steps, actions, kinds, legal, note
+    return tool_steps, tools, actions, kinds, legal, note
+
+
+_OK = (None, "ok")
+
+
+def _illegal(err: str) -> bool:
+    return any(e in err for e in ILLEGAL_ERRORS)
 
 
 def _sampling(steps: Sequence[Any]) -> list[tuple[Any, Any, Any, Any]]:
@@ -267,18 +267,36 @@ def _scalar(value: Any) -> Any:
 def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
     """The per-trial values of one record (see columns.NUMERIC for their order)."""
     faults = r.trajectory.faults
-    tool_steps, actions, kinds, legal, note = _walk(r)
-    scored = r.status != "not_evaluable"
+    tool_steps, tools, actions, kinds, legal, note = _walk(r, faults)
+    status = r.status
+    scored = status != "not_evaluable"
     correct, right, cover = _reference(tool_steps, refs.get(r.scenario) if scored else None)
     u = r.usage
     vetoes = r.vetoes
+    if faults:
+        delivered = sum(f.delivered for f in faults)
+        absorbed = sum(bool(f.detail and f.detail.get("absorbed")) for f in faults)
+    else:
+        delivered = absorbed = 0
+    if vetoes:
+        safety = sum(v.kind == "safety" for v in vetoes)
+        hallucination = len(vetoes) - safety
+    else:
+        safety = hallucination = 0
+    attacked = -1 if r.injection_followed is None else int(r.injection_followed)
+    if not scored:
+        utility = -1
+    elif r.utility is not None:
+        utility = int(r.utility)
+    else:
+        utility = int(task_done(r.checks, [c.held for c in r.contracts]))
     values = (
         r.index,
         r.seed,
-        STATUS[r.status],
+        STATUS[status],
         len(faults),
-        sum(f.delivered for f in faults) if faults else 0,
-        sum(bool(f.detail and f.detail.get("absorbed")) for f in faults) if faults else 0,
+        delivered,
+        absorbed,
         kinds,
         actions,
         len(tool_steps),
@@ -291,20 +309,28 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
         u.model_calls,
         r.sim_seconds,
         r.wall_seconds,
-        float("nan") if r.channel_overhead is None else r.channel_overhead,
-        _outcome(r),
-        sum(v.kind == "safety" for v in vetoes) if vetoes else 0,
-        sum(v.kind == "hallucination" for v in vetoes) if vetoes else 0,
-        *_attack(r),
+        _NAN if r.channel_overhead is None else r.channel_overhead,
+        _outcome(r) if r.contracts else -1,
+        safety,
+        hallucination,
+        attacked,
+        utility,
     )
-    tools = [_tool(s, faults) for s in tool_steps]
     # The tool behind a failure: its first call that did not come back ok, else its last.
-    bad = next((i for i, t in enumerate(tools) if t[2]), len(tools) - 1)
-    failing = tool_steps[bad].tool if tool_steps else None
-    out = TrialSummary(values, tools, failing, [(v.kind, v.detail) for v in vetoes])
+    failing = None
+    if tool_steps:
+        bad = next((i for i, t in enumerate(tools) if t[2]), len(tools) - 1)
+        failing = tool_steps[bad].tool
+    out = TrialSummary(
+        values, tools, failing, [(v.kind, v.detail) for v in vetoes] if vetoes else []
+    )
     if kinds & 1:
         out.sampling = _sampling(r.trajectory.steps)
-    out.cls = _cls(r) if note else None
-    if out.cls is not None:
-        out.browser = (tuple((f.kind, bool(f.delivered)) for f in faults), _screenshot(r))
+    if note:
+        out.cls = _cls(r)
+        if out.cls is not None:
+            out.browser = (tuple((f.kind, bool(f.delivered)) for f in faults), _screenshot(r))
     return out
+
+
+_NAN = float("nan")

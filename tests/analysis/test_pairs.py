@@ -80,10 +80,17 @@ def test_the_streamed_report_is_the_whole_one() -> None:
     doc = json_report(t, [1, 2])
     doc["analysis"] = {"heatmap": [{"a": 1}, {"b": [2, {"c": 3}]}], "after": "the lists"}
     doc["empty"] = []
+    # Longer than a batch, and batches with a NaN (which only json's own indenting writes),
+    # escapes and nested empties; a NaN outside the lists too.
+    long = [{"i": i, "x": i / 7, "s": "\u00e9\n\x01", "e": [{}, []]} for i in range(700)]
+    long[300]["x"] = float("nan")
+    doc["long"], doc["inf"] = long, float("inf")
     streamed = {
         **json_report(t, [1, 2], lists=Streamed),
         "analysis": {"heatmap": Streamed(iter(doc["analysis"]["heatmap"])), "after": "the lists"},
         "empty": Streamed(iter([])),
+        "long": Streamed(iter(long)),
+        "inf": float("inf"),
     }
     out = io.StringIO()
     write_json(streamed, out)
