@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.metrics import Delta, Summary, TaskCounts, delta, summarize
+from chaoseval.analysis.metrics import Delta, Summary, delta, summarize_counts
 
 # CLEAN is re-exported: the analysis and render modules import it from here.
 from chaoseval.model.records import CLEAN as CLEAN
@@ -169,7 +169,7 @@ def veto_counts(g: Group) -> Counter[str]:
 
 
 def _summary(counts: dict[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
-    return summarize([TaskCounts(t, n, c) for t, (n, c) in sorted(counts.items())], ks)
+    return summarize_counts(counts, ks)
 
 
 def cell_result(name: str, records: Records, ks: Sequence[int]) -> CellResult:

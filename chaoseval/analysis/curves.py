@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, _perturbed
-from chaoseval.analysis.metrics import TaskCounts, summarize
+from chaoseval.analysis.metrics import summarize_counts
 from chaoseval.analysis.primary import DEFAULT_PRIMARY, Primary, parse_primary
 from chaoseval.store.columns import as_group
 
@@ -21,8 +21,7 @@ def pass_hat_curve(counts: dict[str, tuple[int, int]]) -> Curve | None:
     max_n = max((n for n, _ in counts.values()), default=0)
     if max_n < 1:
         return None
-    tasks = [TaskCounts(t, n, c) for t, (n, c) in sorted(counts.items())]
-    return dict(summarize(tasks, range(1, max_n + 1)).pass_hat)
+    return dict(summarize_counts(counts, range(1, max_n + 1)).pass_hat)
 
 
 def pass_hat_curves(cells: Sequence[CellResult]) -> tuple[dict[str, Curve], dict[str, Curve]]:

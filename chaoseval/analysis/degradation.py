@@ -122,24 +122,30 @@ class Comparison:
 def _pairable(
     maps: Mapping[str, TaskCountMap], metric: str, kk: int
 ) -> tuple[list[str], dict[str, str]]:
-    """The tasks every arm can score for the metric, and why each other task is left out."""
+    """The tasks every arm can score for the metric, and why each other task is left out.
+    (Each arm's scored trials per task in one array: the reasons are written only for the
+    tasks left out, not looked up task by task for all 100k.)"""
     excluded: dict[str, str] = {}
-    tasks: list[str] = []
-    for t in sorted(set().union(*maps.values())):
-        present = [name for name, m in maps.items() if t in m]
-        if len(present) < len(maps):
-            excluded[t] = f"only in {', '.join(present)}"
+    names = sorted(set().union(*maps.values()))
+    scored = np.array(
+        [[m[t][0] if t in m else -1 for t in names] for m in maps.values()], dtype=np.int64
+    ).reshape(len(maps), len(names))
+    present = scored >= 0
+    everywhere = np.asarray(present.all(axis=0), dtype=bool)
+    few = everywhere & (scored.min(axis=0, initial=kk) < kk)
+    for i in np.flatnonzero(~everywhere | few).tolist():
+        t = names[i]
+        if not everywhere[i]:
+            present_in = [name for name, m in maps.items() if t in m]
+            excluded[t] = f"only in {', '.join(present_in)}"
             continue
-        counts = {name: m[t][0] for name, m in maps.items()}
-        if min(counts.values()) < kk:
-            shown = ", ".join(f"{name}={n}" for name, n in counts.items())
-            excluded[t] = (
-                f"fewer than {kk} scored trials ({shown})"
-                if metric != "mean"
-                else f"no scored trial ({shown})"
-            )
-            continue
-        tasks.append(t)
+        shown = ", ".join(f"{name}={m[t][0]}" for name, m in maps.items())
+        excluded[t] = (
+            f"fewer than {kk} scored trials ({shown})"
+            if metric != "mean"
+            else f"no scored trial ({shown})"
+        )
+    tasks = [names[i] for i in np.flatnonzero(everywhere & ~few).tolist()]
     return tasks, excluded
 
 

@@ -20,7 +20,7 @@ counted as a failure.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from numbers import Integral
@@ -253,11 +253,7 @@ class Summary:
         return tuple(self.pass_at)
 
 
-def summarize(tasks: Iterable[TaskCounts], ks: Sequence[int]) -> Summary:
-    """Per-task mean, pass@k and pass^k for every k in ``ks``, macro-averaged over tasks.
-
-    Raises InvalidCountsError on a duplicate task id or a k that is not an integer >= 1.
-    """
+def _ks(ks: Sequence[int]) -> list[int]:
     k_list: list[int] = []
     for k in ks:
         k_ = _as_int("k", k)
@@ -265,18 +261,50 @@ def summarize(tasks: Iterable[TaskCounts], ks: Sequence[int]) -> Summary:
             raise InvalidCountsError(f"k must be >= 1, got k={k_}")
         if k_ not in k_list:
             k_list.append(k_)
+    return k_list
 
-    scored: list[TaskCounts] = []
-    unscored: list[TaskCounts] = []
+
+def summarize(tasks: Iterable[TaskCounts], ks: Sequence[int]) -> Summary:
+    """Per-task mean, pass@k and pass^k for every k in ``ks``, macro-averaged over tasks.
+
+    Raises InvalidCountsError on a duplicate task id or a k that is not an integer >= 1.
+    """
+    k_list = _ks(ks)
+    ids: list[str] = []
     seen: set[str] = set()
+    ns: list[int] = []
+    cs: list[int] = []
     for t in tasks:
         if t.task in seen:
             raise InvalidCountsError(f"duplicate task id {t.task!r}")
         seen.add(t.task)
-        (scored if t.n >= 1 else unscored).append(t)
+        ids.append(t.task)
+        ns.append(t.n)
+        cs.append(t.c)
+    return _summary(ids, np.array(ns, dtype=np.int64), np.array(cs, dtype=np.int64), k_list)
 
-    n = np.array([t.n for t in scored], dtype=np.int64)
-    c = np.array([t.c for t in scored], dtype=np.int64)
+
+def summarize_counts(counts: Mapping[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
+    """:func:`summarize` of ``TaskCounts(task, n, c)`` for ``counts`` in task order (the same
+    floats), the counts checked all at once: no object per task (100k tasks are asked for a
+    summary a dozen times in a report)."""
+    k_list = _ks(ks)
+    ids = sorted(counts)
+    size = len(ids)
+    n = np.fromiter((counts[t][0] for t in ids), np.int64, size)
+    c = np.fromiter((counts[t][1] for t in ids), np.int64, size)
+    bad = np.flatnonzero((n < 0) | (c < 0) | (c > n))
+    if len(bad):
+        TaskCounts(ids[bad[0]], *counts[ids[bad[0]]])  # raises InvalidCountsError, as it says
+    return _summary(ids, n, c, k_list)
+
+
+def _summary(ids: list[str], n_all: np.ndarray, c_all: np.ndarray, k_list: list[int]) -> Summary:
+    """The Summary of tasks ``ids`` with scored trials ``n_all`` and successes ``c_all``."""
+    is_scored = n_all >= 1
+    where = np.flatnonzero(is_scored)
+    scored = [ids[i] for i in where.tolist()]
+    n, c = n_all[where], c_all[where]
     mean = math.fsum((c / n).tolist()) / len(scored) if scored else None
     pass_at: dict[int, float | None] = {}
     pass_hat: dict[int, float | None] = {}
@@ -289,7 +317,7 @@ def summarize(tasks: Iterable[TaskCounts], ks: Sequence[int]) -> Summary:
     for k in k_list:
         ok = n >= k
         eligible = int(ok.sum())
-        excluded[k] = [t.task for t, o in zip(scored, ok.tolist(), strict=True) if not o]
+        excluded[k] = [scored[i] for i in np.flatnonzero(~ok).tolist()]
         included[k] = eligible
         if eligible:
             pass_at[k] = math.fsum((1.0 - ats[k][ok]).tolist()) / eligible
@@ -298,14 +326,14 @@ def summarize(tasks: Iterable[TaskCounts], ks: Sequence[int]) -> Summary:
             pass_at[k] = pass_hat[k] = None
     return Summary(
         tasks=len(scored),
-        trials=sum(t.n for t in scored),
+        trials=int(n.sum()),
         mean=mean,
         pass_at=pass_at,
         pass_hat=pass_hat,
         excluded=excluded,
         included=included,
-        unscored=[t.task for t in unscored],
-        task_ids=tuple(t.task for t in scored),
+        unscored=[ids[i] for i in np.flatnonzero(~is_scored).tolist()],
+        task_ids=tuple(scored),
     )
 
 

@@ -324,11 +324,22 @@ def noise_floor(
             unscored += 1
         else:
             arrays.append(arr)
-    t = len(arrays)
+    n_i = np.array([a.size for a in arrays], dtype=np.float64)
+    c_i = np.array([a.sum() for a in arrays], dtype=np.float64)
+    return noise_floor_counts(n_i, c_i, unscored, alpha, power)
+
+
+def noise_floor_counts(
+    n_i: np.ndarray, c_i: np.ndarray, unscored: int = 0, alpha: float = 0.05, power: float = 0.8
+) -> NoiseFloor:
+    """:func:`noise_floor` from each scored task's trials ``n_i`` (>= 1) and successes
+    ``c_i`` (float arrays, task order), and the count of tasks with no scored trial: no array
+    per task (a report of 100k tasks asks this of each cell)."""
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must lie in (0, 1), got alpha={alpha}, power={power}")
+    t = len(n_i)
     if t < 2:
         raise ValueError(f"need at least 2 tasks with scored trials, got {t}")
-    n_i = np.array([a.size for a in arrays], dtype=np.float64)
-    c_i = np.array([a.sum() for a in arrays])
     big_n = float(n_i.sum())
     if big_n <= t:
         raise ValueError("need more trials than tasks (some task with n >= 2) to split variance")

@@ -113,7 +113,8 @@ class _Meta(msgspec.Struct):
     by_tool: dict[str, tuple[int, int, int, int, dict[str, int]]]
     sampling: list[tuple[Any, Any, Any, Any, int]]
     refs: _Calls
-    references: tuple[dict[str, int], dict[str, str], _Calls] | None
+    # steps, errors, and the scenarios whose RefCalls (those of ``refs``) are the references'
+    references: tuple[dict[str, int], dict[str, str], list[str]] | None
     lean_at: tuple[int, int] | None
 
 
@@ -132,6 +133,8 @@ def save(path: Path, t: Any, at: Stamp) -> None:
     """``t`` (a columns.Trials, not imported: columns imports this), read from ``path``
     whose content ``at`` identifies, written beside it."""
     refs = t.references
+    if refs is not None and any(t.refs.get(sid) is not c for sid, c in refs.calls.items()):
+        return  # not as the reader makes them (the references' calls are among its refs)
     meta = _Meta(
         stamp=at,
         code=code_digest(),
@@ -150,7 +153,7 @@ def save(path: Path, t: Any, at: Stamp) -> None:
         },
         sampling=[(*key, n) for key, n in t.sampling.items()],
         refs=_calls(t.refs),
-        references=None if refs is None else (refs.steps, refs.errors, _calls(refs.calls)),
+        references=None if refs is None else (refs.steps, refs.errors, list(refs.calls)),
         lean_at=t.lean_at,
     )
     arrays = {f"c_{name}": column for name, column in t.col.items()}
@@ -194,9 +197,11 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
     for name in ("tags", "plugins"):  # tuples in the columns' vocabularies
         vocab[name] = [tuple(v) for v in vocab[name]]
     references = None
+    refs = _uncalls(meta.refs)
     if meta.references is not None:
         steps, errors, calls = meta.references
-        references = ReferenceIndex(steps, errors, _uncalls(calls))
+        # The same RefCalls objects as the reader's (two copies were 56 MB more at 100k tasks).
+        references = ReferenceIndex(steps, errors, {sid: refs[sid] for sid in calls})
     return dict(
         path=path,
         manifest=RunManifest.model_validate_json(bytes(meta.manifest)),
@@ -214,7 +219,7 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
         },
         by_tool=meta.by_tool,
         sampling=Counter({tuple(s[:4]): s[4] for s in meta.sampling}),
-        refs=_uncalls(meta.refs),
+        refs=refs,
         references=references,
         lean_at=meta.lean_at,
     )
