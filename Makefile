@@ -103,9 +103,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 # The wire part of `make bench` alone (~30 s): each channel's added latency and CPU per request
-# against a bare app, side by side, with the load average at the time.
+# against a bare app, side by side, with the load average at the time (J=1: one client).
 bench-wire: $(STAMP)
-	$(BIN)/python benchmarks/bench_wire.py
+	$(BIN)/python benchmarks/bench_wire.py $(if $(J),-j $(J))
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

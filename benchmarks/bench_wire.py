@@ -46,8 +46,8 @@ from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import Episode
 
 HERE = Path(__file__).resolve().parent
-J = 8
-N = J * 150  # requests per kind
+J = 8  # concurrent clients (the target's -j 8); `bench_wire.py -j N` for another
+N = 1200  # requests per kind
 PARAMS = {"type": "object", "properties": {}}
 PING = {
     "type": "function",
@@ -243,7 +243,9 @@ def _table(seen: dict[str, list[float]]) -> None:
         )
 
 
-def main() -> None:
+def main(concurrency: int = J) -> None:
+    global J
+    J = concurrency
     load = os.getloadavg()
     seen: dict[str, list[float]] = {}
     _trial(trivial_scenario(), _tools_and_models, seen)
@@ -268,4 +270,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The wire part of make bench alone.")
+    parser.add_argument("-j", type=int, default=J, help="concurrent clients (default 8)")
+    main(parser.parse_args().j)

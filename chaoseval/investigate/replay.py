@@ -19,6 +19,7 @@ import numpy as np
 
 from chaoseval.analysis.sampling import sampling_lines
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
+from chaoseval.engine.loops import loop_options
 from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
 from chaoseval.errors import ConfigError, JournalError
 from chaoseval.model.records import Cell, TrialRecord
@@ -201,7 +202,8 @@ def replay(
             run_seed=manifest.seed,
             wall_timeout=wall,
             request_limit=manifest.request_limit or DEFAULT_REQUEST_LIMIT,
-        )
+        ),
+        backend_options=loop_options(),  # the run's own event loop
     )
     return Replay(record, replayed, compare(record, replayed))
 

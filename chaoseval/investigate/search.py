@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
+from chaoseval.engine.loops import loop_options
 from chaoseval.engine.runner import agent_clock
 from chaoseval.engine.trial import TrialPlan, run_trial
 from chaoseval.errors import ChaosevalError, ConfigError
@@ -172,6 +173,7 @@ def evaluate(
         seed,
         trials,
         wall_timeout,
+        backend_options=loop_options(),  # a run's own event loop
     )
 
 

@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
+from functools import partial
 from types import FrameType
 from typing import Any
 
@@ -31,6 +32,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from chaoseval.engine.executors.base import Finished, TrialJob
 from chaoseval.engine.executors.one import agent_session, run_one
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
+from chaoseval.engine.loops import loop_options
 from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import relay, user_facing
 
@@ -65,7 +67,9 @@ def main(
     watchdog.start()
     # A fresh context: the fork happened inside the runner's task, whose context says an
     # event loop is running (anyio would refuse to start this worker's own).
-    contextvars.Context().run(anyio.run, _serve, sock, plans, job, shared)
+    # The runner's own kind of loop (uvloop where installed): a new one, made in this process.
+    serve = partial(anyio.run, _serve, sock, plans, job, shared, backend_options=loop_options())
+    contextvars.Context().run(serve)
 
 
 def _die_with_parent() -> None:
