@@ -119,43 +119,49 @@ class Comparison:
         }
 
 
-def _pairable(
-    maps: Mapping[str, TaskCountMap], metric: str, kk: int
-) -> tuple[list[str], dict[str, str]]:
-    """The tasks every arm can score for the metric, and why each other task is left out.
-    (Each arm's scored trials per task in one array: the reasons are written only for the
-    tasks left out, not looked up task by task for all 100k.)"""
-    excluded: dict[str, str] = {}
-    names = sorted(set().union(*maps.values()))
-    scored = np.array(
-        [[m[t][0] if t in m else -1 for t in names] for m in maps.values()], dtype=np.int64
-    ).reshape(len(maps), len(names))
-    present = scored >= 0
-    everywhere = np.asarray(present.all(axis=0), dtype=bool)
-    few = everywhere & (scored.min(axis=0, initial=kk) < kk)
-    for i in np.flatnonzero(~everywhere | few).tolist():
-        t = names[i]
-        if not everywhere[i]:
-            present_in = [name for name, m in maps.items() if t in m]
-            excluded[t] = f"only in {', '.join(present_in)}"
-            continue
-        shown = ", ".join(f"{name}={m[t][0]}" for name, m in maps.items())
-        excluded[t] = (
-            f"fewer than {kk} scored trials ({shown})"
-            if metric != "mean"
-            else f"no scored trial ({shown})"
-        )
-    tasks = [names[i] for i in np.flatnonzero(everywhere & ~few).tolist()]
-    return tasks, excluded
+class _Table:
+    """The arms' per-task counts as arrays, made once for every metric compared on them: each
+    arm's scored trials (-1 where the task is not in it) and successes, tasks in name order
+    (a dozen comparisons of 100k tasks each looked every task up in every arm)."""
 
+    def __init__(self, maps: Mapping[str, TaskCountMap]) -> None:
+        self.maps = maps
+        self.names = sorted(set().union(*maps.values()))
+        size = (len(maps), len(self.names))
+        self.n = np.array(
+            [[m[t][0] if t in m else -1 for t in self.names] for m in maps.values()],
+            dtype=np.int64,
+        ).reshape(size)
+        self.c = np.array(
+            [[m[t][1] if t in m else 0 for t in self.names] for m in maps.values()],
+            dtype=np.int64,
+        ).reshape(size)
 
-def _values(
-    maps: Sequence[TaskCountMap], tasks: Sequence[str], metric: str, kk: int
-) -> tuple[list[np.ndarray], int]:
-    """Each arm's per-task metric on ``tasks`` as integer numerators over one common
-    denominator (chaoseval.analysis.exact): differences of them are exact."""
-    arms = [(np.array([m[t][0] for t in tasks]), np.array([m[t][1] for t in tasks])) for m in maps]
-    return exact_values(arms, metric, kk)
+    def pairable(self, metric: str, kk: int) -> tuple[np.ndarray, dict[str, str]]:
+        """The tasks every arm can score for the metric (their places), and why each other
+        task is left out (reasons written only for those)."""
+        everywhere = np.asarray((self.n >= 0).all(axis=0), dtype=bool)
+        few = everywhere & (self.n.min(axis=0, initial=kk) < kk)
+        excluded: dict[str, str] = {}
+        for i in np.flatnonzero(~everywhere | few).tolist():
+            t = self.names[i]
+            if not everywhere[i]:
+                present_in = [name for name, m in self.maps.items() if t in m]
+                excluded[t] = f"only in {', '.join(present_in)}"
+                continue
+            shown = ", ".join(f"{name}={m[t][0]}" for name, m in self.maps.items())
+            excluded[t] = (
+                f"fewer than {kk} scored trials ({shown})"
+                if metric != "mean"
+                else f"no scored trial ({shown})"
+            )
+        return np.flatnonzero(everywhere & ~few), excluded
+
+    def values(self, where: np.ndarray, metric: str, kk: int) -> tuple[list[np.ndarray], int]:
+        """Each arm's per-task metric on the tasks at ``where`` as integer numerators over one
+        common denominator (chaoseval.analysis.exact): differences of them are exact."""
+        arms = [(self.n[i][where], self.c[i][where]) for i in range(len(self.maps))]
+        return exact_values(arms, metric, kk)
 
 
 def _compare_values(
@@ -204,11 +210,18 @@ def compare_counts(
     Only tasks present in both arms are paired; a task missing from one arm, unscored in one,
     or with fewer than ``k`` scored trials in one is reported in ``excluded`` with the reason.
     """
+    table = _Table(dict(zip(arms, (a, b), strict=True)))
+    return _compare_table(table, metric, k, n_resamples=n_resamples, ci=ci, seed=seed)
+
+
+def _compare_table(
+    table: _Table, metric: str, k: int | None, *, n_resamples: int, ci: float, seed: int
+) -> Comparison:
     kk = 1 if metric == "mean" else int(k or 1)
-    tasks, excluded = _pairable(dict(zip(arms, (a, b), strict=True)), metric, kk)
-    if not tasks:
+    where, excluded = table.pairable(metric, kk)
+    if not len(where):
         return Comparison(metric, k, None, None, 0, excluded, None, None, None, None)
-    (va, vb), den = _values((a, b), tasks, metric, kk)
+    (va, vb), den = table.values(where, metric, kk)
     return _compare_values(
         va, vb, den, metric, k, excluded, n_resamples=n_resamples, ci=ci, seed=seed
     )
@@ -232,11 +245,11 @@ def compare_drops(
     """
     kk = 1 if metric == "mean" else int(k or 1)
     names = (f"{arms[0]} cell", f"{arms[0]} clean", f"{arms[1]} cell", f"{arms[1]} clean")
-    maps = dict(zip(names, (*a, *b), strict=True))
-    tasks, excluded = _pairable(maps, metric, kk)
-    if not tasks:
+    table = _Table(dict(zip(names, (*a, *b), strict=True)))
+    where, excluded = table.pairable(metric, kk)
+    if not len(where):
         return Comparison(metric, k, None, None, 0, excluded, None, None, None, None)
-    v, den = _values((*a, *b), tasks, metric, kk)
+    v, den = table.values(where, metric, kk)
     return _compare_values(
         v[0] - v[1], v[2] - v[3], den, metric, k, excluded, n_resamples=1, ci=ci, seed=0,
         drops=True,
@@ -279,17 +292,16 @@ def compare_metrics(
     """
     a = {t: v for t, v in a.items() if t not in left_out}
     b = {t: v for t, v in b.items() if t not in left_out}
+    table = _Table(dict(zip(arms, (a, b), strict=True)))  # once for every metric
     out = []
     for metric, k in grid:
-        cmp = compare_counts(
-            a,
-            b,
+        cmp = _compare_table(
+            table,
             metric,
             k,
             n_resamples=n_resamples,
             ci=ci,
             seed=derive_seed(seed, key, metric, k or 0),
-            arms=arms,
         )
         cmp.excluded.update(left_out)
         out.append(cmp)
