@@ -18,6 +18,9 @@ from starlette.types import Message, Receive, Scope
 DEFAULT_REQUEST_LIMIT = 8 << 20  # bytes of one request body (--max-request-size)
 DRAIN_LIMIT = 256 << 20  # bytes of an oversized body read and dropped before answering
 OVERSIZED = "oversized_request"  # the note step's ``tool``
+# Scope key: the limit the body was already read within. An app mounted under another that
+# bounded the request (the hub's HTTP tools) gets its replay as it is, not a second read.
+BOUNDED = "chaoseval.bounded_body"
 
 
 class BodyTooLarge(Exception):
@@ -47,6 +50,8 @@ async def bounded_body(scope: Scope, receive: Receive, limit: int) -> Receive:
     app the body read, then the connection's own messages (a disconnect).
 
     Raises :class:`BodyTooLarge` once the rest of an oversized body has been dropped."""
+    if scope.get(BOUNDED, limit + 1) <= limit:
+        return receive  # read within this limit already: ``receive`` replays it
     declared = _declared(scope)
     size, chunks = 0, list[bytes]()
     over = declared is not None and declared > limit
@@ -69,6 +74,7 @@ async def bounded_body(scope: Scope, receive: Receive, limit: int) -> Receive:
     if over:
         raise BodyTooLarge(max(size, declared or 0), limit)
     body = b"".join(chunks)
+    scope[BOUNDED] = limit
     return _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
 
 
