@@ -97,10 +97,12 @@ try:
         head = fh.readline(512)
 except OSError:
     head = b""
-words = head[2:].split() if head.startswith(b"#!") else []
+words = [w.decode(errors="replace") for w in head[2:].split()] if head.startswith(b"#!") else []
 if words:
-    interpreter = words[0].decode(errors="replace")
-    print(interpreter if os.access(interpreter, os.X_OK) else "missing " + interpreter)
+    print(words[0] if os.access(words[0], os.X_OK) else "missing " + words[0])
+    if os.path.basename(words[0]) == "env":
+        name = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), "")
+        print((shutil.which(name) if name and "/" not in name else None) or "")
 """
 
 
@@ -169,7 +171,25 @@ def _check(bwrap: str, command: str, path: str, temp: str) -> None:
             f"exec: {command!r} starts with #!{interpreter[0].removeprefix('missing ')}, "
             f"which the sandbox cannot run (its /tmp is private); {fix}"
         )
+    _check_env_program(command, here, interpreter[1:])
     _CHECKED.add((bwrap, command, path, temp))
+
+
+def _check_env_program(command: str, here: str | None, seen: list[str]) -> None:
+    """A ``#!/usr/bin/env NAME`` script must find NAME in the sandbox as it is found here:
+    else env exits 127 in every trial, or the script runs under another interpreter."""
+    name = env_program(shebang(here or command))
+    if name is None or "/" in name or not seen:
+        return
+    outside, inside = shutil.which(name), seen[0] or None
+    if inside != (os.path.abspath(outside) if outside else None):
+        raise ConfigError(
+            f"exec: {command!r} starts with #!/usr/bin/env {name}: {name} is {outside} here "
+            f"but {inside or 'not found'} in the sandbox; put it outside "
+            + " and ".join(private_roots())
+            + ", name the interpreter in the command (exec:python agent.py), or run with "
+            "--sandbox none"
+        )
 
 
 def private_roots() -> list[str]:
@@ -193,6 +213,8 @@ def _needed(argv: list[str]) -> list[str]:
     found = shutil.which(argv[0]) if argv and not os.path.isabs(argv[0]) else None
     if found is not None:
         paths.insert(0, os.path.abspath(found))
+    command = found or (argv[0] if argv else "")
+    paths += [p for p in interpreter_paths(command) if os.path.isabs(p)]
     paths += [sys.prefix, str(Path(__file__).resolve().parents[2])]
     out: list[str] = []
     for path in paths:
@@ -205,6 +227,38 @@ def _needed(argv: list[str]) -> list[str]:
             if form not in out:
                 out.append(form)
     return out
+
+
+def shebang(path: str) -> list[str]:
+    """The words of ``path``'s ``#!`` line (none for a binary, a missing file, no ``#!``)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.readline(512)
+    except OSError:
+        return []
+    if not head.startswith(b"#!"):
+        return []
+    return [w.decode(errors="replace") for w in head[2:].split()]
+
+
+def env_program(words: list[str]) -> str | None:
+    """The program a ``#!/usr/bin/env [-S] NAME ...`` line looks up on PATH, else None."""
+    if not words or os.path.basename(words[0]) != "env":
+        return None
+    return next((w for w in words[1:] if not w.startswith("-") and "=" not in w), None)
+
+
+def interpreter_paths(command: str) -> list[str]:
+    """What running ``command`` runs first: its ``#!`` interpreter, and for ``env NAME`` the
+    file NAME is found as on PATH here. A script's ``#!/usr/bin/env python3`` with a venv
+    under /tmp first on PATH (a CI clone's) must find that venv's python3 in the sandbox
+    too: hidden, env found another python3 or none and exited 127, booked as a crash."""
+    words = shebang(command) if command else []
+    if not words:
+        return []
+    name = env_program(words)
+    found = shutil.which(name) if name and "/" not in name else None
+    return [words[0], *([os.path.abspath(found)] if found else [])]
 
 
 def _exposed(argv: list[str], roots: list[str]) -> list[str]:

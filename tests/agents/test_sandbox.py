@@ -394,20 +394,25 @@ def test_bwrap_failing_to_start_the_command_is_a_harness_error_not_the_agent_s_c
     assert "execvp" in (record.error or "") and "--sandbox none" in (record.error or "")
 
 
-def test_a_command_whose_interpreter_the_sandbox_hides_stops_the_run_before_any_trial(
-    tmp_path, bwrap
+@pytest.mark.parametrize("form", ["path", "env"])
+def test_a_script_whose_interpreter_is_under_tmp_runs_in_the_sandbox(
+    tmp_path, monkeypatch, bwrap, form
 ):
-    """A script whose #! interpreter lives under /tmp, out of the script's directory: the
-    sandbox shows the script, not the interpreter. Before, every trial failed in bwrap's
-    execvp, booked as the agent's crash."""
-    interpreter = tmp_path / "interp" / "python3"
+    """A script whose #! interpreter lives under /tmp, out of the script's directory, named
+    by path (#!/tmp/.../python3) or looked up on PATH (#!/usr/bin/env NAME, as a CI clone's
+    venv under /tmp is). The sandbox hid it: before, the first was refused before any trial
+    and the second ran every trial into env's exit 127, booked as the agent's crash."""
+    interpreter = tmp_path / "interp" / "chaoseval-test-python"
     interpreter.parent.mkdir()
     interpreter.symlink_to(Path(sys.executable).resolve())
+    monkeypatch.setenv("PATH", f"{interpreter.parent}:{os.environ.get('PATH', '')}")
     agent = tmp_path / "agent" / "agent"
     agent.parent.mkdir()
-    agent.write_text(f"#!{interpreter}\nprint('hi')\n")
+    line = f"#!{interpreter}" if form == "path" else f"#!/usr/bin/env {interpreter.name}"
+    agent.write_text(f"{line}\nprint('hi from ' + __import__('sys').executable)\n")
     agent.chmod(0o755)
-    result, journal = cli_run(tmp_path, str(agent))
-    assert result.exit_code == 2, result.output
-    assert f"#!{interpreter}" in result.output and "--sandbox none" in result.output
-    assert not journal.exists()
+    result, journal = cli_run(tmp_path, str(agent), "--sandbox", "bwrap")
+    assert result.exit_code in (0, 1), result.output  # 1: the gate; the answer is wrong
+    records = read_journal(journal).records
+    assert [r.root_cause for r in records if r.root_cause in ("crash", "harness_error")] == []
+    assert all(f"hi from {interpreter}" in (r.answer or "") for r in records), records
