@@ -30,9 +30,10 @@ td:first-child,th:first-child{text-align:left} td.text{text-align:left;white-spa
 ul.notes{font-size:12px;color:#555;margin:4px 0 0 0;padding-left:18px}
 .warn{background:#fff6d6;border:1px solid #e9cf6b;padding:6px 10px;font-size:13px}
 .veto{color:#b00020;font-weight:600} figure{margin:8px 0}
-svg.plot{display:block;width:100%;height:auto} figcaption{font-size:12px;color:#555}
+svg.plot{display:block;max-width:100%;height:auto} figcaption{font-size:12px;color:#555}
 pre{font-size:12px;background:#f7f7f7;padding:8px;overflow:auto}
-div.wide{overflow-x:auto} svg.plot.natural{width:auto;max-width:none}
+div.wide{overflow-x:auto} svg.plot.natural{max-width:none}
+div.panels{display:flex;flex-wrap:wrap;column-gap:10px}
 @media (max-width:1000px){body{margin:8px} table{font-size:11px} th{white-space:normal}
 th,td{padding:2px 4px}}
 """

@@ -8,10 +8,12 @@ from html import escape
 
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.curves import Curve
 
 __all__ = ["PAGE_W", "heatmap", "pass_hat_curves", "root_cause_bars", "significant_cells"]
 
-PAGE_W = 1160  # drawing width; the svg scales to the page (width 100%, viewBox)
+PAGE_W = 1160  # the widest drawing: the page's width less its margins
+BARS_W = 760  # the root-cause bars' drawing width
 HEATMAP_ROWS = 200  # scenarios the heatmap draws at most
 
 PALETTE = (
@@ -33,14 +35,13 @@ def _t(x: float, y: float, text: str, size: int = 11, anchor: str = "middle", **
 
 
 def _open(plot: str, width: float, height: float, label: str, natural: bool = False) -> str:
-    """An svg that fills the page width, scaled from its drawing size (no text overflows);
-    ``natural``: drawn at its own size, never scaled down (its labels stay readable on a narrow
-    page, where the report puts it in a box that scrolls sideways)."""
-    size = f"width='{width:.0f}' height='{height:.0f}'" if natural else "width='100%'"
+    """An svg drawn at its own size (``natural``: never scaled down; its labels stay readable
+    on a narrow page, where the report wraps or scrolls it), or else at its own size at most,
+    shrunk only to fit a page narrower than the drawing."""
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' class='plot{' natural' if natural else ''}' "
-        f"id='plot-{plot}' {size} viewBox='0 0 {width:.0f} {height:.0f}' role='img' "
-        f"aria-label='{escape(label)}'>"
+        f"id='plot-{plot}' width='{width:.0f}' height='{height:.0f}' "
+        f"viewBox='0 0 {width:.0f} {height:.0f}' role='img' aria-label='{escape(label)}'>"
     )
 
 
@@ -65,57 +66,70 @@ def _xy(box: tuple[float, float, float, float, int], k: int, v: float) -> tuple[
     return x, top + h * (1 - v)
 
 
-def pass_hat_curves(a: Analysis, labels: dict[str, str] | None = None, panel_h: int = 210) -> str:
-    """pass^k against k: one panel per perturbed cell, clean drawn beside it in grey."""
-    cells = a.perturbed or [CLEAN]
-    per_row = 4
-    panel_w = PAGE_W // per_row
-    rows = (len(cells) + per_row - 1) // per_row
-    width, height = PAGE_W, panel_h * rows
-    clean = a.curves.get(CLEAN, {})
-    parts = [_open("passk", width, height, "pass^k against k per perturbation, beside clean")]
-    for i, cell in enumerate(cells):
-        ox, oy = (i % per_row) * panel_w, (i // per_row) * panel_h
-        left, top, w, h = ox + 40, oy + 26, panel_w - 60, panel_h - 62
-        curve = a.curves.get(cell, {})
-        base = a.baseline_curves.get(cell, clean)
-        kmax = max([*curve.keys(), *base.keys(), 1])
-        parts.append(_t(ox + panel_w / 2, oy + 16, _label(labels, cell), 12, font_weight="bold"))
-        parts.append(
-            f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='#fafafa' stroke='#ccc'/>"
-        )
-        for v in (0, 0.5, 1):
-            y = top + h * (1 - v)
-            parts.append(
-                f"<line x1='{left}' x2='{left + w}' y1='{y:.1f}' y2='{y:.1f}' stroke='#e3e3e3'/>"
-            )
-            parts.append(_t(left - 5, y + 4, f"{v:g}", 10, "end"))
+PANEL_W, PANEL_H = 290, 210  # one pass^k panel, drawn at this size
 
-        box = (left, top, w, h, kmax)
-        for k in range(1, kmax + 1):
-            x, _ = _xy(box, k, 0)
-            parts.append(_t(x, top + h + 14, str(k), 10))
-        parts.append(_t(left + w / 2, top + h + 28, "k", 10))
-        series = [(base, "#888", "4 3", CLEAN)]
-        if cell != CLEAN:
-            series.append((curve, PALETTE[i % len(PALETTE)], "", cell))
-        for data, color, dash, name in series:
-            pts = [_xy(box, k, v) for k, v in sorted(data.items()) if v is not None]
-            if not pts:
-                continue
-            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
-            parts.append(
-                f"<polyline class='series' data-cell='{escape(name)}' points='{path}' "
-                f"fill='none' stroke='{color}' stroke-width='2' stroke-dasharray='{dash}'/>"
-            )
-            parts += [f"<circle cx='{x:.1f}' cy='{y:.1f}' r='3' fill='{color}'/>" for x, y in pts]
-        parts.append(
-            f"<line x1='{left + w - 70}' x2='{left + w - 55}' y1='{top + 10}' y2='{top + 10}' "
-            "stroke='#888' stroke-dasharray='4 3' stroke-width='2'/>"
-        )
-        parts.append(_t(left + w - 50, top + 14, "clean", 10, "start"))
-    parts.append("</svg>")
+
+def pass_hat_curves(a: Analysis, labels: dict[str, str] | None = None) -> str:
+    """pass^k against k: one panel per perturbed cell, clean drawn beside it in grey. Each
+    panel is an svg of its own at its drawing size, in a box that wraps them: four to a row
+    on a wide page, fewer on a narrow one, never scaled down (one drawing of four panels
+    scaled to an 800 px page set its labels at 7 px)."""
+    cells = a.perturbed or [CLEAN]
+    clean = a.curves.get(CLEAN, {})
+    label = "pass^k against k per perturbation, beside clean"
+    parts = [f"<div class='panels' id='plot-passk' role='group' aria-label='{label}'>"]
+    for i, cell in enumerate(cells):
+        name = _label(labels, cell)
+        parts.append(_open(f"passk-{i}", PANEL_W, PANEL_H, f"pass^k against k: {name}", True))
+        parts += _pass_hat_panel(
+            name, a.curves.get(cell, {}), a.baseline_curves.get(cell, clean),
+            None if cell == CLEAN else (cell, PALETTE[i % len(PALETTE)]),
+        )  # fmt: skip
+        parts.append("</svg>")
+    parts.append("</div>")
     return "".join(parts)
+
+
+def _pass_hat_panel(
+    title: str, curve: Curve, base: Curve, own: tuple[str, str] | None,
+) -> list[str]:  # fmt: skip
+    """One panel's drawing: the cell's curve (``own``: its name and colour) beside clean's."""
+    left, top, w, h = 40, 26, PANEL_W - 60, PANEL_H - 62
+    kmax = max([*curve.keys(), *base.keys(), 1])
+    parts = [_t(PANEL_W / 2, 16, title, 12, font_weight="bold")]
+    parts.append(
+        f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='#fafafa' stroke='#ccc'/>"
+    )
+    for v in (0, 0.5, 1):
+        y = top + h * (1 - v)
+        parts.append(
+            f"<line x1='{left}' x2='{left + w}' y1='{y:.1f}' y2='{y:.1f}' stroke='#e3e3e3'/>"
+        )
+        parts.append(_t(left - 5, y + 4, f"{v:g}", 10, "end"))
+    box = (left, top, w, h, kmax)
+    for k in range(1, kmax + 1):
+        x, _ = _xy(box, k, 0)
+        parts.append(_t(x, top + h + 14, str(k), 10))
+    parts.append(_t(left + w / 2, top + h + 28, "k", 10))
+    series = [(base, "#888", "4 3", CLEAN)]
+    if own is not None:
+        series.append((curve, own[1], "", own[0]))
+    for data, color, dash, name in series:
+        pts = [_xy(box, k, v) for k, v in sorted(data.items()) if v is not None]
+        if not pts:
+            continue
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+        parts.append(
+            f"<polyline class='series' data-cell='{escape(name)}' points='{path}' "
+            f"fill='none' stroke='{color}' stroke-width='2' stroke-dasharray='{dash}'/>"
+        )
+        parts += [f"<circle cx='{x:.1f}' cy='{y:.1f}' r='3' fill='{color}'/>" for x, y in pts]
+    parts.append(
+        f"<line x1='{left + w - 70}' x2='{left + w - 55}' y1='{top + 10}' y2='{top + 10}' "
+        "stroke='#888' stroke-dasharray='4 3' stroke-width='2'/>"
+    )
+    parts.append(_t(left + w - 50, top + 14, "clean", 10, "start"))
+    return parts
 
 
 def _diverging(v: float | None) -> str:
@@ -212,9 +226,13 @@ def root_cause_bars(a: Analysis, labels: dict[str, str] | None = None, bar_h: in
         *[(c, colors[c]) for c in causes],
         ("not evaluable", NOT_EVALUABLE),
     ]
-    width = PAGE_W
+    # Drawn at a width an 800 px page shows unscaled (PAGE_W scaled there set text at 7 px).
+    width = BARS_W
     label_w, plot_w = 130, width - 150
-    legend_rows = (len(keys) + 3) // 4
+    # As many legend columns as the longest key leaves room for (11 px text: ~6.5 px a letter).
+    key_w = 17 + 6.5 * max(len(k) for k, _ in keys) + 12
+    per_row = max(1, min(4, int(plot_w // key_w)))
+    legend_rows = (len(keys) + per_row - 1) // per_row
     height = 20 + (bar_h + 8) * len(a.cells) + 24 * legend_rows + 20
     parts = [_open("rootcauses", width, height, "root causes of failed trials per cell")]
     for i, c in enumerate(a.cells):
@@ -240,8 +258,8 @@ def root_cause_bars(a: Analysis, labels: dict[str, str] | None = None, bar_h: in
             x += w
     ly = 20 + (bar_h + 8) * len(a.cells)
     for i, (key, color) in enumerate(keys):
-        lx = label_w + (i % 4) * (plot_w / 4)
-        yy = ly + 24 * (i // 4)
+        lx = label_w + (i % per_row) * (plot_w / per_row)
+        yy = ly + 24 * (i // per_row)
         parts.append(f"<rect x='{lx:.1f}' y='{yy}' width='12' height='12' fill='{color}'/>")
         parts.append(_t(lx + 17, yy + 10, key, 11, "start"))
     parts.append("</svg>")

@@ -1,8 +1,9 @@
 """Issue 21 point 9: the HTML report on an 800 px wide screen, in real headless Chromium.
 
 The page must not scroll sideways, the reliability table must show its last column (it was cut
-after pass^5) and the heatmap's labels must be readable (they were scaled down with the plot to
-about 7 px). The screenshot is kept beside the test's other files (tmp_path) for a look.
+after pass^5) and the plots' labels must be readable (the heatmap's, then the pass^k panels' and
+the root-cause bars', were scaled down with their drawing to about 7 px). The screenshot is kept
+beside the test's other files (tmp_path) for a look.
 """
 
 from __future__ import annotations
@@ -29,13 +30,18 @@ MEASURE = """() => {
   const table = document.querySelector('#table-summary');
   const box = table.parentElement;
   const last = table.querySelector('thead th:last-child').getBoundingClientRect();
-  const labels = [...document.querySelectorAll('#plot-heatmap text')].map(
-      t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
+  const size = t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a;
+  const labels = [...document.querySelectorAll('#plot-heatmap text')].map(size);
+  const plots = {};
+  for (const id of ['plot-passk', 'plot-rootcauses']) {
+    const texts = [...document.querySelectorAll(`#${id} text`)].map(size);
+    plots[id] = {texts: texts.length, smallest: Math.min(...texts)};
+  }
   return {
     scrollWidth: page.scrollWidth, clientWidth: page.clientWidth,
     lastColumn: last.right, lastColumnText: table.querySelector('thead th:last-child').textContent,
     boxScrolls: box.scrollWidth > box.clientWidth,
-    labels: labels.length, smallestLabel: Math.min(...labels),
+    labels: labels.length, smallestLabel: Math.min(...labels), plots,
   };
 }"""
 
@@ -84,3 +90,6 @@ def test_the_report_fits_an_800_px_screen(chromium: Path, tmp_path: Path) -> Non
     assert "absorbed" in got["lastColumnText"], got
     assert got["lastColumn"] <= got["clientWidth"] and not got["boxScrolls"], got
     assert got["labels"] > 20 and got["smallestLabel"] >= 11 - 1e-6, got
+    # The pass^k panels and the root-cause bars at their drawing size: axis ticks 10 px.
+    for plot, seen in got["plots"].items():
+        assert seen["texts"] > 10 and seen["smallest"] >= 10 - 1e-6, (plot, got)

@@ -82,7 +82,8 @@ def test_html_is_self_contained_with_plots_and_tables(journal: Journal) -> None:
         assert href is None or (href.startswith("#") and href[1:] in ids), href
     assert not re.search(r"url\(|@import|https://", html)
     svgs = {attrs.get("id") for t, attrs in p.tags if t == "svg"}
-    assert svgs == {"plot-passk", "plot-heatmap", "plot-rootcauses"}
+    panels = {f"plot-passk-{i}" for i in range(len(a.perturbed))}  # one svg per perturbation
+    assert svgs == {"plot-heatmap", "plot-rootcauses", *panels} and "plot-passk" in ids
     tables = {attrs.get("id") for t, attrs in p.tags if t == "table"}
     assert {"table-summary", "table-degradation", "table-vetoes", "table-process"} <= tables
     # One pass^k panel per perturbation, each with the clean series beside it.
