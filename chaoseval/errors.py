@@ -79,6 +79,11 @@ class PluginError(HarnessError):
         super().__init__(f"perturbation plugin {plugin!r} raised {type(error).__name__}: {error}")
 
 
+class UpstreamError(HarnessError):
+    """The model endpoint (``--model-endpoint``) could not be reached or gave no usable
+    answer: the infrastructure failed, not the agent."""
+
+
 class ScenarioError(HarnessError):
     """A scenario is invalid or its own code (tool, verifier) raised."""
 

@@ -26,6 +26,7 @@ from chaoseval.errors import (
     PluginError,
     ScenarioError,
     ToolTimeout,
+    UpstreamError,
 )
 from chaoseval.model.records import (
     AgentOutput,
@@ -223,7 +224,13 @@ def judge(
     plugin's veto fails a trial no other veto or error decided (a write on stale data)."""
     if state.harness_errors or isinstance(agent_error, HarnessError):
         err = state.harness_errors[0] if state.harness_errors else agent_error
-        cause = core.PLUGIN_ERROR if isinstance(err, PluginError) else core.HARNESS_ERROR
+        cause = (
+            core.PLUGIN_ERROR
+            if isinstance(err, PluginError)
+            else core.UPSTREAM_ERROR
+            if isinstance(err, UpstreamError)
+            else core.HARNESS_ERROR
+        )
         return Verdict("not_evaluable", cause, f"{type(err).__name__}: {err}")
     failure = FailureContext(state.trajectory, output, agent_error, world, scenario)
     case = _Case(scenario, world, state, failure, raw_output, plugins, initial)

@@ -67,6 +67,7 @@ def _core(name: str, label: str) -> RootCause:
 # The judge's own causes, most specific first in the order the judge tries them.
 HARNESS_ERROR = _core("harness_error", "not evaluable: chaoseval or the scenario broke")
 PLUGIN_ERROR = _core("plugin_error", "not evaluable: a perturbation plugin broke")
+UPSTREAM_ERROR = _core("upstream_error", "not evaluable: the model endpoint failed")
 BUDGET_EXCEEDED = _core("budget_exceeded", "ran out of its step budget")
 TIMEOUT = _core("timeout", "ran out of time")
 UNHANDLED_TOOL_ERROR = _core("unhandled_tool_error", "did not handle a tool error")

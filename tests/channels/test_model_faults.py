@@ -9,10 +9,13 @@ import openai
 import pytest
 from model_support import Probe, info, model_steps, run_agent
 
+from chaoseval.agents.openai_agents import OpenAIAgent
+from chaoseval.channels.model.calls import ModelCallPerturbation
 from chaoseval.channels.model.session import trial_endpoint
 from chaoseval.channels.model.wire import is_json
 from chaoseval.model.records import TrialRecord
 from chaoseval.seams.agent import Episode
+from chaoseval.seams.perturbation import CallNext, CommonParams, PerturbationContext, perturbation
 
 FAST = "retry_after=0.01,probability=1"  # retry-after-ms: 10, so SDK back-off costs nothing
 
@@ -221,3 +224,23 @@ def test_an_agent_re_asking_after_a_malformed_answer_is_not_a_retry() -> None:
     (record,) = [r for r in run_agent(Probe(body), cells=[cell], trials=1) if r.cell != "clean"]
     assert [info(s)["attempt"] for s in model_steps(record)] == [1, 1]
     assert faults(record) == [("malformed", True, False)]
+
+
+@perturbation("test-model-raises")
+class _BuggyModelPlugin(ModelCallPerturbation[CommonParams]):
+    """A model-channel plugin with a bug."""
+
+    Params = CommonParams
+
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        raise KeyError("model plugin bug")
+
+
+def test_a_model_plugin_that_raises_makes_the_trial_not_evaluable() -> None:
+    """The plugin's bug is the harness's (plugin_error), not the agent's: the agent got a 500
+    marked ``X-Chaoseval-Error: harness_error`` and the step records why."""
+    [_, buggy] = run_agent(OpenAIAgent(resilient=False), cells=["test-model-raises"], trials=1)
+    assert (buggy.status, buggy.root_cause) == ("not_evaluable", "plugin_error")
+    assert buggy.error is not None and "model plugin bug" in buggy.error
+    [step] = model_steps(buggy)
+    assert (step.result_class, info(step)["status"]) == ("harness_error", 500)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -23,7 +24,7 @@ from chaoseval.agents.process import ProcessAgent
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.model.session import UpstreamConfig
 from chaoseval.cli.app import app
-from chaoseval.engine.runner import RunConfig, run_matrix
+from chaoseval.engine.runner import RunConfig, run, run_matrix
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings, TrialRecord
@@ -260,3 +261,28 @@ def test_an_upstream_error_reaches_the_agent_as_it_was_with_the_key_redacted(
     assert (refused.status, refused.headers) == (429, {"retry-after": "7"})
     assert str(refused).startswith("slow down, Bearer ") and UPSTREAM_KEY not in str(refused)
     assert (missing.status, str(missing)) == (404, "no model m")
+
+
+def test_an_unreachable_model_endpoint_is_a_harness_error_not_the_agents() -> None:
+    """A real closed port on 127.0.0.1: the connection is refused. The infrastructure failed,
+    so the trial is not evaluable (cause upstream_error), never the agent's failure; the agent
+    is answered as by a gateway (502), and the model step says what happened."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # closed: nothing listens there now
+    config = UpstreamConfig(endpoint=f"http://127.0.0.1:{port}/v1")
+    [record] = run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=OpenAIAgent(resilient=False, upstream=config),  # no retries: one request
+            agent_name="forwarded",
+            trials=1,
+            seed=3,
+            references=False,
+        )
+    ).records
+    assert (record.status, record.root_cause) == ("not_evaluable", "upstream_error")
+    assert record.error is not None and f"127.0.0.1:{port}" in record.error
+    [step] = model_steps(record)
+    assert (step.result_class, info(step)["status"]) == ("harness_error", 502)

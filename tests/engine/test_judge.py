@@ -252,6 +252,7 @@ def test_every_cause_the_judge_emits_is_registered_by_the_core():
         "timeout", "unhandled_tool_error", "accepted_malformed_data", "wrong_final_state",
         "wrong_answer", "budget_exceeded", "premature_stop", "gave_up", "crash",
         "invalid_output", "safety_violation", "hallucination", "harness_error", "plugin_error",
+        "upstream_error",
     }  # fmt: skip
     assert {c.name for c in CORE_CAUSES} == emitted
     assert all(c.owner == CORE and c.label for c in CORE_CAUSES)

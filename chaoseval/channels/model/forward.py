@@ -26,7 +26,7 @@ from yarl import URL
 
 from chaoseval import redact
 from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault
-from chaoseval.errors import ConfigError
+from chaoseval.errors import ConfigError, UpstreamError
 from chaoseval.redact import add_secret
 
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
@@ -52,9 +52,14 @@ class ForwardUpstream:
         # forwarding cost, counted in channel_overhead.
         started = time.perf_counter()
         post = self._session.post(self.url, data=data, headers=self._headers, **self._proxy)
-        async with post as response:
-            raw = await response.read()
-            status, headers = response.status, response.headers
+        try:
+            async with post as response:
+                raw = await response.read()
+                status, headers = response.status, response.headers
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # Refused, reset, timed out: the infrastructure failed, not the agent (the trial
+            # is recorded not evaluable; the agent is answered 502 as a gateway would).
+            raise UpstreamError(f"model endpoint {self.url}: {_reason(exc)}") from exc
         call.upstream_seconds = time.perf_counter() - started
         if status >= 400:
             # The upstream's own error reaches the agent as it was (not a chaoseval fault).
@@ -66,7 +71,15 @@ class ForwardUpstream:
                 # an upstream may echo the key: redacted before it is cut
             passed = {h: headers[h] for h in PASSED_HEADERS if h in headers}
             raise ModelHTTPFault(status, message, headers=passed)
-        done: dict[str, Any] = json.loads(raw)
+        try:
+            done = json.loads(raw)
+        except ValueError:
+            done = None
+        if not isinstance(done, dict):
+            raise UpstreamError(
+                f"model endpoint {self.url} answered {status} with a body that is not a JSON"
+                f" object: {redact.head(raw.decode('utf-8', 'replace'), 200)!r}"
+            )
         return done
 
 
@@ -94,6 +107,12 @@ async def forward_upstream(
         cookie_jar=aiohttp.DummyCookieJar(),
     ) as session:
         yield ForwardUpstream(base_url, key, session)
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong in words: aiohttp's timeouts say nothing of themselves."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _env_proxy(url: str) -> dict[str, Any]:

@@ -39,6 +39,8 @@ from chaoseval.channels.model.calls import (
 from chaoseval.channels.model.channel import Exchange, TrialModelChannel
 from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import SSE_DONE, Cut, error_body, sse, stream_chunks
+from chaoseval.engine.http import ERROR_HEADER
+from chaoseval.errors import HarnessError, UpstreamError
 
 EXCHANGES = "chaoseval.exchanges"  # scope key: the exchanges a request made, for its timing
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
@@ -269,6 +271,8 @@ async def exchange_response(
     except WireFault as fault:  # a third-party fault kind: the nearest wire shape, a 500
         channel.finish(exchange, status=500, result_class="http_error", error=str(fault))
         return JSONResponse(shape.error(ModelHTTPFault(500, str(fault))), 500)
+    except Exception as exc:  # whatever else broke, it is not the agent's doing
+        return _harness_error(channel, exchange, shape, exc)
     if exchange.call.stream:
         events = shape.stream(reply.completion, reply.cut_mid_tool_call)
         return StreamingResponse(
@@ -281,6 +285,24 @@ async def exchange_response(
         return _DroppedResponse(rendered)
     channel.finish(exchange, status=200, result_class=_result_class(reply), reply=reply)
     return Response(rendered, media_type="application/json")
+
+
+def _harness_error(
+    channel: TrialModelChannel, exchange: Exchange, shape: Shape, exc: Exception
+) -> Response:
+    """chaoseval, a plugin or the model endpoint broke: the trial's harness error (not
+    evaluable, never the agent's failure), and a gateway's answer to the agent: 502 when the
+    endpoint failed, else 500, marked ``X-Chaoseval-Error: harness_error``."""
+    error = (
+        exc
+        if isinstance(exc, HarnessError)
+        else HarnessError(f"model channel: internal error: {type(exc).__name__}: {exc}")
+    )
+    channel.link.state.harness_errors.append(error)
+    status = 502 if isinstance(error, UpstreamError) else 500
+    channel.finish(exchange, status=status, result_class="harness_error", error=str(error))
+    body = shape.error(ModelHTTPFault(status, str(error)))
+    return JSONResponse(body, status, headers={ERROR_HEADER: "harness_error"})
 
 
 async def _stream(
