@@ -50,8 +50,10 @@ FORMAT = 1
 _SOURCES = (
     "chaoseval.store.colcache",
     "chaoseval.store.columns",
+    "chaoseval.store.lines",
     "chaoseval.store.lite",
     "chaoseval.store.manifest",
+    "chaoseval.store.ranges",
     "chaoseval.store.reread",
     "chaoseval.store.reruns",
     "chaoseval.store.journal",

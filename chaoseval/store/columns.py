@@ -35,9 +35,10 @@ from chaoseval.errors import JournalError
 from chaoseval.model.records import RunManifest, TrialRecord
 from chaoseval.store import colcache
 from chaoseval.store.journal import foreign_line, journal_file, parse_line
-from chaoseval.store.lines import bad_json, decode_line, numbered_lines
+from chaoseval.store.lines import read_range
 from chaoseval.store.lite import RefCalls, TrialSummary, summarize
 from chaoseval.store.manifest import ReferenceIndex, index_references
+from chaoseval.store.ranges import read_split
 from chaoseval.store.reread import remeasure, retally
 from chaoseval.store.reruns import merge_reruns
 
@@ -225,6 +226,7 @@ class _Builder:
         self.vocab: dict[str, dict[Any, int]] = {name: {} for name in CODED}
         self.offsets = array("q")
         self.codes: dict[tuple[Any, ...], tuple[int, ...]] = {}  # strings -> their codes
+        self.scenarios = self.vocab["scenario"]  # scenario -> its code
         self.dedup = True  # a journal: a re-run trial's later line replaces its earlier one
         self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
         # (offset, line, run id) of trials before the manifest
@@ -256,16 +258,22 @@ class _Builder:
         """One trial as a new row (a re-run's rows are merged in build())."""
         s = summarize(r, self.refs)
         plugins = r.perturbations
-        key = (r.scenario, r.cell, r.root_cause, tuple(r.scenario_tags),
+        tags = r.scenario_tags
+        # The scenario on its own (one code per task), the rest as one key: a key with the
+        # scenario in it missed nearly every time at many tasks, and kept a tuple per trial.
+        key = (r.cell, r.root_cause, tuple(tags) if tags else (),
                tuple(p.name for p in plugins) if plugins else ())  # fmt: skip
         codes = self.codes.get(key)
         if codes is None:
             codes = self.codes[key] = tuple(
-                self._code(name, v) for name, v in zip(CODED, key, strict=True)
+                self._code(name, v) for name, v in zip(CODED[1:], key, strict=True)
             )
+        scenario = self.scenarios.get(r.scenario)
+        if scenario is None:
+            scenario = self._code("scenario", r.scenario)
         row = len(self.offsets)
         self.offsets.append(offset)
-        self.chunk.append((*s.values, *codes))
+        self.chunk.append((*s.values, scenario, *codes))
         if len(self.chunk) >= 4096:
             self.flush()
         self._fill(row, r, s)
@@ -358,7 +366,10 @@ def _read_lines(path: Path) -> tuple[Trials, int]:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        size = _read(path, b)
+        size = read_split(path, b)
+        if size is None:  # not split (or a range failed): one pass, front to back
+            b = _Builder(path)
+            size = _read(path, b)
     finally:
         if collecting:
             gc.enable()
@@ -371,42 +382,13 @@ def _read_lines(path: Path) -> tuple[Trials, int]:
 
 
 def _read(path: Path, b: _Builder) -> int:
-    """Every line into ``b``; the bytes read."""
-    # One pass front to back: a 1 MB buffer reads a line for a third of the CPU of the
-    # default 8 KB one (a read call every few 2.5 KB lines).
-    end: list[int] = []
-    with path.open("rb", buffering=1 << 20) as fh:
-        for number, offset, line in numbered_lines(fh, end):
-            if not line.strip():
-                continue
-            if not line.endswith(b"\n"):  # only the last line can lack its newline
-                try:
-                    json.loads(line)
-                except json.JSONDecodeError:
-                    b.t.cut_off_line = number
-                    b.t.warnings.append(
-                        f"{path}:{number}: last line is cut off mid-record (an interrupted "
-                        "write); it is ignored. 'chaoseval run --resume' re-runs that trial."
-                    )
-                    continue
-            b.offset = offset
-            try:
-                r = decode_line(path, number, line.removesuffix(b"\n"), b)
-            except json.JSONDecodeError:
-                first = b.manifest is None and not b.early
-                raise bad_json(path, number, line.removesuffix(b"\n"), first) from None
-            if r is None:
-                continue
-            if b.manifest is None:
-                b.early.append((offset, number, r.run_id))
-            elif r.run_id != b.run_id:  # one string compare a line
-                raise foreign_line(path, number, r.run_id, b.manifest)
-            b.add(r, offset)
+    """Every line into ``b`` in one pass; the bytes read."""
+    end, _ = read_range(path, b)
     if b.manifest is not None:
         for _, number, run_id in b.early:
             if run_id != b.manifest.run_id:
                 raise foreign_line(path, number, run_id, b.manifest)
-    return end[0]
+    return end
 
 
 def trials_of(

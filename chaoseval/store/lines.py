@@ -21,7 +21,7 @@ from chaoseval.store.journal import bad_line, foreign_line, parse_line
 from chaoseval.store.lite import DECODER
 from chaoseval.store.manifest import lean_manifest
 
-__all__ = ["bad_json", "decode_line", "numbered_lines"]
+__all__ = ["bad_json", "cut_off", "decode_line", "numbered_lines", "read_range"]
 
 
 def bad_json(path: Path, number: int, line: bytes, first: bool) -> JournalError:
@@ -64,10 +64,61 @@ def decode_line(path: Path, number: int, line: bytes, b: Any) -> Any | None:
 _STATUS = frozenset({"passed", "failed", "not_evaluable"})
 
 
-def numbered_lines(fh: IO[bytes], end: list[int]) -> Iterator[tuple[int, int, bytes]]:
-    """(number, offset, line) of every line; ``end`` gets the bytes read."""
-    offset = 0
-    for number, line in enumerate(fh, start=1):
+def numbered_lines(
+    fh: IO[bytes], end: list[int], start: int = 0, stop: int | None = None, number: int = 1
+) -> Iterator[tuple[int, int, bytes]]:
+    """(number, offset, line) of every line from byte ``start`` (a line's start, numbered
+    ``number``) up to ``stop`` (a line's start; None: the end of the file); ``end`` gets the
+    offset reached and the number of the next line."""
+    offset = start
+    fh.seek(start)
+    for line in fh:
+        if stop is not None and offset >= stop:
+            break
         yield number, offset, line
+        number += 1
         offset += len(line)
-    end.append(offset)
+    end += [offset, number]
+
+
+def cut_off(path: Path, number: int) -> str:
+    """The warning of a last line cut off mid-record."""
+    return (
+        f"{path}:{number}: last line is cut off mid-record (an interrupted write); it is "
+        "ignored. 'chaoseval run --resume' re-runs that trial."
+    )
+
+
+def read_range(
+    path: Path, b: Any, start: int = 0, stop: int | None = None, line_no: int = 1
+) -> tuple[int, int]:
+    """The lines from byte ``start`` (line ``line_no``) up to ``stop`` (None: the end) into
+    the builder ``b``; the offset reached and the number of the next line."""
+    # One pass front to back: a 1 MB buffer reads a line for a third of the CPU of the
+    # default 8 KB one (a read call every few 2.5 KB lines).
+    end: list[int] = []
+    with path.open("rb", buffering=1 << 20) as fh:
+        for number, offset, line in numbered_lines(fh, end, start, stop, line_no):
+            if not line.strip():
+                continue
+            if not line.endswith(b"\n"):  # only the last line can lack its newline
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError:
+                    b.t.cut_off_line = number
+                    b.t.warnings.append(cut_off(path, number))
+                    continue
+            b.offset = offset
+            try:
+                r = decode_line(path, number, line.removesuffix(b"\n"), b)
+            except json.JSONDecodeError:
+                first = b.manifest is None and not b.early
+                raise bad_json(path, number, line.removesuffix(b"\n"), first) from None
+            if r is None:
+                continue
+            if b.manifest is None:
+                b.early.append((offset, number, r.run_id))
+            elif r.run_id != b.run_id:  # one string compare a line
+                raise foreign_line(path, number, r.run_id, b.manifest)
+            b.add(r, offset)
+    return end[0], end[1]

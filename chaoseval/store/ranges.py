@@ -1,0 +1,185 @@
+"""A big journal's lines read by several processes at once, each a byte range of it.
+
+Reading a journal is decoding and summarising each line (store.lines, store.lite): ~20 us of
+CPU a trial, all of it in one process, while the machine has more cores. Here the lines after
+the manifest are cut into as many ranges as there are cores (at line starts); a forked copy
+of the reader reads each range but the first, the reader itself reads the first, and the
+ranges' columns are joined in file order: the same columns, codes, side tables and sums as one
+pass front to back gives (each coded column's vocabulary in first-seen order, the side tables
+in row order, the tallies in first-seen order).
+
+Line numbers: a range counts its own lines and the joined result numbers them on, so a cut-off
+last line is named as one pass names it. Anything a forked reader does not finish (an error
+in its range, a crash) hands the whole journal back to the one-pass reader, which then gives
+its own message naming the line; only a journal whose first line is its manifest is split.
+
+Only journals of at least :data:`MIN_BYTES` are split, only on a system that forks, and only
+from a process with no other thread (a fork copies no thread: a lock another thread held
+would stay held in the copy). ``CHAOSEVAL_READ_WORKERS`` sets how many processes read
+(1: one pass); by default, one per core this process may use, at most :data:`MAX_WORKERS`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from itertools import pairwise
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chaoseval.errors import ConfigError
+from chaoseval.store.lines import cut_off, read_range
+
+__all__ = ["MAX_WORKERS", "MIN_BYTES", "read_split", "workers"]
+
+MIN_BYTES = 16 << 20  # ~6k trials: a fraction of a second in one pass
+MAX_WORKERS = 4
+# The builder's side tables keyed by row (shifted when joined).
+_BY_ROW = ("odd_ids", "errors", "vetoes", "browser")
+
+
+def workers() -> int:
+    """How many processes read a big journal (``CHAOSEVAL_READ_WORKERS``, else the cores)."""
+    told = os.environ.get("CHAOSEVAL_READ_WORKERS", "").strip()
+    if told:
+        if not told.isdigit() or int(told) < 1:
+            raise ConfigError(
+                f"CHAOSEVAL_READ_WORKERS={told!r}: give a whole number of processes, 1 or "
+                "more (1 reads a journal in one pass)"
+            )
+        return int(told)
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+def _single_threaded() -> bool:
+    """No other thread in this process (a fork copies only this one, and none of the locks
+    the others may hold at that moment is ever released in the copy)."""
+    return threading.active_count() == 1
+
+
+def _bounds(path: Path, start: int, size: int, n: int) -> list[int]:
+    """``n`` + 1 offsets from ``start`` to ``size``, each inner one a line's start."""
+    cuts = [start]
+    with path.open("rb") as fh:
+        for k in range(1, n):
+            fh.seek(max(cuts[-1], start + (size - start) * k // n) - 1)
+            fh.readline()  # to the end of the line the cut falls in
+            cuts.append(min(fh.tell(), size))
+    return [*cuts, size]
+
+
+def read_split(path: Path, b: Any) -> int | None:
+    """The journal's lines into ``b`` (a fresh builder) in ranges read at once; the bytes
+    read, or None when it was not split or a range could not be read (then ``b`` may hold
+    part of it: read the journal again, in one pass, into a fresh builder)."""
+    n = workers()
+    size = path.stat().st_size
+    if n < 2 or size < MIN_BYTES or not _single_threaded():
+        return None
+    try:
+        fork = multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this system
+        return None
+    with path.open("rb") as fh:
+        first = fh.readline()
+    if not first.endswith(b"\n"):
+        return None
+    read_range(path, b, 0, len(first))  # the manifest (read lean: store.manifest)
+    if b.manifest is None or len(b.offsets):
+        return None  # trials before the manifest: the one pass handles that
+    cuts = _bounds(path, len(first), size, n)
+    readers: list[tuple[Any, Connection]] = []
+    try:
+        for lo, hi in pairwise(cuts[1:]):
+            # The last range reads on to the end of the file as it is then, as one pass does.
+            stop = None if hi == size else hi
+            get, put = fork.Pipe(duplex=False)
+            p = fork.Process(target=_read_one, args=(put, path, b, lo, stop), daemon=True)
+            p.start()
+            put.close()
+            readers.append((p, get))
+        end, number = read_range(path, b, cuts[0], cuts[1] if readers else None, 2)
+        b.flush()
+        for _, get in readers:
+            got = _join(get, b, path, number)
+            if got is None:
+                return None
+            end, number = got
+        return end
+    finally:
+        for p, get in readers:
+            get.close()
+            if p.is_alive():
+                p.terminate()
+            p.join()
+
+
+def _read_one(put: Connection, path: Path, b: Any, start: int, stop: int | None) -> None:
+    """In a forked reader: one range into its copy of the builder, sent back to the parent:
+    its tables, then each column's bytes (a column at a time: no pickle of them all)."""
+    try:
+        try:
+            end, number = read_range(path, b, start, stop)
+            b.flush()
+        except BaseException as exc:  # the parent reads the journal again in one pass
+            put.send(("failed", f"{type(exc).__name__}: {exc}"))
+            return
+        _send(put, b, end, number)
+    except BaseException:  # nothing printed: the parent reads the journal again
+        pass
+    finally:
+        put.close()
+
+
+def _send(put: Connection, b: Any, end: int, number: int) -> None:
+    t = b.t
+    put.send({
+        "end": end, "lines": number - 1, "cut_off": t.cut_off_line, "rows": len(b.offsets),
+        "vocab": {name: list(table) for name, table in b.vocab.items()},
+        "by_row": {name: getattr(t, name) for name in _BY_ROW},
+        "by_tool": t.by_tool, "sampling": t.sampling,
+    })  # fmt: skip
+    put.send_bytes(b.offsets)
+    for column in b.arrays:
+        put.send_bytes(column)
+
+
+def _join(get: Connection, b: Any, path: Path, number: int) -> tuple[int, int] | None:
+    """One forked reader's range appended to ``b`` (its first line is line ``number``): the
+    offset it reached and the next line's number; None when it failed."""
+    try:
+        head = get.recv()
+        if isinstance(head, tuple):  # ("failed", why)
+            return None
+        columns = [get.recv_bytes() for _ in range(1 + len(b.arrays))]
+    except (EOFError, OSError):  # it died
+        return None
+    t, base = b.t, len(b.offsets)
+    b.offsets.frombytes(columns[0])
+    numeric = len(b.numeric)
+    for column, got in zip(b.numeric.values(), columns[1 : 1 + numeric], strict=True):
+        column.frombytes(got)
+    for (name, column), got in zip(b.coded.items(), columns[1 + numeric :], strict=True):
+        # Its codes as the joined vocabulary numbers them (-1, no value, stays -1).
+        codes = [b._code(name, v) for v in head["vocab"][name]]
+        mapping = np.array([*codes, -1], dtype=np.int64)
+        local = np.frombuffer(got, dtype=column.typecode)
+        column.frombytes(mapping[local].astype(column.typecode).tobytes())
+    for name in _BY_ROW:
+        getattr(t, name).update({base + row: v for row, v in head["by_row"][name].items()})
+    for tool, tally in head["by_tool"].items():
+        mine = t.by_tool.setdefault(tool, type(tally)())
+        mine.calls += tally.calls
+        mine.not_ok += tally.not_ok
+        mine.faults_delivered += tally.faults_delivered
+        mine.failed_trials += tally.failed_trials
+        mine.causes.update(tally.causes)
+    t.sampling.update(head["sampling"])
+    if head["cut_off"] is not None:
+        t.cut_off_line = number + head["cut_off"] - 1
+        t.warnings.append(cut_off(path, t.cut_off_line))
+    return head["end"], number + head["lines"]
