@@ -20,7 +20,6 @@ from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.primary import FLOOR, at_floor
 from chaoseval.analysis.twins import TwinSet, twins
-from chaoseval.seams.agent import split_agent
 from chaoseval.store.columns import Group, as_group, as_trials
 from chaoseval.store.journal import Journal
 
@@ -215,6 +214,10 @@ class Verdict:
             f"Vetoes in clean: {kinds}; no fault was injected there, so these are the agent's "
             "own mistakes, not caused by a perturbation"
         )
+        # Imported here: chaoseval.seams.agent brings the scenario model (faker, freezegun,
+        # ~25 MB) into every report, which needs it for this one line.
+        from chaoseval.seams.agent import split_agent
+
         name, params = split_agent(self.agent)
         if name in SLIPPING and params.get("slips", True) is not False:
             line += (

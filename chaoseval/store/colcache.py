@@ -29,6 +29,7 @@ import os
 import sys
 import zipfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,8 @@ def stamp(path: Path, st: os.stat_result) -> Stamp:
     return (st.st_size, st.st_mtime_ns, st.st_ino, h.hexdigest())
 
 
-class _Meta(msgspec.Struct):
-    """Everything of a Trials table that is not a numeric column."""
+class _Common(msgspec.Struct):
+    """What the meta document (:class:`_Meta`) holds besides the reference calls."""
 
     stamp: tuple[int, int, int, str]
     code: str
@@ -114,10 +115,15 @@ class _Meta(msgspec.Struct):
     browser: dict[int, tuple[float, list[tuple[str, bool]], str | None]]
     by_tool: dict[str, tuple[int, int, int, int, dict[str, int]]]
     sampling: list[tuple[Any, Any, Any, Any, int]]
+    lean_at: tuple[int, int] | None
+
+
+class _Meta(_Common):
+    """Everything of a Trials table that is not a numeric column."""
+
     refs: _Calls
     # steps, errors, and the scenarios whose RefCalls (those of ``refs``) are the references'
     references: tuple[dict[str, int], dict[str, str], list[str]] | None
-    lean_at: tuple[int, int] | None
 
 
 def _calls(refs: dict[str, RefCalls]) -> _Calls:
@@ -171,9 +177,6 @@ def save(path: Path, t: Any, at: Stamp) -> None:
         tmp.unlink(missing_ok=True)  # a read-only or full directory: no cache, no error
 
 
-_META = msgspec.json.Decoder(_Meta)
-
-
 def _renamed(warning: str, named: str, now: str) -> str:
     """A warning about a line (``path:line: ...``) naming the journal as it is named now."""
     if named != now and warning.startswith(f"{named}:"):
@@ -181,33 +184,185 @@ def _renamed(warning: str, named: str, now: str) -> str:
     return warning
 
 
+class _Head(_Common):
+    """The meta document as :func:`load` decodes it at once: all but the reference calls,
+    which only a report's process metrics read (at 100k tasks ~110 MB as sets and strings);
+    ``references`` is kept undecoded, to tell a run that recorded none."""
+
+    references: msgspec.Raw
+
+
+class _Refs(msgspec.Struct):
+    refs: _Calls
+    references: tuple[dict[str, int], dict[str, str], list[str]] | None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+_REFS = msgspec.json.Decoder(_Refs)
+
+
+class _Later:
+    """What a loaded cache decodes only when asked: its columns, one at a time, and its
+    reference calls, from the cache file opened at :func:`load` (kept open: a cache written
+    over it since, for another content of the journal, is another file)."""
+
+    def __init__(self, npz: Any) -> None:
+        self.npz = npz
+        self.refs: dict[str, RefCalls] | None = None
+        self.index: tuple[dict[str, int], dict[str, str], list[str]] | None = None
+
+    def column(self, name: str) -> np.ndarray:
+        out: np.ndarray = self.npz[f"c_{name}"]
+        return out
+
+    def references(self) -> dict[str, RefCalls]:
+        if self.refs is None:
+            data = _REFS.decode(self.npz["meta"].tobytes())
+            self.refs, self.index = _uncalls(data.refs), data.references
+        return self.refs
+
+
+class LazyColumns(dict[str, np.ndarray]):
+    """The columns of a loaded cache, each read from it the first time it is asked for: a
+    command that reads five columns holds five (``compare`` of two 1M-trial journals held all
+    29 of both, ~330 MB)."""
+
+    def __init__(self, later: _Later, names: list[str]) -> None:
+        super().__init__()
+        self._later, self._names = later, names
+
+    def __missing__(self, name: str) -> np.ndarray:
+        if name not in self._names:
+            raise KeyError(name)
+        column = self[name] = self._later.column(name)
+        return column
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._names else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def keys(self) -> Any:
+        return dict.fromkeys(self._names).keys()
+
+    def values(self) -> Any:
+        return [self[n] for n in self._names]
+
+    def items(self) -> Any:
+        return [(n, self[n]) for n in self._names]
+
+
+class LazyRefs(dict[str, RefCalls]):
+    """A loaded cache's reference calls by scenario, decoded on first use."""
+
+    def __init__(self, later: _Later) -> None:
+        super().__init__()
+        self._later: _Later | None = later
+
+    def _fill(self) -> None:
+        if self._later is not None:
+            later, self._later = self._later, None
+            self.update(later.references())
+
+    def __getitem__(self, sid: str) -> RefCalls:
+        self._fill()
+        return super().__getitem__(sid)
+
+    def get(self, sid: str, default: Any = None) -> Any:
+        self._fill()
+        return super().get(sid, default)
+
+    def __contains__(self, sid: object) -> bool:
+        self._fill()
+        return super().__contains__(sid)
+
+    def __iter__(self) -> Iterator[str]:
+        self._fill()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._fill()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._fill()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._fill()
+        return super().values()
+
+    def items(self) -> Any:
+        self._fill()
+        return super().items()
+
+    def __eq__(self, other: object) -> bool:
+        self._fill()
+        return dict(self) == other
+
+    __hash__ = None
+
+
+class LazyIndex(ReferenceIndex):
+    """A loaded cache's ReferenceIndex, decoded the first time a field is read (its calls the
+    same objects as the refs')."""
+
+    def __init__(self, later: _Later, refs: LazyRefs) -> None:  # no dataclass fields yet
+        self._later, self._refs = later, refs
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ("steps", "errors", "calls") or "_later" not in self.__dict__:
+            raise AttributeError(name)
+        refs = self._refs
+        refs.get("")  # decodes the refs and the index, once
+        assert self._later.index is not None  # a run that recorded none has no LazyIndex
+        steps, errors, calls = self._later.index
+        self.steps, self.errors = steps, errors
+        self.calls = {sid: refs[sid] for sid in calls}
+        return getattr(self, name)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReferenceIndex):
+            return NotImplemented
+        return (self.steps, self.errors, self.calls) == (other.steps, other.errors, other.calls)
+
+
 def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
     """The fields of the columns.Trials kept beside ``path`` if they are its content's
     (``st``: its stat now); ``by_tool`` as (calls, not ok, faults delivered, failed trials,
-    causes) per tool."""
+    causes) per tool. The columns and the reference calls are read from the cache when first
+    used (:class:`LazyColumns`, :class:`LazyRefs`)."""
     target = cache_file(path)
+    npz = None
     try:
-        with np.load(target, allow_pickle=False) as npz:
-            meta = _META.decode(npz["meta"].tobytes())
-            if meta.code != code_digest() or tuple(meta.stamp) != stamp(path, st):
-                return None
-            col = {name[2:]: npz[name] for name in npz.files if name.startswith("c_")}
-            offsets = npz["offsets"]
+        npz = np.load(target, allow_pickle=False)
+        meta = _HEAD.decode(npz["meta"].tobytes())
+        if meta.code != code_digest() or tuple(meta.stamp) != stamp(path, st):
+            npz.close()
+            return None
+        names = [name[2:] for name in npz.files if name.startswith("c_")]
+        offsets = npz["offsets"]
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, msgspec.DecodeError):
+        if npz is not None:
+            npz.close()
         return None
+    later = _Later(npz)
     vocab = meta.vocab
     for name in ("tags", "plugins"):  # tuples in the columns' vocabularies
         vocab[name] = [tuple(v) for v in vocab[name]]
-    references = None
-    refs = _uncalls(meta.refs)
-    if meta.references is not None:
-        steps, errors, calls = meta.references
-        # The same RefCalls objects as the reader's (two copies were 56 MB more at 100k tasks).
-        references = ReferenceIndex(steps, errors, {sid: refs[sid] for sid in calls})
+    refs = LazyRefs(later)
+    recorded = bytes(meta.references) != b"null"
     return dict(
         path=path,
         manifest=RunManifest.model_validate_json(bytes(meta.manifest)),
-        col=col,
+        col=LazyColumns(later, names),
         vocab=vocab,
         warnings=[_renamed(w, meta.named, str(path)) for w in meta.warnings],
         cut_off_line=meta.cut_off_line,
@@ -222,6 +377,6 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
         by_tool=meta.by_tool,
         sampling=Counter({tuple(s[:4]): s[4] for s in meta.sampling}),
         refs=refs,
-        references=references,
+        references=LazyIndex(later, refs) if recorded else None,
         lean_at=meta.lean_at,
     )
