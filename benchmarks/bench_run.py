@@ -29,8 +29,15 @@ PART_CAP = 300.0  # seconds one part may take before it is stopped and reported 
 # --- parts (run in a child process) -------------------------------------------------------
 
 
-def _run(trials: int, *, executor: str | None = None, cells: list[str] | None = None,
-         agent: Any = None, concurrency: int = 4, where: Path | None = None) -> float:
+def _run(
+    trials: int,
+    *,
+    executor: str | None = None,
+    cells: list[str] | None = None,
+    agent: Any = None,
+    concurrency: int = 4,
+    where: Path | None = None,
+) -> float:
     from trivial import TrivialAgent, scenario
 
     from chaoseval.engine.runner import RunConfig, run
@@ -236,8 +243,7 @@ def report_latency() -> None:
         if r:
             print(
                 f"  10k virtual-clock trials with 8 s latency + 10k clean, TMPDIR on {label}: "
-                f"{r['seconds']:.2f} s ({_verdict(r['seconds'] < 5)} the < 5 s target); "
-                + _mem(r)
+                f"{r['seconds']:.2f} s ({_verdict(r['seconds'] < 5)} the < 5 s target); " + _mem(r)
             )
 
 

@@ -23,7 +23,7 @@ def _per_trial(mode: str) -> float:
     from chaoseval.engine.runner import RunConfig, run
     from chaoseval.errors import IsolationWarning
 
-    agent = ProcessAgent([sys.executable, "-S", "-c", "print('{\"answer\": \"ok\"}')"])
+    agent = ProcessAgent([sys.executable, "-S", "-c", 'print(\'{"answer": "ok"}\')'])
     where = Path(tempfile.mkdtemp(prefix="chaoseval-bench-sandbox-"))
     config = RunConfig(
         scenarios=[scenario()],

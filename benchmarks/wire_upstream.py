@@ -1,17 +1,21 @@
 """A trivial OpenAI-compatible upstream for bench_wire, in a process of its own (as a real model
 server is): every request gets one fixed chat completion from a bare starlette app on uvicorn.
-Run as a script it prints its base URL, then serves until its stdin closes.
+Run as a script it prints its base URL, then serves until its stdin closes. Also the bench's
+bare apps: ``bare`` (its baseline) and ``bare_proxy`` (forwarding's baseline).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 COMPLETION = {
     "id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "bench",
@@ -28,6 +32,32 @@ async def bare(scope: Any, receive: Any, send: Any) -> None:
     request = Request(scope, receive)
     await request.body()
     await JSONResponse(COMPLETION)(scope, receive, send)
+
+
+@asynccontextmanager
+async def bare_proxy(upstream: str) -> AsyncIterator[Any]:
+    """uvicorn, starlette and aiohttp, no chaoseval: the least any forwarding costs (a request's
+    body handed on to ``upstream`` over one keep-alive session, set up as the model channel's,
+    and its answer written back as it came). The bench's baseline for forwarding: what is
+    left over it is chaoseval's own share of the hop."""
+    from chaoseval.channels.model.forward import POOL
+
+    url, headers = f"{upstream}/v1/chat/completions", {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=POOL, limit_per_host=0),
+        trust_env=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+    ) as session:
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            body = await Request(scope, receive).body()
+            async with session.post(url, data=body, headers=headers) as answer:
+                raw, status = await answer.read(), answer.status
+            await Response(raw, status, media_type="application/json")(scope, receive, send)
+
+        yield app
 
 
 async def _serve() -> None:

@@ -12,22 +12,24 @@ from typing import Any
 
 import anyio
 import pytest
-from model_support import SCENARIO, info, model_steps
+import httpx
+from model_support import SCENARIO, info, model_steps, probe_trial
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from typer.testing import CliRunner
 
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.channels.asgi import serve_asgi
-from chaoseval.channels.model.session import UpstreamConfig
+from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
 from chaoseval.cli.app import app
 from chaoseval.engine.runner import RunConfig, run, run_matrix
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import ModelSettings, TrialRecord
+from chaoseval.seams.agent import Episode
 from chaoseval.store.journal import read_journal
 
 UPSTREAM_KEY = "sk-upstream-planted-0123456789"
@@ -286,3 +288,42 @@ def test_an_unreachable_model_endpoint_is_a_harness_error_not_the_agents() -> No
     assert record.error is not None and f"127.0.0.1:{port}" in record.error
     [step] = model_steps(record)
     assert (step.result_class, info(step)["status"]) == ("harness_error", 502)
+
+
+# As an API may write it: its own spacing and key order, UTF-8 text (not \\u escapes).
+VERBATIM = (
+    '{\n  "id": "chatcmpl-raw", "object": "chat.completion", "created": 0, "model": "m",\n'
+    '  "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",'
+    ' "content": "caf\u00e9 \u200b ok"}}],\n'
+    '  "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}\n}'
+).encode()
+
+
+def test_a_forwarded_answer_no_plugin_touched_reaches_the_agent_byte_for_byte() -> None:
+    """With no plugin on the model channel the upstream's answer is written as it came (not a
+    re-encoding of its parse: no \\u escapes, the API's own spacing); it is still read for
+    the step's record (tokens, finish reason)."""
+
+    async def upstream(request: Request) -> Response:
+        await request.body()
+        return Response(VERBATIM, media_type="application/json")
+
+    seen: dict[str, bytes] = {}
+
+    async def body(episode: Episode) -> str:
+        app = Starlette(routes=[Route("/v1/chat/completions", upstream, methods=["POST"])])
+        async with serve_asgi(app) as url:
+            config = UpstreamConfig(endpoint=f"{url}/v1")
+            async with trial_endpoint(episode, config) as endpoint, httpx.AsyncClient() as http:
+                answer = await http.post(
+                    f"{endpoint.base_url}/chat/completions",
+                    json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                    headers={"Authorization": f"Bearer {endpoint.api_key}"},
+                )
+                seen["body"] = answer.content
+        return "probed"
+
+    record = probe_trial(body)
+    assert seen["body"] == VERBATIM
+    [step] = model_steps(record)
+    assert (info(step)["input_tokens"], info(step)["finish_reason"]) == (5, "stop")

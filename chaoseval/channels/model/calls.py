@@ -41,6 +41,9 @@ class ModelCall:
     # The upstream's own time when it can tell it apart from ours (a forwarded request: the
     # HTTP exchange, not building the body or parsing the answer); else the call's whole time.
     upstream_seconds: float | None = None
+    # The upstream's answer as it came (a forwarded request): what the agent is written when
+    # no plugin could have changed it, byte for byte as the API sent it.
+    answer_bytes: bytes | None = None
 
 
 @dataclass

@@ -80,6 +80,7 @@ class ForwardUpstream:
                 f"model endpoint {self.url} answered {status} with a body that is not a JSON"
                 f" object: {redact.head(raw.decode('utf-8', 'replace'), 200)!r}"
             )
+        call.answer_bytes = raw
         return done
 
 

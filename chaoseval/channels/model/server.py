@@ -43,6 +43,7 @@ from chaoseval.engine.http import ERROR_HEADER
 from chaoseval.errors import HarnessError, UpstreamError
 
 EXCHANGES = "chaoseval.exchanges"  # scope key: the exchanges a request made, for its timing
+CHANNEL = "chaoseval.model.channel"  # scope key: the trial channel the request's key named
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
 
 
@@ -64,6 +65,11 @@ class ModelServer:
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
+        self._posts = {
+            r.path: r.endpoint
+            for r in self.app.routes
+            if isinstance(r, Route) and r.methods == {"POST"}
+        }
 
     @property
     def base_url(self) -> str:
@@ -78,7 +84,9 @@ class ModelServer:
             channel.close()
 
     def channel_for(self, request: Request) -> TrialModelChannel | None:
-        return self._channel(request.headers)
+        """The request's trial channel (looked up once, as the request came in)."""
+        found = request.scope.get(CHANNEL)
+        return found if isinstance(found, TrialModelChannel) else self._channel(request.headers)
 
     def _channel(self, headers: Headers) -> TrialModelChannel | None:
         auth = headers.get("authorization", "")
@@ -100,6 +108,7 @@ class ModelServer:
         # between requests is never inside.
         exchanges: list[Exchange] = []
         scope[EXCHANGES] = exchanges
+        scope[CHANNEL] = channel
         try:
             await self._serve(channel, scope, receive, send)
         finally:
@@ -123,7 +132,15 @@ class ModelServer:
                 body = error_body(str(exc), "invalid_request_error", "request_too_large")
             await JSONResponse(body, 413)(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        handler = self._posts.get(path) if scope["method"] == "POST" else None
+        if handler is None:
+            await self.app(scope, receive, send)
+            return
+        # A trial's request to an endpoint: its handler at once, as its Route would call it
+        # (the app's middleware and routing only add work here: errors inside are answered by
+        # exchange_response; a 404, 405 or /v1/models takes the app).
+        response = await handler(Request(scope, receive))
+        await response(scope, receive, send)
 
     async def _models(self, request: Request) -> Response:
         if self.channel_for(request) is None:
@@ -204,6 +221,7 @@ class Shape:
     render: Callable[[dict[str, Any]], dict[str, Any]]
     stream: Callable[[dict[str, Any], bool], list[bytes | Cut]]
     error: Callable[[ModelHTTPFault], dict[str, Any]]
+    verbatim: bool = False  # the API's answer is the chat completion itself (render: as is)
 
 
 def _chat_stream(include_usage: bool) -> Callable[[dict[str, Any], bool], list[bytes | Cut]]:
@@ -224,7 +242,7 @@ def _anthropic_stream(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
 
 
 def chat_shape(include_usage: bool) -> Shape:
-    return Shape(lambda done: done, _chat_stream(include_usage), ModelHTTPFault.body)
+    return Shape(lambda done: done, _chat_stream(include_usage), ModelHTTPFault.body, True)
 
 
 def responses_shape(request: dict[str, Any]) -> Shape:
@@ -279,7 +297,13 @@ async def exchange_response(
             _stream(channel, exchange, reply, events), media_type="text/event-stream"
         )
     await _delay(exchange, reply.first_token_delay)
-    rendered = json.dumps(shape.render(reply.completion)).encode()
+    raw = exchange.call.answer_bytes
+    if shape.verbatim and channel.unplugged and raw is not None:
+        # A forwarded answer no plugin could have changed: written as the upstream sent it
+        # (its bytes, not a re-encoding of their parse).
+        rendered = raw
+    else:
+        rendered = json.dumps(shape.render(reply.completion)).encode()
     if reply.cut_mid_tool_call:  # a non-streaming answer cut short: half a JSON body
         channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
         return _DroppedResponse(rendered)
