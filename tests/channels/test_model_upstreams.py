@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 import httpx
+import pytest
 from model_support import SCENARIO, info, model_steps, probe_trial
 from starlette.applications import Starlette
 from starlette.requests import Request
