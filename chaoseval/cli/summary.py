@@ -22,7 +22,8 @@ def summary_cmd(
     from chaoseval.store.columns import read_trials
 
     try:
-        print_summary([read_trials(p) for p in journals], console, k)
+        # One journal read at a time: two 1M-trial journals' columns at once were ~330 MB.
+        print_summary((read_trials(p) for p in journals), console, k)
     except ChaosevalError as exc:
         fail(exc)
 

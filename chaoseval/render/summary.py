@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.table import Table
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
-from chaoseval.analysis.build import analyze
-from chaoseval.analysis.degradation import Comparison
+from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, groups
+from chaoseval.analysis.degradation import Comparison, degradation
+from chaoseval.analysis.primary import recorded_primary
 from chaoseval.render.printable import escape
-from chaoseval.store.columns import Trials, as_trials
+from chaoseval.store.columns import Group, Trials, as_trials
 from chaoseval.store.journal import Journal
 
 
@@ -32,27 +32,58 @@ def _marked(x: float | None, cmp: Comparison | None) -> str:
     return f"[bold red]{text}[/]" if x < 0 else f"[blue]{text}[/]"
 
 
-def _significance(j: Trials, ks: list[int], k: int) -> dict[tuple[str, str], Comparison]:
-    a = analyze(j, ks, n_resamples=2_000, references=False)
+def _significance(
+    j: Trials, ks: list[int], k: int, cells: list[CellResult]
+) -> dict[tuple[str, str], Comparison]:
+    """The degradation tests of ``mean`` and pass^k in each cell, as the report makes them
+    (its k values and the run's primary metric decide the tests' families and order); only
+    those, not the report's other sections."""
+    main = recorded_primary(j.manifest)
+    tested = sorted(set(ks) | ({main.kk} if main.metric != "mean" else set()))
+    records = Group.all(j)
+    by = groups(records, "cell")
+    if tested != ks:
+        cells = by_cell(records, tested)
+    degraded = degradation(cells, by, tested, [], n_resamples=2_000, primary=main.label)
     wanted = {"mean", f"pass^{k}"}
-    return {
-        (cell, c.label): c for cell, cs in a.degradation.items() for c in cs if c.label in wanted
-    }
+    return {(cell, c.label): c for cell, cs in degraded.items() for c in cs if c.label in wanted}
+
+
+def _column(j: Trials, k: int) -> dict[str, list[str]]:
+    """One journal's three figures in each of its cells."""
+    ks = sorted(set(j.manifest.ks) | {k})
+    results = by_cell(j, ks)
+    test = _significance(j, ks, k, results)
+    out: dict[str, list[str]] = {}
+    for r in results:
+        cell = r.cell
+        d = r.delta if r.delta and cell != CLEAN else None
+        mean = _fmt(r.summary.mean) + (
+            f" ({_marked(d.mean, test.get((cell, 'mean')))})" if d else ""
+        )
+        phat = _fmt(r.summary.pass_hat.get(k)) + (
+            f" ({_marked(d.pass_hat.get(k), test.get((cell, f'pass^{k}')))})" if d else ""
+        )
+        reached = f"{r.summary.tasks + len(r.summary.unscored)}/{len(r.counts) + len(r.not_landed)}"
+        if r.did_not_land:
+            reached = "[yellow]did not land[/]"
+        out[cell] = [mean, phat, reached]
+    return out
 
 
 def print_summary(
-    journals: Sequence[Trials | Journal], console: Console, k: int | None = None
+    journals: Iterable[Trials | Journal], console: Console, k: int | None = None
 ) -> None:
-    tables = [as_trials(j) for j in journals]
-    k = k or max(tables[0].manifest.ks)
-    results: list[dict[str, CellResult]] = []
-    tests: list[dict[tuple[str, str], Comparison]] = []
-    for j in tables:
-        ks = sorted(set(j.manifest.ks) | {k})
-        results.append({r.cell: r for r in by_cell(j, ks)})
-        tests.append(_significance(j, ks, k))
+    """``journals`` taken one at a time: each is summed up into its figures and let go before
+    the next is read (a generator of read_trials holds one journal's columns at a time)."""
+    columns: list[tuple[str, dict[str, list[str]]]] = []
+    for j in journals:
+        t = as_trials(j)
+        k = k or max(t.manifest.ks)
+        columns.append((t.manifest.agent, _column(t, k)))
+        del j, t  # before the next journal is read
     cells: list[str] = []
-    for res in results:
+    for _, res in columns:
         cells += [c for c in res if c not in cells]
     table = Table(
         title=f"Per perturbation and harness: mean and pass^{k}, with the change against clean "
@@ -60,30 +91,14 @@ def print_summary(
         title_justify="left",
     )
     table.add_column("perturbation")
-    for j in tables:
-        agent = escape(j.manifest.agent)
+    for agent_name, _ in columns:
+        agent = escape(agent_name)
         table.add_column(f"{agent}\nmean (Δ)", justify="right")
         table.add_column(f"{agent}\npass^{k} (Δ)", justify="right")
         table.add_column(f"{agent}\ntasks reached", justify="right")
     for cell in cells:
         row = [escape(cell)]
-        for res, test in zip(results, tests, strict=True):
-            r = res.get(cell)
-            if r is None:
-                row += ["—", "—", "—"]
-                continue
-            d = r.delta if r.delta and cell != CLEAN else None
-            mean = _fmt(r.summary.mean) + (
-                f" ({_marked(d.mean, test.get((cell, 'mean')))})" if d else ""
-            )
-            phat = _fmt(r.summary.pass_hat.get(k)) + (
-                f" ({_marked(d.pass_hat.get(k), test.get((cell, f'pass^{k}')))})" if d else ""
-            )
-            reached = (
-                f"{r.summary.tasks + len(r.summary.unscored)}/{len(r.counts) + len(r.not_landed)}"
-            )
-            if r.did_not_land:
-                reached = "[yellow]did not land[/]"
-            row += [mean, phat, reached]
+        for _, res in columns:
+            row += res.get(cell, ["—", "—", "—"])
         table.add_row(*row)
     console.print(table)
