@@ -17,7 +17,6 @@ from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore
 from typing import Any, NamedTuple
 
 import anyio
-from freezegun import freeze_time
 from pydantic import BaseModel, ValidationError
 
 from chaoseval import redact
@@ -29,6 +28,7 @@ from chaoseval.errors import (
     ToolError,
     ToolTimeout,
 )
+from chaoseval.model.clock import frozen_at
 from chaoseval.model.records import TrialRecord, Veto
 from chaoseval.model.scenario import Scenario, ToolDescription, ToolSpec
 from chaoseval.model.trajectory import ModelCallData, Trajectory, assign
@@ -333,7 +333,7 @@ class ToolBox:
             raise ToolError(f"invalid arguments for {call.tool}: {_brief(exc)}") from None
         world = self._world
         world.current_tool = call.tool
-        frozen = freeze_time(world.now()) if self._scenario.freeze_time else None
+        frozen = frozen_at(world.now()) if self._scenario.freeze_time else None
         writes_before = len(world.writes)
         try:
             if frozen is None:

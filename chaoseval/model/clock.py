@@ -11,9 +11,10 @@ import math
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
+from freezegun import freeze_time
 
 ClockMode = Literal["virtual", "real"]
 
@@ -130,3 +131,23 @@ def _in_event_loop() -> bool:
     except Exception:
         return False
     return True
+
+
+# Packages whose modules a frozen block skips. freezegun patches every loaded module that holds
+# a clock function, calling dir() on each at every freeze: ~100 ms a freeze once the OpenAI SDK
+# (1000 modules), scipy, Ray and Playwright are loaded (as in a test session), and its first
+# look at scipy imports all of scipy's lazy submodules (~2 s of CPU). None of these packages
+# builds a world or runs a tool body, the code a frozen block is for; code they call directly
+# (within freezegun's five frames) reads the real clock, so none sits on a tool's call path
+# (servers such as starlette, mcp and anyio, which call the tools, are not listed).
+UNFROZEN = (
+    "openai", "scipy", "numpy", "ray", "playwright", "hypothesis", "requests", "urllib3",
+    "filelock", "google", "grpc", "opentelemetry", "cryptography", "pygments", "rich", "typer",
+    "click", "yaml",
+)  # fmt: skip
+
+
+def frozen_at(instant: datetime) -> AbstractContextManager[Any]:
+    """freezegun's freeze at ``instant`` (datetime, date and time answer it) for the code a
+    world or a tool runs, without patching the packages in ``UNFROZEN``."""
+    return freeze_time(instant, ignore=list(UNFROZEN))

@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from faker import Faker
-from freezegun import freeze_time
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 # Budgets and CheckResult are recorded in the journal, so they live with the records; a
 # scenario author imports them from here as before.
+from chaoseval.model.clock import frozen_at
 from chaoseval.model.device import DESKTOP, Viewport
 from chaoseval.model.drift import DriftPoint
 from chaoseval.model.injection import Payload
@@ -295,7 +295,7 @@ class Scenario(BaseModel):
         fake.seed_instance(world_seed)
         # Faker's relative dates ("-30d") read the wall clock; pin it to the world's start so
         # the same seed builds the same world on any day.
-        with freeze_time(self.start_time):
+        with frozen_at(self.start_time):
             tables, givens = self.generate(fake)
         return {**self.tables, **tables}, {**self.givens, **givens}
 

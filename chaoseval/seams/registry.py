@@ -93,14 +93,18 @@ def collect_entry_points(
     apart, with their error, instead of stopping at the first."""
     loaded: list[tuple[EntryPoint, T]] = []
     broken: list[BrokenEntryPoint] = []
-    # chaoseval's own entry points first: another package cannot take a bundled name.
-    eps = sorted(entry_points(group=group), key=lambda ep: _distribution(ep) != "chaoseval")
-    for ep in eps:
+    for ep in _entry_points(group):
         try:
             loaded.append((ep, load(ep)))
         except Exception as exc:  # a third-party package's bug of any kind: keep it apart
             broken.append(BrokenEntryPoint.of(ep, exc))
     return loaded, broken
+
+
+def _entry_points(group: str) -> list[EntryPoint]:
+    """The group's entry points, chaoseval's own first: another package cannot take a bundled
+    name."""
+    return sorted(entry_points(group=group), key=lambda ep: _distribution(ep) != "chaoseval")
 
 
 def _callable(kind: str, name: str, obj: object) -> object:
@@ -171,6 +175,19 @@ class Registry(Generic[F]):
         self._loaded = True
         _, self._broken = collect_entry_points(self.group, lambda ep: self.add(ep.name, ep.load()))
 
+    def _load_named(self, name: str) -> None:
+        """Load only the entry point that declares ``name`` (chaoseval's own first, as the
+        full load orders them): a run naming one agent and two plugins need not import every
+        installed one (the OpenAI SDK alone is ~0.8 s of CPU). One that fails is left for the
+        full load, which records it as broken with its error."""
+        ep = next((ep for ep in _entry_points(self.group) if ep.name == name), None)
+        if ep is None:
+            return
+        try:
+            self.add(ep.name, ep.load())
+        except Exception:  # the full load below says what broke
+            return
+
     def names(self) -> list[str]:
         self._load_entry_points()
         return sorted(self._items)
@@ -190,6 +207,10 @@ class Registry(Generic[F]):
             # An import path is checked by a registry's own validator; the callable default
             # leaves it to the caller (a YAML `function:` may name a @tool-built ToolSpec).
             return self._validate(name, obj) if self._validates_paths else cast(F, obj)
+        if name not in self._items and not self._loaded:
+            self._load_named(name)
+        if name in self._items:
+            return self._items[name]
         self._load_entry_points()
         if name in self._items:
             return self._items[name]

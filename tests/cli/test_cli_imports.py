@@ -61,3 +61,27 @@ def test_the_pytest_plugin_imports_nothing_of_chaoseval_until_its_fixture_runs()
     # pytest loads every installed pytest11 plugin in every session, chaoseval's or not.
     out = _imported_after("import chaoseval.testing", ("chaoseval",))
     assert out == "['chaoseval', 'chaoseval.testing']"
+
+
+def test_a_run_imports_only_the_agent_and_plugins_it_names() -> None:
+    # Each named entry point alone: the OpenAI SDK (~0.8 s of CPU), hypothesis (the malformed
+    # plugin) and the browser agents stay out of a run of `resilient` under `latency`.
+    statement = (
+        "from chaoseval.seams.agent import load_agent\n"
+        "from chaoseval.seams.perturbation import registry\n"
+        "load_agent('resilient'); registry.get('latency')"
+    )
+    unused = ("openai", "hypothesis", "playwright", "chaoseval.agents.browser")
+    assert _imported_after(statement, unused) == "[]"
+    assert "chaoseval.agents.simulated" in _imported_after(statement, ("chaoseval.agents.sim",))
+
+
+def test_the_statistics_and_a_frozen_clock_leave_scipy_stats_out() -> None:
+    # The normal quantile comes from scipy.special (scipy.stats costs ~0.7 s to import), and a
+    # frozen block does not scan scipy, whose lazy attributes would import all of it (~2 s).
+    statement = (
+        "import chaoseval.render.report\nfrom datetime import datetime\n"
+        "from chaoseval.model.clock import frozen_at\n"
+        "with frozen_at(datetime(2026, 1, 1)):\n    pass"
+    )
+    assert _imported_after(statement, ("scipy.stats", "scipy.signal")) == "[]"
