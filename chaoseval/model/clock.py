@@ -7,6 +7,7 @@ delay costs nothing, so a matrix full of slow tools still finishes in seconds.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -150,4 +151,17 @@ UNFROZEN = (
 def frozen_at(instant: datetime) -> AbstractContextManager[Any]:
     """freezegun's freeze at ``instant`` (datetime, date and time answer it) for the code a
     world or a tool runs, without patching the packages in ``UNFROZEN``."""
+    _import_public_names()
     return freeze_time(instant, ignore=list(UNFROZEN))
+
+
+@functools.cache
+def _import_public_names() -> None:
+    """Import what ``chaoseval``'s lazy attributes name, before any freeze: freezegun reads
+    every attribute of every module it patches, and reading one of these imports its module,
+    whose pydantic models would then be built while ``datetime`` is freezegun's class (a
+    PydanticSchemaGenerationError)."""
+    import chaoseval
+
+    for name in chaoseval.__all__:
+        getattr(chaoseval, name)
