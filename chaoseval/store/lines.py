@@ -9,9 +9,8 @@ first manifest lean (store.manifest).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import msgspec
 
@@ -21,7 +20,7 @@ from chaoseval.store.journal import bad_line, foreign_line, parse_line
 from chaoseval.store.lite import DECODER
 from chaoseval.store.manifest import lean_manifest
 
-__all__ = ["bad_json", "cut_off", "decode_line", "numbered_lines", "read_range"]
+__all__ = ["bad_json", "cut_off", "decode_line", "read_range"]
 
 
 def bad_json(path: Path, number: int, line: bytes, first: bool) -> JournalError:
@@ -51,34 +50,18 @@ def _slow(path: Path, number: int, line: bytes, b: Any) -> TrialRecord | None:
 
 
 def decode_line(path: Path, number: int, line: bytes, b: Any) -> Any | None:
-    """The line's trial (a LiteRecord, or a TrialRecord when only pydantic reads it)."""
+    """The line's trial (a LiteRecord, or a TrialRecord when only pydantic reads it); its
+    newline may still be there (msgspec skips it: no copy of the line without it)."""
     try:
         r = DECODER.decode(line)
     except msgspec.DecodeError:
-        return _slow(path, number, line, b)
+        return _slow(path, number, line.removesuffix(b"\n"), b)
     if r.type != "trial" or r.schema_version > SCHEMA_VERSION or r.status not in _STATUS:
-        return _slow(path, number, line, b)
+        return _slow(path, number, line.removesuffix(b"\n"), b)
     return r
 
 
 _STATUS = frozenset({"passed", "failed", "not_evaluable"})
-
-
-def numbered_lines(
-    fh: IO[bytes], end: list[int], start: int = 0, stop: int | None = None, number: int = 1
-) -> Iterator[tuple[int, int, bytes]]:
-    """(number, offset, line) of every line from byte ``start`` (a line's start, numbered
-    ``number``) up to ``stop`` (a line's start; None: the end of the file); ``end`` gets the
-    offset reached and the number of the next line."""
-    offset = start
-    fh.seek(start)
-    for line in fh:
-        if stop is not None and offset >= stop:
-            break
-        yield number, offset, line
-        number += 1
-        offset += len(line)
-    end += [offset, number]
 
 
 def cut_off(path: Path, number: int) -> str:
@@ -96,10 +79,16 @@ def read_range(
     the builder ``b``; the offset reached and the number of the next line."""
     # One pass front to back: a 1 MB buffer reads a line for a third of the CPU of the
     # default 8 KB one (a read call every few 2.5 KB lines).
-    end: list[int] = []
+    offset, following = start, line_no
     with path.open("rb", buffering=1 << 20) as fh:
-        for number, offset, line in numbered_lines(fh, end, start, stop, line_no):
-            if not line.strip():
+        fh.seek(start)
+        for number, line in enumerate(fh, line_no):
+            if stop is not None and offset >= stop:
+                break
+            at = offset
+            offset += len(line)
+            following = number + 1
+            if line.isspace():  # (strip() would copy every line)
                 continue
             if not line.endswith(b"\n"):  # only the last line can lack its newline
                 try:
@@ -108,17 +97,17 @@ def read_range(
                     b.t.cut_off_line = number
                     b.t.warnings.append(cut_off(path, number))
                     continue
-            b.offset = offset
+            b.offset = at
             try:
-                r = decode_line(path, number, line.removesuffix(b"\n"), b)
+                r = decode_line(path, number, line, b)
             except json.JSONDecodeError:
                 first = b.manifest is None and not b.early
                 raise bad_json(path, number, line.removesuffix(b"\n"), first) from None
             if r is None:
                 continue
             if b.manifest is None:
-                b.early.append((offset, number, r.run_id))
+                b.early.append((at, number, r.run_id))
             elif r.run_id != b.run_id:  # one string compare a line
                 raise foreign_line(path, number, r.run_id, b.manifest)
-            b.add(r, offset)
-    return end[0], end[1]
+            b.add(r, at)
+    return offset, following

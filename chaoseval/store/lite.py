@@ -187,13 +187,20 @@ def _reference(tool_steps: Sequence[Any], ref: RefCalls | None) -> tuple[float, 
     nan = float("nan")
     if ref is None or not tool_steps:
         return nan, nan, nan
-    # A call to a tool the reference never calls cannot match one of its calls: not keyed.
-    known = [s for s in tool_steps if s.tool in ref.tools]
-    keys = [call_key(s.tool, s.args) for s in known]
-    correct = sum(k in ref.keys for k in keys) / len(tool_steps)
-    right = len(known) / len(tool_steps)
-    cover = len(ref.keys & set(keys)) / len(ref.keys) if ref.keys else nan
-    return correct, right, cover
+    tools, keys = ref.tools, ref.keys
+    known = hits = 0
+    seen = set()
+    for s in tool_steps:  # one loop: every trial with a reference comes through here
+        tool = s.tool
+        # A call to a tool the reference never calls cannot match one of its calls: not keyed.
+        if tool in tools:
+            known += 1
+            key = call_key(tool, s.args)
+            hits += key in keys
+            seen.add(key)
+    n = len(tool_steps)
+    cover = len(keys & seen) / len(keys) if keys else nan
+    return hits / n, known / n, cover
 
 
 def _outcome(r: Any) -> int:
