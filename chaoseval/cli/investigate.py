@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -183,22 +184,27 @@ def diverge_cmd(
     ] = None,
 ) -> None:
     """Where failed trials first left the path successful ones took, grouped by that point."""
-    from chaoseval.investigate.diverge import analyse, to_json
+    from chaoseval.investigate.diverge import Analysed, to_json
     from chaoseval.model.records import CLEAN
+    from chaoseval.render.jsonstream import Streamed, write_json
     from chaoseval.store.columns import read_trials
 
     try:
         data = read_trials(journal)
-        tasks = analyse(data, baseline=baseline)
+        analysed = Analysed(data, baseline=baseline)
         if format == "json":
-            text = json.dumps(to_json(tasks, data), indent=2)
+            # A task at a time, as json.dumps(indent=2) writes the whole document; redacted
+            # piece by piece (each piece whole tasks), as a command's stdout is.
+            doc = to_json(analysed, data, lists=Streamed)
             if output:
-                output.write_text(redact.redact(text) + "\n")
+                with output.open("w") as fh:
+                    write_json(doc, redact.RedactingStream(fh))  # type: ignore[arg-type]
             else:
-                print(text)
+                write_json(doc, sys.stdout)
             return
         if format != "table":
             raise ConfigError(f"unknown --format {format!r}; use table or json")
+        tasks = list(analysed)
     except ChaosevalError as exc:
         fail(exc)
     table = Table(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +36,7 @@ from chaoseval.store.journal import Journal
 
 # SemStep, semantic_step(s) and common_prefix lived here first: still importable from here.
 __all__ = [
+    "Analysed",
     "Divergence",
     "FailureGroup",
     "SemStep",
@@ -295,32 +296,63 @@ def analyse(journal: Journal | Trials, *, baseline: bool = True) -> list[TaskAna
     failed trials are read from their lines (only the fields diverge uses), in file order,
     and each path is kept once, so memory follows the distinct paths, not the trials.
     """
-    t = as_trials(journal)
-    tasks = _tasks(t)
-    refs = _references(t, tasks, baseline)
-    paths = _Interned(len(t))
-    wanted = np.unique(np.concatenate([np.zeros(0, np.int64), *refs.values()]))
-    for row, record in t.scan(wanted, DECODER):
-        paths.add(row, record)
-    successes = {task: paths.distinct(rows) for task, rows in refs.items()}
-    keys = list(tasks)
-    task_of = np.full(len(t), -1, np.int32)  # a failed row's task, when it has successes
-    for i, (task, rows) in enumerate(tasks.items()):
-        if task in successes:
-            task_of[rows] = i
-    failed = np.flatnonzero(t.col["status"] == 1)
-    labels: dict[tuple[str, int], int] = {}
-    label_of = np.full(len(t), -1, np.int32)
-    for row, record in t.scan(failed, DECODER):
-        paths.add(row, record)
-        if task_of[row] >= 0:
-            div = diverge_one(record, *successes[keys[task_of[row]]])
-            label_of[row] = labels.setdefault((div.label, div.step), len(labels))
-    names = {code: key for key, code in labels.items()}
-    return [
-        _task(t, task, rows, paths, label_of, names, successes.get(task))
-        for task, rows in tasks.items()
-    ]
+    return list(Analysed(as_trials(journal), baseline))
+
+
+class Analysed:
+    """The journal's tasks as :func:`analyse` gives them, each made when iterated (a report of
+    100k tasks streams its 300k without holding them: ~1 KB each as objects)."""
+
+    def __init__(self, t: Trials, baseline: bool = True) -> None:
+        self.t = t
+        self.tasks = tasks = _tasks(t)
+        refs = _references(t, tasks, baseline)
+        self.paths = paths = _Interned(len(t))
+        wanted = np.unique(np.concatenate([np.zeros(0, np.int64), *refs.values()]))
+        for row, record in t.scan(wanted, DECODER):
+            paths.add(row, record)
+        self.successes = successes = {task: paths.distinct(rows) for task, rows in refs.items()}
+        keys = list(tasks)
+        task_of = np.full(len(t), -1, np.int32)  # a failed row's task, when it has successes
+        for i, (task, rows) in enumerate(tasks.items()):
+            if task in successes:
+                task_of[rows] = i
+        failed = np.flatnonzero(t.col["status"] == 1)
+        labels: dict[tuple[str, int], int] = {}
+        self.label_of = label_of = np.full(len(t), -1, np.int32)
+        for row, record in t.scan(failed, DECODER):
+            paths.add(row, record)
+            if task_of[row] >= 0:
+                div = diverge_one(record, *successes[keys[task_of[row]]])
+                label_of[row] = labels.setdefault((div.label, div.step), len(labels))
+        self.names = {code: key for key, code in labels.items()}
+
+    def __iter__(self) -> Iterator[TaskAnalysis]:
+        for task, rows in self.tasks.items():
+            yield _task(
+                self.t, task, rows, self.paths, self.label_of, self.names,
+                self.successes.get(task),
+            )  # fmt: skip
+
+    def consistency(self) -> Counter[str]:
+        """How many tasks of each consistency, in the order the tasks first show each."""
+        status = self.t.col["status"]
+        return Counter(
+            _consistency(self.t, status[rows], rows, self.paths) for rows in self.tasks.values()
+        )
+
+
+def _consistency(t: Trials, status: np.ndarray, rows: np.ndarray, paths: _Interned) -> Consistency:
+    passed, failed = bool((status == 0).any()), rows[status == 1].tolist()
+    if not passed and not failed:
+        return "not evaluable"
+    if not failed:
+        return "stable"
+    if not passed:
+        causes = t.col["root_cause"]
+        sigs = {(int(causes[r]), int(paths.of_row[r])) for r in failed}
+        return "stable error" if len(sigs) == 1 else "unstable errors"
+    return "inconsistent"
 
 
 def _task(
@@ -335,16 +367,7 @@ def _task(
     scenario, cell = task
     status = t.col["status"][rows]
     passed, failed = rows[status == 0], rows[status == 1].tolist()
-    if not len(passed) and not failed:
-        consistency: Consistency = "not evaluable"
-    elif not failed:
-        consistency = "stable"
-    elif not len(passed):
-        causes = t.col["root_cause"]
-        sigs = {(int(causes[r]), int(paths.of_row[r])) for r in failed}
-        consistency = "stable error" if len(sigs) == 1 else "unstable errors"
-    else:
-        consistency = "inconsistent"
+    consistency = _consistency(t, status, rows, paths)
     reference = "same cell" if len(passed) else ""
     if not len(passed) and successes is not None and successes[0]:
         reference = CLEAN
@@ -373,12 +396,22 @@ def _task(
     return out
 
 
-def to_json(tasks: list[TaskAnalysis], journal: Journal | Trials) -> dict[str, Any]:
-    counts = Counter(t.consistency for t in tasks)
+def to_json(
+    tasks: list[TaskAnalysis] | Analysed,
+    journal: Journal | Trials,
+    lists: Callable[[Iterable[Any]], Any] = list,
+) -> dict[str, Any]:
+    """The JSON document of ``tasks``; ``lists`` makes its list of tasks (render.jsonstream's
+    Streamed writes it a task at a time: 300k tasks as one list of dicts were ~1 GB with
+    their text)."""
+    if isinstance(tasks, Analysed):
+        counts = tasks.consistency()
+    else:
+        counts = Counter(t.consistency for t in tasks)
     return {
         "journal": str(journal.path),
         "run_id": journal.manifest.run_id,
         "agent": journal.manifest.agent,
         "consistency": dict(counts),
-        "tasks": [t.to_json() for t in tasks],
+        "tasks": lists(t.to_json() for t in tasks),
     }

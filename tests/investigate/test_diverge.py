@@ -217,6 +217,33 @@ def test_cli_json(journal: Journal) -> None:
     assert table.exit_code == 0 and "first divergence" in table.output
 
 
+def test_cli_json_streams_the_document_json_dumps_writes(journal: Journal, tmp_path: Path) -> None:
+    """-f json writes a task at a time (Analysed makes each when iterated and holds none of
+    them: 300k tasks as objects and one string were ~1.2 GB), byte for byte the document of
+    analyse(), to a file and to standard output."""
+    import gc
+    import weakref
+
+    from chaoseval.investigate.diverge import Analysed, TaskAnalysis, to_json
+    from chaoseval.store.columns import read_trials
+
+    t = read_trials(journal.path)
+    expected = json.dumps(to_json(analyse(t), t), indent=2) + "\n"
+    out = tmp_path / "d.json"
+    result = CliRunner().invoke(app, ["diverge", str(journal.path), "-f", "json", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == expected
+    shown = CliRunner().invoke(app, ["diverge", str(journal.path), "-f", "json"])
+    assert shown.output == expected
+    made: list[weakref.ref[TaskAnalysis]] = []
+    for task in Analysed(t):
+        gc.collect()
+        assert all(r() is None for r in made), "an earlier task is still held"
+        made.append(weakref.ref(task))
+        del task
+    assert len(made) == len(analyse(t)) > 1
+
+
 def test_a_journal_file_reads_as_the_records_do(tmp_path: Path) -> None:
     """diverge reads a file's lines in part (msgspec); a line only pydantic's lax mode reads
     (gave_up as the string "true") goes to pydantic. Both give what the records give."""
