@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 from trivial import scenario as trivial_scenario
-from wire_upstream import bare, bare_proxy
+from wire_upstream import bare, bare_mcp, bare_proxy
 
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.channels.asgi import serve_asgi
@@ -64,10 +64,17 @@ BARE = "bare uvicorn app"
 DIRECT = "trivial upstream, called directly"
 PROXY = "bare uvicorn+aiohttp proxy to it"
 FORWARD = "model channel, forwarding"
+MCP = "tool hub, MCP tools/call"
+BARE_MCP = "bare mcp SDK server, tools/call"
 PAGES = "page server (GET the page)"
 BARE_PAGES = "bare uvicorn app, beside the pages"
 BASELINE = {FORWARD: PROXY, PAGES: BARE_PAGES}
-UNCOMPARED = (BARE, BARE_PAGES, DIRECT, PROXY)
+UNCOMPARED = (BARE, BARE_PAGES, DIRECT, PROXY, BARE_MCP)
+# Printed under the table: a kind less another, for where its cost lies.
+BESIDE = {
+    FORWARD: (DIRECT, "forwarding's whole hop (less the upstream called directly)"),
+    MCP: (BARE_MCP, "MCP less the mcp SDK alone (chaoseval's own share)"),
+}
 TARGET_P50, TARGET_P99 = 0.5, 5.0  # ms added per request, on an idle machine
 
 
@@ -142,6 +149,8 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
         trial_endpoint(episode) as forward,
         bare_proxy(upstream) as proxy_app,
         serve_asgi(proxy_app) as proxy,
+        bare_mcp() as sdk_app,
+        serve_asgi(sdk_app) as sdk,
     ):
         auth = {"Authorization": f"Bearer {sim.api_key}"}
         forward_auth = {"Authorization": f"Bearer {forward.api_key}"}
@@ -151,7 +160,8 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
         timed = await _load([
             _kind(BARE, f"{local}/x", [{"q": i} for i in range(N)]),
             _kind("tool hub, HTTP tools", f"{urls.tools}/tools/ping", [{}] * N),
-            _kind("tool hub, MCP tools/call", urls.mcp, calls, mcp=True),
+            _kind(BARE_MCP, f"{sdk}/mcp", calls, mcp=True),
+            _kind(MCP, urls.mcp, calls, mcp=True),
             _kind("model channel, chaoseval-sim", f"{sim.base_url}/chat/completions", chats,
                   headers=auth),
             _kind(DIRECT, f"{upstream}/v1/chat/completions", [_chat(i) for i in range(N)]),
@@ -249,14 +259,14 @@ def _table(seen: dict[str, list[float]]) -> None:
             + f"{cpu:7.3f}ms"
             + (f"{cpu - base_cpu:8.3f}ms  {_verdict(p50 - b50, p99 - b99)}" if compared else "")
         )
-    if FORWARD in seen and DIRECT in seen:
-        hop, direct = seen[FORWARD], seen[DIRECT]
-        print(
-            f"    forwarding's whole hop (less the upstream called directly): p50"
-            f" {_pct(hop, 0.5) - _pct(direct, 0.5):.2f} ms, p99"
-            f" {_pct(hop, 0.99) - _pct(direct, 0.99):.2f} ms, CPU {CPU_MS.get(FORWARD, 0.0):.3f}"
-            f" ms a request (a proxy's own exchange with the upstream included)"
-        )
+    for name, (other, label) in BESIDE.items():
+        if name in seen and other in seen:
+            one, two = seen[name], seen[other]
+            print(
+                f"    {label}: p50 {_pct(one, 0.5) - _pct(two, 0.5):.2f} ms, p99"
+                f" {_pct(one, 0.99) - _pct(two, 0.99):.2f} ms, CPU"
+                f" {CPU_MS.get(name, 0.0) - CPU_MS.get(other, 0.0):.3f} ms a request"
+            )
 
 
 def main(concurrency: int = J) -> None:

@@ -1,7 +1,8 @@
 """A trivial OpenAI-compatible upstream for bench_wire, in a process of its own (as a real model
 server is): every request gets one fixed chat completion from a bare starlette app on uvicorn.
 Run as a script it prints its base URL, then serves until its stdin closes. Also the bench's
-bare apps: ``bare`` (its baseline) and ``bare_proxy`` (forwarding's baseline).
+bare apps: ``bare`` (its baseline), ``bare_proxy`` (forwarding's baseline) and ``bare_mcp``
+(the mcp SDK alone, printed beside the tool hub's MCP).
 """
 
 from __future__ import annotations
@@ -57,6 +58,40 @@ async def bare_proxy(upstream: str) -> AsyncIterator[Any]:
                 raw, status = await answer.read(), answer.status
             await Response(raw, status, media_type="application/json")(scope, receive, send)
 
+        yield app
+
+
+@asynccontextmanager
+async def bare_mcp() -> AsyncIterator[Any]:
+    """The mcp SDK alone, no chaoseval: a low-level Server with one trivial tool behind the tool
+    hub's transport settings (stateful streamable HTTP, JSON responses, the localhost checks,
+    no OpenTelemetry middleware). What the library costs by itself, beside the tool hub's MCP."""
+    import mcp_types as types
+    from mcp.server import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from chaoseval.channels.mcp.server import ok_result
+    from chaoseval.channels.mcp.wire import LOCALHOST
+
+    ping = types.Tool(name="ping", input_schema={"type": "object", "properties": {}})
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[ping])
+
+    async def call_tool(ctx: Any, params: Any) -> dict[str, Any]:
+        return ok_result({"ok": True})
+
+    server: Server[Any] = Server("bare", on_list_tools=list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    server.middleware = []
+    manager = StreamableHTTPSessionManager(
+        app=server, json_response=True, security_settings=LOCALHOST, session_idle_timeout=None
+    )
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await manager.handle_request(scope, receive, send)
+
+    async with manager.run():
         yield app
 
 

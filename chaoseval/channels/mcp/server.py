@@ -82,9 +82,13 @@ class TrialTools:
             version=_version(),
             instructions="The tools of one chaoseval trial.",
             on_list_tools=self._on_list_tools,
-            on_call_tool=self._on_call_tool,
             get_tool_input_schema=self.input_schema,
         )
+        # A call is answered in the wire's own form (a dict): the SDK validates a result
+        # against the protocol version's schema and writes that either way, so building its
+        # pydantic model first (and dumping it again) only cost CPU (make bench: bench_wire).
+        # (A listing stays a model: its 2026 form has fields the model fills in.)
+        server.add_request_handler("tools/call", types.CallToolRequestParams, self._on_call_tool)
         # The SDK wraps every message in an OpenTelemetry span by default (its documented
         # opt-out: drop the middleware). chaoseval exports no traces, and the no-op span
         # cost a tenth of an MCP request's CPU (make bench: bench_wire).
@@ -119,13 +123,14 @@ class TrialTools:
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         return await self.call(params.name, params.arguments or {}, exchange_of(ctx))
 
     async def call(
         self, name: str, arguments: dict[str, Any], exchange: Exchange | None = None
-    ) -> types.CallToolResult:
-        """Run one ``tools/call`` through the ToolBox and encode the outcome."""
+    ) -> dict[str, Any]:
+        """Run one ``tools/call`` through the ToolBox and encode the outcome (a
+        ``CallToolResult`` in its wire form)."""
         if exchange is None:  # in process: handing the outcome over is delivery
             return await self._call(name, arguments, exchange)
         with held_faults() as held:  # over HTTP: delivered when the response is written
@@ -136,7 +141,7 @@ class TrialTools:
 
     async def _call(
         self, name: str, arguments: dict[str, Any], exchange: Exchange | None
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         try:
             result = await self.toolbox.call(name, **arguments)
         except AgentVisibleError as exc:
@@ -148,26 +153,28 @@ class TrialTools:
         return ok_result(result)
 
 
-def ok_result(result: Any) -> types.CallToolResult:
+def ok_result(result: Any) -> dict[str, Any]:
     if isinstance(result, str):  # a malformed body: the raw text, as a broken server sends it
-        return types.CallToolResult(content=[types.TextContent(text=result)])
-    return types.CallToolResult(
-        # As a real server writes it (FastMCP: UTF-8 JSON): text the agent's model reads must not
-        # turn into \u escapes (a zero-width or accented payload would read differently).
-        content=[types.TextContent(text=json.dumps(result, ensure_ascii=False))],
-        structured_content=result if isinstance(result, dict) else None,
-    )
+        return _result(result)
+    # As a real server writes it (FastMCP: UTF-8 JSON): text the agent's model reads must not
+    # turn into \u escapes (a zero-width or accented payload would read differently).
+    answer = _result(json.dumps(result, ensure_ascii=False))
+    if isinstance(result, dict):
+        answer["structuredContent"] = result
+    return answer
 
 
-def error_result(exc: AgentVisibleError) -> types.CallToolResult:
+def error_result(exc: AgentVisibleError) -> dict[str, Any]:
     detail: dict[str, Any] = {"kind": exc.kind}
     if isinstance(exc, ToolHTTPError):
         detail.update(status=exc.status, retry_after=exc.retry_after)
-    return types.CallToolResult(
-        content=[types.TextContent(text=error_text(exc))],
-        is_error=True,
-        meta={ERROR_META: detail},  # type: ignore[call-arg]  # the field of alias _meta
-    )
+    return {"_meta": {ERROR_META: detail}, **_result(error_text(exc), error=True)}
+
+
+def _result(text: str, error: bool = False) -> dict[str, Any]:
+    """A ``CallToolResult`` with one text block as the SDK dumps the model (``resultType`` is
+    the 2026 protocol's; the SDK drops it for an older client)."""
+    return {"content": [{"type": "text", "text": text}], "isError": error, "resultType": "complete"}
 
 
 def error_text(exc: AgentVisibleError) -> str:
