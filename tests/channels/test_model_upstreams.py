@@ -265,6 +265,22 @@ def test_an_upstream_error_reaches_the_agent_as_it_was_with_the_key_redacted(
     assert (missing.status, str(missing)) == (404, "no model m")
 
 
+def _forwarded_once(endpoint: str) -> TrialRecord:
+    """One trial of openai-naive (no SDK retries: one request) forwarded to ``endpoint``."""
+    config = UpstreamConfig(endpoint=endpoint)
+    [record] = run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=OpenAIAgent(resilient=False, upstream=config),
+            agent_name="forwarded",
+            trials=1,
+            seed=3,
+            references=False,
+        )
+    ).records
+    return record
+
+
 def test_an_unreachable_model_endpoint_is_a_harness_error_not_the_agents() -> None:
     """A real closed port on 127.0.0.1: the connection is refused. The infrastructure failed,
     so the trial is not evaluable (cause upstream_error), never the agent's failure; the agent
@@ -273,21 +289,27 @@ def test_an_unreachable_model_endpoint_is_a_harness_error_not_the_agents() -> No
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     # closed: nothing listens there now
-    config = UpstreamConfig(endpoint=f"http://127.0.0.1:{port}/v1")
-    [record] = run(
-        RunConfig(
-            scenarios=select(installed(), [SCENARIO]),
-            agent=OpenAIAgent(resilient=False, upstream=config),  # no retries: one request
-            agent_name="forwarded",
-            trials=1,
-            seed=3,
-            references=False,
-        )
-    ).records
+    record = _forwarded_once(f"http://127.0.0.1:{port}/v1")
     assert (record.status, record.root_cause) == ("not_evaluable", "upstream_error")
     assert record.error is not None and f"127.0.0.1:{port}" in record.error
     [step] = model_steps(record)
     assert (step.result_class, info(step)["status"]) == ("harness_error", 502)
+
+
+def test_an_upstream_200_that_is_not_json_is_a_harness_error() -> None:
+    """A proxy's HTML page with status 200 where a completion should be: the endpoint broke."""
+
+    async def page(request: Request) -> Response:
+        return Response("<html>gateway says hi</html>", media_type="text/html")
+
+    async def main() -> TrialRecord:
+        app = Starlette(routes=[Route("/v1/chat/completions", page, methods=["POST"])])
+        async with serve_asgi(app) as url:
+            return await anyio.to_thread.run_sync(_forwarded_once, f"{url}/v1")
+
+    record = anyio.run(main)
+    assert (record.status, record.root_cause) == ("not_evaluable", "upstream_error")
+    assert record.error is not None and "gateway says hi" in record.error
 
 
 # As an API may write it: its own spacing and key order, UTF-8 text (not \\u escapes).
