@@ -4,8 +4,10 @@ world's clock, so a skewed clock read correctly passes and a stale "today" fails
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,3 +155,24 @@ def test_world_builds_for_many_seeds(scenario: Scenario) -> None:
     for seed in range(40):
         _tables, givens = scenario.build(derive_seed(seed, scenario.id, "world"))
         scenario.render_instruction(givens)
+
+
+def test_the_library_is_compiled_once_per_content_and_an_edit_is_seen(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chaoseval.bundled.scenarios as pack
+
+    library = tmp_path / "library"
+    library.mkdir()
+    text = (Path(pack.__file__).parent / "helpdesk.yaml").read_text(encoding="utf-8")
+    (library / "helpdesk.yaml").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(pack, "HERE", library)
+    first, again = bundled(), bundled()
+    assert [s.id for s in first] == ["helpdesk-reset-password"]
+    assert again[0] is first[0]  # the same contents: not compiled again
+    stat = (library / "helpdesk.yaml").stat()
+    edited = text.replace("then close the ticket.", "then close the ticket!")
+    assert len(edited) == len(text)
+    (library / "helpdesk.yaml").write_text(edited, encoding="utf-8")
+    os.utime(library / "helpdesk.yaml", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same stat
+    assert bundled()[0].description.endswith("then close the ticket!")
