@@ -45,8 +45,19 @@ def _values(n: np.ndarray, c: np.ndarray, ks: Sequence[int]) -> dict[str, Any]:
     return out
 
 
-def _listed(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
-    return [v if d else None for v, d in zip(values.tolist(), defined.tolist(), strict=True)]
+class _Listed:
+    """Per pair, a value or None where undefined, read one pair at a time (as lists, the
+    7 values of 300k pairs were ~70 MB of Python floats)."""
+
+    def __init__(self, values: np.ndarray, defined: np.ndarray) -> None:
+        self.values, self.defined = values, defined
+
+    def __getitem__(self, i: int) -> float | None:
+        return float(self.values[i]) if self.defined[i] else None
+
+
+def _listed(values: np.ndarray, defined: np.ndarray) -> _Listed:
+    return _Listed(values, defined)
 
 
 def _sub(a: float | None, b: float | None) -> float | None:
@@ -75,10 +86,13 @@ class _Pairs:
             self.sum(t.col["safety"]),
             self.sum(t.col["hallucination"]),
         )
-        names, cell_names = t.vocab["scenario"], t.vocab["cell"]
-        pairs = zip(self.scenario.tolist(), self.cell.tolist(), strict=True)
-        self.names = [(names[s], cell_names[c]) for s, c in pairs]
-        self.order = sorted(range(len(uniq)), key=self.names.__getitem__)
+        # In (task, cell) name order: by each name's rank among its column's names.
+        rank = {c: _ranks(t.vocab[c]) for c in ("scenario", "cell")}
+        self.order = np.lexsort((rank["cell"][self.cell], rank["scenario"][self.scenario]))
+
+    def name(self, i: int) -> tuple[str, str]:
+        t = self.t
+        return t.vocab["scenario"][int(self.scenario[i])], t.vocab["cell"][int(self.cell[i])]
 
     def sum(self, weights: np.ndarray) -> np.ndarray:
         out: np.ndarray = np.bincount(
@@ -104,6 +118,13 @@ class _Pairs:
         return out
 
 
+def _ranks(names: Sequence[str]) -> np.ndarray:
+    """Each name's place among ``names`` sorted (as Python sorts them)."""
+    out = np.empty(len(names), np.int64)
+    out[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    return out
+
+
 def _perturbed_rows(t: Trials) -> np.ndarray:
     return _perturbed(Group.all(t))
 
@@ -119,8 +140,8 @@ def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
     v = _values(n, c, ks)
     clean_of = _clean_pairs(p)
     causes = p.root_causes()
-    for i in p.order:
-        task, cell = p.names[i]
+    for i in p.order.tolist():
+        task, cell = p.name(i)
         counted = not p.missed[i]
         scored = counted and int(n[i]) >= 1
         j = clean_of[i]

@@ -106,12 +106,15 @@ class ProcessMetrics:
         return out
 
 
-def _mean(xs: Sequence[float]) -> float | None:
-    return math.fsum(xs) / len(xs) if xs else None
+def _mean(xs: Sequence[float] | np.ndarray) -> float | None:
+    # math.fsum reads an array's values as it reads a list's: the same exact sum, without a
+    # list of a Python float per trial.
+    return math.fsum(xs) / len(xs) if len(xs) else None
 
 
-def _defined(xs: np.ndarray) -> list[float]:
-    return [float(x) for x in xs[~np.isnan(xs)].tolist()]
+def _defined(xs: np.ndarray) -> np.ndarray:
+    out: np.ndarray = xs[~np.isnan(xs)]
+    return out
 
 
 def _keys(calls: Sequence[ToolCall]) -> set[str]:
@@ -146,10 +149,12 @@ def process_metrics(
     correct = np.where(has_ref, g["correct"], np.nan)
     n = len(g)
     calls = int(tool_calls.sum())
-    tokens = g["tokens"].tolist()
-    costs = g["cost"].tolist()
-    sims = sorted(g["sim_seconds"].tolist())
-    walls = g["wall_seconds"].tolist()
+    # Summed from the arrays (math.fsum takes any iterable of floats: the same exact sums)
+    # rather than from lists of a million Python floats each.
+    tokens = g["tokens"]
+    costs = g["cost"]
+    sims = np.sort(g["sim_seconds"])
+    walls = g["wall_seconds"]
     return ProcessMetrics(
         cell=cell,
         trials=n,
@@ -158,15 +163,15 @@ def process_metrics(
         correctness=_mean(_defined(correct)),
         right_tool=_mean(_defined(np.where(has_ref, g["right_tool"], np.nan))),
         coverage=_mean(_defined(np.where(has_ref, g["coverage"], np.nan))),
-        path_efficiency=_mean((ref_n[eff] / tool_calls[eff]).tolist()),
-        steps_mean=_mean(tool_calls[scored].tolist()),
+        path_efficiency=_mean(ref_n[eff] / tool_calls[eff]),
+        steps_mean=_mean(tool_calls[scored]),
         tokens_mean=math.fsum(tokens) / n if n else 0.0,
-        tokens_total=int(sum(tokens)),
+        tokens_total=int(tokens.sum()),
         cost_mean=math.fsum(costs) / n if n else 0.0,
         cost_total=math.fsum(costs),
         model_calls=int(g["model_calls"].sum()),
         sim_seconds_mean=math.fsum(sims) / n if n else 0.0,
-        sim_seconds_p95=float(np.quantile(sims, 0.95)) if sims else 0.0,
+        sim_seconds_p95=float(np.quantile(sims, 0.95)) if len(sims) else 0.0,
         wall_seconds_mean=math.fsum(walls) / n if n else 0.0,
         wall_seconds_total=math.fsum(walls),
         sim_seconds_total=math.fsum(sims),

@@ -18,12 +18,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import overload
 
+import numpy as np
+
 from chaoseval.analysis.aggregate import Records, groups, not_landed
 from chaoseval.investigate.diverge import label_divergence
 from chaoseval.investigate.semantic import SemStep, common_prefix, crash_reason, semantic_step
 from chaoseval.model.records import CLEAN, TrialRecord
 from chaoseval.model.trajectory import Fault, Step, Trajectory
-from chaoseval.store.columns import Trials, as_group
+from chaoseval.store.columns import Group, Trials, as_group
 
 __all__ = [
     "FaultMark",
@@ -213,6 +215,33 @@ class TwinSet:
         return len(self.pairs)
 
 
+class _Clean:
+    """The clean trial of each (task, index), the last one of the rows when a pair repeats:
+    sorted keys searched, not a dict of the clean cell's 300k pairs at 100k tasks."""
+
+    def __init__(self, c: Group | None) -> None:
+        if c is None or not len(c):
+            self.keys, self.at = np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return
+        self.span = int(c["index"].max()) + 1
+        keys = c["scenario"].astype(np.int64) * self.span + c["index"]
+        order = np.argsort(keys, kind="stable")  # equal keys in row order: the last is last
+        self.keys, self.at = keys[order], c.rows[order]
+
+    def rows(self, failed: Sequence[tuple[int, int, int]]) -> list[int | None]:
+        """The clean twin's row of each (task code, index, row), None where there is none."""
+        if not len(self.keys):
+            return [None] * len(failed)
+        sc = np.array([x[0] for x in failed], np.int64)
+        index = np.array([x[1] for x in failed], np.int64)
+        keys = sc * self.span + index
+        pos = np.searchsorted(self.keys, keys, side="right") - 1
+        hit = (pos >= 0) & (index < self.span)
+        hit[hit] &= self.keys[pos[hit]] == keys[hit]
+        rows = self.at[np.maximum(pos, 0)].tolist()
+        return [r if h else None for r, h in zip(rows, hit.tolist(), strict=True)]
+
+
 def twins(records: Records, detailed: int | None = 3) -> dict[str, TwinSet]:
     """Per perturbed cell, its failed trials on the tasks it reached, each with its clean twin,
     failures the perturbation caused (clean twin passed) first; ``detailed`` per cell are meant
@@ -220,11 +249,7 @@ def twins(records: Records, detailed: int | None = 3) -> dict[str, TwinSet]:
     g = as_group(records)
     t = g.t
     by = groups(g, "cell")
-    clean: dict[tuple[int, int], int] = {}
-    if CLEAN in by:
-        c = by[CLEAN]
-        keys = zip(c["scenario"].tolist(), c["index"].tolist(), strict=True)
-        clean = dict(zip(keys, c.rows.tolist(), strict=True))  # the last one wins, as before
+    clean = _Clean(by.get(CLEAN))
     status = t.col["status"]
     names = t.vocab["scenario"]
     out: dict[str, TwinSet] = {}
@@ -242,7 +267,7 @@ def twins(records: Records, detailed: int | None = 3) -> dict[str, TwinSet]:
         ]
         if not failed:
             continue
-        twin = {row: clean.get((sc, i)) for sc, i, row in failed}
+        twin = dict(zip((row for _, _, row in failed), clean.rows(failed), strict=True))
         ok = {row: tw is not None and int(status[tw]) == 0 for row, tw in twin.items()}
         failed.sort(key=lambda x: (not ok[x[2]], names[x[0]], x[1]))
         new = [row for _, _, row in failed if ok[row]]

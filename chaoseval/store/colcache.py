@@ -194,22 +194,25 @@ class _Head(_Common):
 
 class _Refs(msgspec.Struct):
     refs: _Calls
+
+
+class _Index(msgspec.Struct):
     references: tuple[dict[str, int], dict[str, str], list[str]] | None
 
 
 _HEAD = msgspec.json.Decoder(_Head)
 _REFS = msgspec.json.Decoder(_Refs)
+_INDEX = msgspec.json.Decoder(_Index)
 
 
 class _Later:
-    """What a loaded cache decodes only when asked: its columns, one at a time, and its
-    reference calls, from the cache file opened at :func:`load` (kept open: a cache written
-    over it since, for another content of the journal, is another file)."""
+    """What a loaded cache decodes only when asked: its columns, one at a time, its reference
+    runs' steps and errors, and their calls, from the cache file opened at :func:`load` (kept
+    open: a cache written over it since, for another content of the journal, is another file)."""
 
     def __init__(self, npz: Any) -> None:
         self.npz = npz
         self.refs: dict[str, RefCalls] | None = None
-        self.index: tuple[dict[str, int], dict[str, str], list[str]] | None = None
 
     def column(self, name: str) -> np.ndarray:
         out: np.ndarray = self.npz[f"c_{name}"]
@@ -217,9 +220,14 @@ class _Later:
 
     def references(self) -> dict[str, RefCalls]:
         if self.refs is None:
-            data = _REFS.decode(self.npz["meta"].tobytes())
-            self.refs, self.index = _uncalls(data.refs), data.references
+            self.refs = _uncalls(_REFS.decode(self.npz["meta"].tobytes()).refs)
         return self.refs
+
+    def index(self) -> tuple[dict[str, int], dict[str, str], list[str]]:
+        """Steps and errors of the reference runs, and the scenarios whose calls they are."""
+        index = _INDEX.decode(self.npz["meta"].tobytes()).references
+        assert index is not None  # a run that recorded none has no LazyIndex
+        return index
 
 
 class LazyColumns(dict[str, np.ndarray]):
@@ -310,22 +318,45 @@ class LazyRefs(dict[str, RefCalls]):
     __hash__ = None
 
 
-class LazyIndex(ReferenceIndex):
-    """A loaded cache's ReferenceIndex, decoded the first time a field is read (its calls the
-    same objects as the refs')."""
+class LazyCalls(LazyRefs):
+    """The reference runs' calls by scenario: which scenarios have them known at once (what
+    the process metrics ask), the calls decoded when one is read."""
 
-    def __init__(self, later: _Later, refs: LazyRefs) -> None:  # no dataclass fields yet
-        self._later, self._refs = later, refs
+    def __init__(self, later: _Later, sids: list[str]) -> None:
+        super().__init__(later)
+        self._sids = dict.fromkeys(sids)
+
+    def _fill(self) -> None:
+        if self._later is not None:
+            later, self._later = self._later, None
+            refs = later.references()
+            self.update((sid, refs[sid]) for sid in self._sids)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._sids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sids)
+
+    def __len__(self) -> int:
+        return len(self._sids)
+
+    def keys(self) -> Any:
+        return self._sids.keys()
+
+
+class LazyIndex(ReferenceIndex):
+    """A loaded cache's ReferenceIndex, decoded the first time a field is read; its calls
+    (the same objects as the refs') when one is read."""
+
+    def __init__(self, later: _Later) -> None:  # no dataclass fields yet
+        self._later = later
 
     def __getattr__(self, name: str) -> Any:
         if name not in ("steps", "errors", "calls") or "_later" not in self.__dict__:
             raise AttributeError(name)
-        refs = self._refs
-        refs.get("")  # decodes the refs and the index, once
-        assert self._later.index is not None  # a run that recorded none has no LazyIndex
-        steps, errors, calls = self._later.index
-        self.steps, self.errors = steps, errors
-        self.calls = {sid: refs[sid] for sid in calls}
+        self.steps, self.errors, sids = self._later.index()
+        self.calls = LazyCalls(self._later, sids)
         return getattr(self, name)
 
     def __eq__(self, other: object) -> bool:
@@ -377,6 +408,6 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
         by_tool=meta.by_tool,
         sampling=Counter({tuple(s[:4]): s[4] for s in meta.sampling}),
         refs=refs,
-        references=LazyIndex(later, refs) if recorded else None,
+        references=LazyIndex(later) if recorded else None,
         lean_at=meta.lean_at,
     )
