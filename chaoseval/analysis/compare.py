@@ -31,6 +31,7 @@ from chaoseval.analysis.degradation import (
     adjust_by_metric,
     compare_drops,
     compare_metrics,
+    drops_table,
 )
 from chaoseval.analysis.primary import Primary, gatekeep, parse_primary, recorded_primary
 from chaoseval.analysis.resilience import (
@@ -370,9 +371,11 @@ def _cell(
             ca[t][0], cb[t][0], clean_a[t][0], clean_b[t][0]) >= primary.kk]  # fmt: skip
         ca = {t: v for t, v in ca.items() if t not in at_zero}
         cb = {t: v for t, v in cb.items() if t not in at_zero}
+        table = drops_table((cb, clean_b), (ca, clean_a), (lb, la))  # once for every metric
         for metric, k in grid:
             cmp = compare_drops(
                 (cb, clean_b), (ca, clean_a), metric, k, ci=opts["ci"], arms=(lb, la),
+                table=table,
             )  # fmt: skip
             cmp.excluded.update(left_out)
             cmp.excluded.update(at_zero)
