@@ -151,13 +151,7 @@ def find_hallucinations(
 
 def _world_of(tables: Tables, final: World) -> World:
     """The initial world, read by the scenario's facts (a copy: facts must not touch it)."""
-    return World(
-        tables=copy.deepcopy(tables),
-        clock=final.clock,
-        seed=final.seed,
-        tmpdir=final.tmpdir,
-        givens=final.givens,
-    )
+    return final.over(copy.deepcopy(tables))
 
 
 @dataclass

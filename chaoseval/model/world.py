@@ -53,6 +53,9 @@ class _LazyTempDir:
         if world is None:
             return None  # the dataclass default: made lazily
         made: Path | None = world.__dict__.get(_TMPDIR)
+        if made is None and _SHARES in world.__dict__:
+            shared: World = world.__dict__[_SHARES]
+            return shared.tmpdir  # made on (and removed with) that world
         if made is None:
             made = world.__dict__[_TMPDIR] = Path(tempfile.mkdtemp(prefix="chaoseval-trial-"))
             world.__dict__[_OWNED] = True
@@ -62,7 +65,8 @@ class _LazyTempDir:
         world.__dict__[_TMPDIR] = value
 
 
-_TMPDIR, _OWNED = "_tmpdir", "_owns_tmpdir"  # kept in the instance dict, not dataclass fields
+# Kept in the instance dict, not dataclass fields.
+_TMPDIR, _OWNED, _SHARES = "_tmpdir", "_owns_tmpdir", "_shares_tmpdir_of"
 
 
 @dataclass
@@ -127,6 +131,19 @@ class World:
 
     def snapshot(self) -> Tables:
         return copy.deepcopy(self.tables)
+
+    def over(self, tables: Tables) -> World:
+        """This world's clock, seed, givens and temp dir over other tables (the judge reads
+        the initial tables so). The temp dir is this world's, made only if read: the judge
+        forced one per trial (a mkdir and an rmtree for nothing, seconds at a time when the
+        disk is busy)."""
+        other = World(tables=tables, clock=self.clock, seed=self.seed, givens=self.givens)
+        made = self.__dict__.get(_TMPDIR)
+        if made is None:
+            other.__dict__[_SHARES] = self
+        else:
+            other.tmpdir = made
+        return other
 
     def release(self) -> None:
         """Remove the temp dir if the trial made one, on a background thread: a blocking
