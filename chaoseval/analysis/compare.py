@@ -56,6 +56,7 @@ __all__ = [
     "HarnessComparison",
     "compare_cells",
     "compare_journals",
+    "task_names",
 ]
 
 ALPHA = 0.05
@@ -88,9 +89,11 @@ class Budget:
             model_calls=int(g["model_calls"].sum()),
             tool_calls=int(g["tool_calls"].sum()),
             tokens=int(g["tokens"].sum()),
-            cost=math.fsum(g["cost"].tolist()),
-            wall_seconds=math.fsum(g["wall_seconds"].tolist()),
-            sim_seconds=math.fsum(g["sim_seconds"].tolist()),
+            # math.fsum reads an array as it reads a list: the same exact sum, no list of
+            # a Python float per trial.
+            cost=math.fsum(g["cost"]),
+            wall_seconds=math.fsum(g["wall_seconds"]),
+            sim_seconds=math.fsum(g["sim_seconds"]),
         )
 
     ROWS = (
@@ -253,6 +256,12 @@ def _paired(t: Trials, keep: set[tuple[str, str]]) -> Group:
     cells, tasks = t.vocab["cell"], t.vocab["scenario"]
     pairs = np.array([[(c, s) in keep for s in tasks] for c in cells])
     return g.where(pairs[g["cell"], g["scenario"]])
+
+
+def task_names(t: Trials) -> set[str]:
+    """The tasks ``t`` has rows of (from its codes: not a name per row, 1M of them)."""
+    names: list[str] = t.vocab["scenario"]
+    return {names[c] for c in np.unique(t.col["scenario"]).tolist()}
 
 
 def _figure(c: Comparison, what: str) -> str:
@@ -464,8 +473,7 @@ def compare_journals(
         ks = sorted({*ks, main.kk})
     la, lb = _labels(a, b)
     ga, gb = groups(a, "cell"), groups(b, "cell")
-    sa = set(Group.all(a).names("scenario"))
-    sb = set(Group.all(b).names("scenario"))
+    sa, sb = task_names(a), task_names(b)
     common_cells = [c for c in ga if c in gb]
 
     # The budget counts only what is compared: unpaired tasks would inflate one side's bill.

@@ -288,7 +288,9 @@ def _check_pairable(a: Trials, b: Trials) -> None:
             "every difference is 0; compare the journals of two harnesses",
             soft_wrap=True,
         )
-    sa, sb = set(a.names("scenario")), set(b.names("scenario"))
+    from chaoseval.analysis.compare import task_names
+
+    sa, sb = task_names(a), task_names(b)
     if not sa & sb:
         raise ConfigError(
             f"{a.path} and {b.path} share no task, so nothing can be paired "
