@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
@@ -161,7 +162,6 @@ def _import_public_names() -> None:
     every attribute of every module it patches, and reading one of these imports its module,
     whose pydantic models would then be built while ``datetime`` is freezegun's class (a
     PydanticSchemaGenerationError)."""
-    import chaoseval
-
-    for name in chaoseval.__all__:
-        getattr(chaoseval, name)
+    package = sys.modules["chaoseval"]  # this module's own package (no import: no circle)
+    for name in package.__all__:
+        getattr(package, name)
