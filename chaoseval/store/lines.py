@@ -73,14 +73,20 @@ def cut_off(path: Path, number: int) -> str:
 
 
 def read_range(
-    path: Path, b: Any, start: int = 0, stop: int | None = None, line_no: int = 1
+    path: Path,
+    b: Any,
+    start: int = 0,
+    stop: int | None = None,
+    line_no: int = 1,
+    source: Path | None = None,
 ) -> tuple[int, int]:
     """The lines from byte ``start`` (line ``line_no``) up to ``stop`` (None: the end) into
-    the builder ``b``; the offset reached and the number of the next line."""
+    the builder ``b``; the offset reached and the number of the next line. ``source``: the
+    file to read when not ``path`` itself (messages name ``path``)."""
     # One pass front to back: a 1 MB buffer reads a line for a third of the CPU of the
     # default 8 KB one (a read call every few 2.5 KB lines).
     offset, following = start, line_no
-    with path.open("rb", buffering=1 << 20) as fh:
+    with (source or path).open("rb", buffering=1 << 20) as fh:
         fh.seek(start)
         for number, line in enumerate(fh, line_no):
             if stop is not None and offset >= stop:

@@ -77,32 +77,42 @@ def read_split(path: Path, b: Any) -> int | None:
     read, or None when it was not split or a range could not be read (then ``b`` may hold
     part of it: read the journal again, in one pass, into a fresh builder)."""
     n = workers()
-    size = path.stat().st_size
-    if n < 2 or size < MIN_BYTES or not _single_threaded():
+    if n < 2 or path.stat().st_size < MIN_BYTES or not _single_threaded():
         return None
     try:
         fork = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this system
         return None
-    with path.open("rb") as fh:
+    # Every range from the file opened here (its descriptor, which the forked readers
+    # inherit): a journal replaced by another file meanwhile is read whole as it was, as
+    # one pass reads it, never half of each.
+    with path.open("rb") as held:
+        own = Path(f"/proc/self/fd/{held.fileno()}")
+        return _split(path, own if own.exists() else path, b, n, fork)
+
+
+def _split(path: Path, source: Path, b: Any, n: int, fork: Any) -> int | None:
+    size = os.stat(source).st_size
+    with source.open("rb") as fh:
         first = fh.readline()
     if not first.endswith(b"\n"):
         return None
-    read_range(path, b, 0, len(first))  # the manifest (read lean: store.manifest)
+    read_range(path, b, 0, len(first), source=source)  # the manifest (store.manifest)
     if b.manifest is None or len(b.offsets):
         return None  # trials before the manifest: the one pass handles that
-    cuts = _bounds(path, len(first), size, n)
+    cuts = _bounds(source, len(first), size, n)
     readers: list[tuple[Any, Connection]] = []
     try:
         for lo, hi in pairwise(cuts[1:]):
             # The last range reads on to the end of the file as it is then, as one pass does.
             stop = None if hi == size else hi
             get, put = fork.Pipe(duplex=False)
-            p = fork.Process(target=_read_one, args=(put, path, b, lo, stop), daemon=True)
+            args = (put, path, source, b, lo, stop)
+            p = fork.Process(target=_read_one, args=args, daemon=True)
             p.start()
             put.close()
             readers.append((p, get))
-        end, number = read_range(path, b, cuts[0], cuts[1] if readers else None, 2)
+        end, number = read_range(path, b, cuts[0], cuts[1], 2, source=source)
         b.flush()
         for _, get in readers:
             got = _join(get, b, path, number)
@@ -118,12 +128,14 @@ def read_split(path: Path, b: Any) -> int | None:
             p.join()
 
 
-def _read_one(put: Connection, path: Path, b: Any, start: int, stop: int | None) -> None:
+def _read_one(
+    put: Connection, path: Path, source: Path, b: Any, start: int, stop: int | None
+) -> None:
     """In a forked reader: one range into its copy of the builder, sent back to the parent:
     its tables, then each column's bytes (a column at a time: no pickle of them all)."""
     try:
         try:
-            end, number = read_range(path, b, start, stop)
+            end, number = read_range(path, b, start, stop, source=source)
             b.flush()
         except BaseException as exc:  # the parent reads the journal again in one pass
             put.send(("failed", f"{type(exc).__name__}: {exc}"))

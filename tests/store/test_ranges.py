@@ -5,6 +5,7 @@ line when a range holds a bad one."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,24 @@ def test_ranges_read_as_one_pass(
         _same(read_trials(path), one)
         assert split == [True] * (int(workers) - 1), name
     assert one.cut_off_line is not None and one.warnings
+
+
+def test_a_journal_replaced_mid_read_is_read_whole_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: list[bool]
+) -> None:
+    paths = unpack(tmp_path)
+    path, other = paths["naive"], paths["resilient"]
+    one = _one_pass(path, monkeypatch)
+    bounds = ranges._bounds
+
+    def replaced(*args: Any) -> Any:  # after the manifest was read, before the readers start
+        os.replace(other, path)
+        return bounds(*args)
+
+    monkeypatch.setattr(ranges, "_bounds", replaced)
+    monkeypatch.setenv("CHAOSEVAL_READ_WORKERS", "3")
+    _same(read_trials(path), one)
+    assert split == [True, True]
 
 
 def _bad_json(lines: list[bytes]) -> None:
