@@ -29,7 +29,7 @@ import os
 import sys
 import zipfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +110,6 @@ class _Common(msgspec.Struct):
     warnings: list[str]
     cut_off_line: int | None
     odd_ids: dict[int, str]
-    errors: dict[int, str]
-    vetoes: dict[int, list[tuple[str, str]]]
     browser: dict[int, tuple[float, list[tuple[str, bool]], str | None]]
     by_tool: dict[str, tuple[int, int, int, int, dict[str, int]]]
     sampling: list[tuple[Any, Any, Any, Any, int]]
@@ -121,6 +119,8 @@ class _Common(msgspec.Struct):
 class _Meta(_Common):
     """Everything of a Trials table that is not a numeric column."""
 
+    errors: dict[int, str]
+    vetoes: dict[int, list[tuple[str, str]]]
     refs: _Calls
     # steps, errors, and the scenarios whose RefCalls (those of ``refs``) are the references'
     references: tuple[dict[str, int], dict[str, str], list[str]] | None
@@ -200,9 +200,19 @@ class _Index(msgspec.Struct):
     references: tuple[dict[str, int], dict[str, str], list[str]] | None
 
 
+class _Errors(msgspec.Struct):
+    errors: dict[int, str]
+
+
+class _Vetoes(msgspec.Struct):
+    vetoes: dict[int, list[tuple[str, str]]]
+
+
 _HEAD = msgspec.json.Decoder(_Head)
 _REFS = msgspec.json.Decoder(_Refs)
 _INDEX = msgspec.json.Decoder(_Index)
+_ERRORS = msgspec.json.Decoder(_Errors)
+_VETOES = msgspec.json.Decoder(_Vetoes)
 
 
 class _Later:
@@ -222,6 +232,12 @@ class _Later:
         if self.refs is None:
             self.refs = _uncalls(_REFS.decode(self.npz["meta"].tobytes()).refs)
         return self.refs
+
+    def errors(self) -> dict[int, str]:
+        return _ERRORS.decode(self.npz["meta"].tobytes()).errors
+
+    def vetoes(self) -> dict[int, list[tuple[str, str]]]:
+        return _VETOES.decode(self.npz["meta"].tobytes()).vetoes  # (kind, detail) tuples
 
     def index(self) -> tuple[dict[str, int], dict[str, str], list[str]]:
         """Steps and errors of the reference runs, and the scenarios whose calls they are."""
@@ -267,31 +283,32 @@ class LazyColumns(dict[str, np.ndarray]):
         return [(n, self[n]) for n in self._names]
 
 
-class LazyRefs(dict[str, RefCalls]):
-    """A loaded cache's reference calls by scenario, decoded on first use."""
+class LazyDict(dict[Any, Any]):
+    """A dict of a loaded cache made by ``make`` on first use: what a command never reads it
+    never decodes (a 1M-trial journal's errors and veto items are ~35 MB as objects)."""
 
-    def __init__(self, later: _Later) -> None:
+    def __init__(self, make: Callable[[], Mapping[Any, Any]]) -> None:
         super().__init__()
-        self._later: _Later | None = later
+        self._make: Callable[[], Mapping[Any, Any]] | None = make
 
     def _fill(self) -> None:
-        if self._later is not None:
-            later, self._later = self._later, None
-            self.update(later.references())
+        if self._make is not None:
+            make, self._make = self._make, None
+            self.update(make())
 
-    def __getitem__(self, sid: str) -> RefCalls:
+    def __getitem__(self, key: Any) -> Any:
         self._fill()
-        return super().__getitem__(sid)
+        return super().__getitem__(key)
 
-    def get(self, sid: str, default: Any = None) -> Any:
+    def get(self, key: Any, default: Any = None) -> Any:
         self._fill()
-        return super().get(sid, default)
+        return super().get(key, default)
 
-    def __contains__(self, sid: object) -> bool:
+    def __contains__(self, key: object) -> bool:
         self._fill()
-        return super().__contains__(sid)
+        return super().__contains__(key)
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         self._fill()
         return super().__iter__()
 
@@ -318,19 +335,20 @@ class LazyRefs(dict[str, RefCalls]):
     __hash__ = None
 
 
-class LazyCalls(LazyRefs):
+class LazyRefs(LazyDict):
+    """A loaded cache's reference calls by scenario, decoded on first use."""
+
+    def __init__(self, later: _Later) -> None:
+        super().__init__(later.references)
+
+
+class LazyCalls(LazyDict):
     """The reference runs' calls by scenario: which scenarios have them known at once (what
     the process metrics ask), the calls decoded when one is read."""
 
     def __init__(self, later: _Later, sids: list[str]) -> None:
-        super().__init__(later)
+        super().__init__(lambda: {sid: later.references()[sid] for sid in sids})
         self._sids = dict.fromkeys(sids)
-
-    def _fill(self) -> None:
-        if self._later is not None:
-            later, self._later = self._later, None
-            refs = later.references()
-            self.update((sid, refs[sid]) for sid in self._sids)
 
     def __contains__(self, sid: object) -> bool:
         return sid in self._sids
@@ -399,8 +417,8 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
         cut_off_line=meta.cut_off_line,
         offsets=offsets,
         odd_ids=meta.odd_ids,
-        errors=meta.errors,
-        vetoes={r: [tuple(v) for v in vs] for r, vs in meta.vetoes.items()},
+        errors=LazyDict(later.errors),
+        vetoes=LazyDict(later.vetoes),
         browser={
             r: (cls, tuple(tuple(f) for f in faults), shot)
             for r, (cls, faults, shot) in meta.browser.items()

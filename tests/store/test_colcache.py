@@ -54,7 +54,7 @@ def _same(a: Trials, b: Trials) -> None:
             continue
         assert x == y, f.name
         # A cache's columns and reference calls are read when first used (colcache.Lazy*).
-        lazy = isinstance(x, colcache.LazyRefs | colcache.LazyIndex) and isinstance(x, type(y))
+        lazy = isinstance(x, colcache.LazyDict | colcache.LazyIndex) and isinstance(x, type(y))
         assert type(x) is type(y) or lazy, f.name
         if isinstance(x, dict):
             assert list(x) == list(y), f.name
@@ -106,6 +106,9 @@ def test_a_cache_is_read_as_far_as_it_is_used(journals: dict[str, Path]) -> None
     assert sids and sids[0] in calls and len(calls) == len(sids) and t.references.steps
     assert dict.__len__(t.refs) == 0 and dict.__len__(calls) == 0
     assert all(t.refs[sid] is c for sid, c in calls.items())
+    # Errors and veto items too, decoded when first read.
+    assert dict.__len__(t.errors) == 0 and dict.__len__(t.vetoes) == 0
+    assert t.errors and t.vetoes and dict.__len__(t.vetoes) == len(t.vetoes)
 
 
 def test_a_journal_that_grew_or_was_completed_is_read_again(
