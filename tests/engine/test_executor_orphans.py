@@ -118,7 +118,7 @@ def run_stubborn(
     sandbox: str = "auto",
     grace: float | None = None,
 ) -> float:
-    """Run the stubborn agent past a 1 s timeout under ``executor``: its one trial is a
+    """Run the stubborn agent past a 3 s timeout under ``executor``: its one trial is a
     timeout, and the agent and its child are gone within 5 s. With ``kill_worker``, its
     worker is SIGKILLed from outside while the agent runs (a 60 s timeout): the trial is a
     crash, and the agent and its child are gone within 5 s all the same. The run's seconds.
@@ -141,7 +141,9 @@ def run_stubborn(
         trials=1,
         seed=1,
         journal=tmp_path / "j.jsonl",
-        wall_timeout=60.0 if kill_worker else 1.0,
+        # Long enough for the agent to start its child on a loaded machine (at load 6 a 1 s
+        # timeout once killed it before the child ran, and the watcher never saw two).
+        wall_timeout=60.0 if kill_worker else 3.0,
         executor=executor,
         references=False,
         sandbox=sandbox,
