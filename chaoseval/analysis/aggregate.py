@@ -243,3 +243,9 @@ def by_scenario_cell(records: Records, ks: Sequence[int]) -> dict[tuple[str, str
         if clean is not None:
             result.delta = _against_clean(result, clean, ks)
     return results
+
+
+def task_names(t: Trials) -> set[str]:
+    """The tasks ``t`` has rows of (from its codes: not a name per row, 1M of them)."""
+    names: list[str] = t.vocab["scenario"]
+    return {names[c] for c in np.unique(t.col["scenario"]).tolist()}

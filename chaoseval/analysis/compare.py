@@ -17,7 +17,6 @@ better architecture. Tasks or cells present in only one journal are reported and
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import CLEAN, Records, groups, not_landed, task_counts
+from chaoseval.analysis.aggregate import (
+    CLEAN,
+    groups,
+    not_landed,
+    task_counts,
+    task_names,
+)
 from chaoseval.analysis.degradation import (
     Comparison,
     adjust_by_metric,
@@ -43,69 +48,25 @@ from chaoseval.analysis.resilience import (
     retention,
     sizing,
 )
+from chaoseval.analysis.spend import Budget
 from chaoseval.errors import ConfigError
 from chaoseval.model.seeding import derive_seed
-from chaoseval.store.columns import Group, Trials, as_group, as_trials
+from chaoseval.store.columns import Group, Trials, as_trials
 from chaoseval.store.journal import Journal
 
 __all__ = [
     "SCHEMA_VERSION",
-    "Budget",
     "CellComparison",
     "CellCounts",
     "HarnessComparison",
     "compare_cells",
     "compare_journals",
-    "task_names",
 ]
 
 ALPHA = 0.05
 # One cell of one harness: per-task (scored, passed) counts, and the tasks its fault never
 # reached (did not land).
 CellCounts = tuple[TaskCountMap, set[str]]
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What a run spent: more trials, calls or tokens can buy reliability without resilience."""
-
-    label: str
-    trials: int
-    scored: int
-    model_calls: int
-    tool_calls: int
-    tokens: int
-    cost: float
-    wall_seconds: float
-    sim_seconds: float
-
-    @classmethod
-    def of(cls, label: str, records: Records) -> Budget:
-        g = as_group(records)
-        return cls(
-            label=label,
-            trials=len(g),
-            scored=int((g["status"] != 2).sum()),
-            model_calls=int(g["model_calls"].sum()),
-            tool_calls=int(g["tool_calls"].sum()),
-            tokens=int(g["tokens"].sum()),
-            # math.fsum reads an array as it reads a list: the same exact sum, no list of
-            # a Python float per trial.
-            cost=math.fsum(g["cost"]),
-            wall_seconds=math.fsum(g["wall_seconds"]),
-            sim_seconds=math.fsum(g["sim_seconds"]),
-        )
-
-    ROWS = (
-        ("trials", "trials"),
-        ("scored", "scored trials"),
-        ("model_calls", "model calls"),
-        ("tool_calls", "tool calls"),
-        ("tokens", "tokens"),
-        ("cost", "cost"),
-        ("wall_seconds", "wall time (s)"),
-        ("sim_seconds", "sim time (s)"),
-    )
 
 
 SCHEMA_VERSION = 2  # of `compare -f json`; 2: primary, decided_by, retention, sizing
@@ -256,12 +217,6 @@ def _paired(t: Trials, keep: set[tuple[str, str]]) -> Group:
     cells, tasks = t.vocab["cell"], t.vocab["scenario"]
     pairs = np.array([[(c, s) in keep for s in tasks] for c in cells])
     return g.where(pairs[g["cell"], g["scenario"]])
-
-
-def task_names(t: Trials) -> set[str]:
-    """The tasks ``t`` has rows of (from its codes: not a name per row, 1M of them)."""
-    names: list[str] = t.vocab["scenario"]
-    return {names[c] for c in np.unique(t.col["scenario"]).tolist()}
 
 
 def _figure(c: Comparison, what: str) -> str:

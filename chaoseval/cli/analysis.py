@@ -288,7 +288,7 @@ def _check_pairable(a: Trials, b: Trials) -> None:
             "every difference is 0; compare the journals of two harnesses",
             soft_wrap=True,
         )
-    from chaoseval.analysis.compare import task_names
+    from chaoseval.analysis.aggregate import task_names
 
     sa, sb = task_names(a), task_names(b)
     if not sa & sb:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from chaoseval.analysis.compare import Budget, CellComparison, HarnessComparison
+from chaoseval.analysis.compare import CellComparison, HarnessComparison
 from chaoseval.analysis.degradation import Comparison
+from chaoseval.analysis.spend import Budget
 from chaoseval.render.markdown import table_markdown
 from chaoseval.render.printable import escape
 from chaoseval.render.tables import TableData, budget_value, fmt, fmt_p, fmt_test_p

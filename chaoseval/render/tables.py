@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from chaoseval.analysis.aggregate import CLEAN, CellResult
 from chaoseval.analysis.attack import AttackCell
 from chaoseval.analysis.build import Analysis
-from chaoseval.analysis.compare import Budget
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.measures import graceful_by_cell
+from chaoseval.analysis.spend import Budget
 from chaoseval.analysis.stats import Interval, TestResult
 from chaoseval.analysis.verdict import Verdict
 
@@ -457,9 +457,7 @@ def attack_table(a: Analysis) -> TableData | None:
         return None
     cols = ["cell", "tasks", "attacked trials", "followed", "attack success [95% CI]"]
     cols += ["utility under attack", "utility, clean twin"]
-    rows = [
-        [c.cell, str(c.tasks), str(c.attacked), str(c.followed), *_ivs(c)] for c in a.attack
-    ]
+    rows = [[c.cell, str(c.tasks), str(c.attacked), str(c.followed), *_ivs(c)] for c in a.attack]
     return TableData("attack", "Under attack: planted instructions", cols, rows, [ATTACK_NOTE])
 
 
