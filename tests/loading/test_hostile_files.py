@@ -93,6 +93,8 @@ CASES: dict[str, tuple[Edit, str | None, bool, str]] = {
                 "not UTF-8"),
     "billion laughs": (lambda b: _laughs() + b, None, True, "YAML bomb"),
     "billion laughs as a key": (lambda b: _laughs() + "? *l8\n: 1\n" + b, None, True, "YAML bomb"),
+    "recursive anchor": (lambda b: "a: &a {b: *a}\n" + b, None, True, "recursive anchor"),
+    "recursive anchor in a list": (lambda b: "a: &a [1, *a]\n" + b, None, True, "recursive"),
     "python tag": (
         lambda b: b.replace("domain: hostile", "domain: !!python/object/apply:os.system [touch X]"),
         None, True, "never runs code",

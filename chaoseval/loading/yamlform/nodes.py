@@ -142,17 +142,29 @@ def _key(loader: _Bounded, knode: yaml.Node) -> str:
     return key
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+def _expanded_size(node: yaml.Node, memo: dict[int, int], source: str, inside: set[int]) -> int:
     """How many values ``node`` becomes once aliases are copied out: linear in the node graph
-    (shared nodes are sized once), so a bomb is measured without expanding it."""
+    (shared nodes are sized once), so a bomb is measured without expanding it. An alias to a
+    node it is inside of (``a: &a {b: *a}``) would expand forever: refused, with its line."""
     known = memo.get(id(node))
     if known is not None:
         return known
+    if id(node) in inside:
+        raise ScenarioError(
+            "an alias refers to a mapping or list it is inside of (a recursive anchor, such as "
+            "a: &a {b: *a}): a scenario's value cannot contain itself; write the inner part out",
+            source=f"{source}:{node.start_mark.line + 1}",
+        )
+    inside.add(id(node))
     size = 1
-    if isinstance(node, yaml.MappingNode):
-        size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
-    elif isinstance(node, yaml.SequenceNode):
-        size += sum(_expanded_size(n, memo) for n in node.value)
+    children = (
+        [n for kv in node.value for n in kv]
+        if isinstance(node, yaml.MappingNode)
+        else (node.value if isinstance(node, yaml.SequenceNode) else [])
+    )
+    for child in children:
+        size += _expanded_size(child, memo, source, inside)
+    inside.discard(id(node))
     memo[id(node)] = size
     return size
 
@@ -257,7 +269,7 @@ def _compose(make: Callable[[str, str], _Bounded], text: str, source: str) -> li
             node = loader.get_node()  # type: ignore[attr-defined]
             if node is None:
                 continue
-            if _expanded_size(node, {}) > MAX_VALUES:
+            if _expanded_size(node, {}, source, set()) > MAX_VALUES:
                 loader.refuse_bomb(node)  # before expanding anything
             doc = _convert(loader, node)
             # A document is one scenario, or a list of them (anchors and ``<<:`` merges let
