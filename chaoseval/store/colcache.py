@@ -29,7 +29,7 @@ import os
 import sys
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -246,41 +246,54 @@ class _Later:
         return index
 
 
-class LazyColumns(dict[str, np.ndarray]):
+class LazyValues(dict[Any, Any]):
+    """A dict of a loaded cache whose keys are known at once and each value is read by
+    ``fetch`` the first time it is asked for."""
+
+    def __init__(self, keys: Iterable[Any], fetch: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._keys, self._fetch = dict.fromkeys(keys), fetch
+
+    def __missing__(self, key: Any) -> Any:
+        if key not in self._keys:
+            raise KeyError(key)
+        value = self[key] = self._fetch(key)
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self._keys else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def keys(self) -> Any:
+        return self._keys.keys()
+
+    def values(self) -> Any:
+        return [self[k] for k in self._keys]
+
+    def items(self) -> Any:
+        return [(k, self[k]) for k in self._keys]
+
+    def __eq__(self, other: object) -> bool:
+        return dict(self.items()) == other
+
+    __hash__ = None
+
+
+class LazyColumns(LazyValues):
     """The columns of a loaded cache, each read from it the first time it is asked for: a
     command that reads five columns holds five (``compare`` of two 1M-trial journals held all
     29 of both, ~330 MB)."""
 
     def __init__(self, later: _Later, names: list[str]) -> None:
-        super().__init__()
-        self._later, self._names = later, names
-
-    def __missing__(self, name: str) -> np.ndarray:
-        if name not in self._names:
-            raise KeyError(name)
-        column = self[name] = self._later.column(name)
-        return column
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self._names else default
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._names
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def keys(self) -> Any:
-        return dict.fromkeys(self._names).keys()
-
-    def values(self) -> Any:
-        return [self[n] for n in self._names]
-
-    def items(self) -> Any:
-        return [(n, self[n]) for n in self._names]
+        super().__init__(names, later.column)
 
 
 class LazyDict(dict[Any, Any]):
@@ -342,25 +355,12 @@ class LazyRefs(LazyDict):
         super().__init__(later.references)
 
 
-class LazyCalls(LazyDict):
+class LazyCalls(LazyValues):
     """The reference runs' calls by scenario: which scenarios have them known at once (what
     the process metrics ask), the calls decoded when one is read."""
 
     def __init__(self, later: _Later, sids: list[str]) -> None:
-        super().__init__(lambda: {sid: later.references()[sid] for sid in sids})
-        self._sids = dict.fromkeys(sids)
-
-    def __contains__(self, sid: object) -> bool:
-        return sid in self._sids
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._sids)
-
-    def __len__(self) -> int:
-        return len(self._sids)
-
-    def keys(self) -> Any:
-        return self._sids.keys()
+        super().__init__(sids, lambda sid: later.references()[sid])
 
 
 class LazyIndex(ReferenceIndex):
