@@ -61,8 +61,9 @@ class _LazyTempDir:
             world.__dict__[_OWNED] = True
         return made
 
-    def __set__(self, world: World, value: Path | None) -> None:
-        world.__dict__[_TMPDIR] = value
+    def __set__(self, world: World, value: Path | _LazyTempDir | None) -> None:
+        # __init__ passes the field's default, this descriptor itself: not made yet.
+        world.__dict__[_TMPDIR] = None if isinstance(value, _LazyTempDir) else value
 
 
 # Kept in the instance dict, not dataclass fields.
@@ -74,7 +75,9 @@ class World:
     tables: Tables
     clock: Clock
     seed: int
-    tmpdir: _LazyTempDir = _LazyTempDir()  # a Path when read
+    # A Path when read. Out of repr and ==: both read every field, and a traceback or a log
+    # line showing a world made a temp dir nobody removed (one per repr after release).
+    tmpdir: _LazyTempDir = field(default=_LazyTempDir(), repr=False, compare=False)
     givens: dict[str, Any] = field(default_factory=dict)
     writes: list[Write] = field(default_factory=list)
     _opids: Iterator[int] = field(default_factory=lambda: itertools.count(1))

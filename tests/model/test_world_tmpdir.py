@@ -39,3 +39,17 @@ def test_a_view_over_other_tables_shares_the_temp_dir_made_on_the_world() -> Non
     made_again = World(tables={}, clock=clock, seed=3)
     made_again.tmpdir = made
     assert made_again.over({}).tmpdir == made  # an existing dir is passed on as it is
+
+
+def test_showing_or_comparing_a_world_makes_no_temp_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """repr (a traceback, a log line) and == read every dataclass field: each made a temp dir,
+    and one made after the trial released its world was never removed."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    clock = VirtualClock(datetime(2026, 1, 1))
+    world = World(tables={"t": [{"a": 1}]}, clock=clock, seed=3)
+    world.release()
+    assert "tables={'t': [{'a': 1}]}" in repr(world)
+    assert world != World(tables={"t": [{"a": 1}]}, clock=clock, seed=3)  # reads every field
+    assert not list(tmp_path.iterdir())
