@@ -235,6 +235,9 @@ class _Builder:
         self.vocab: dict[str, dict[Any, int]] = {name: {} for name in CODED}
         self.offsets = array("q")
         self.codes: dict[tuple[Any, ...], tuple[int, ...]] = {}  # strings -> their codes
+        # Errors and veto items kept once each (the rows share them): a big journal repeats a
+        # few hundred of them over hundreds of thousands of rows (~50 MB at 1M trials).
+        self.shared: dict[Any, Any] = {}
         self.scenarios = self.vocab["scenario"]  # scenario -> its code
         self.dedup = True  # a journal: a re-run trial's later line replaces its earlier one
         self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
@@ -304,9 +307,10 @@ class _Builder:
         if r.trial_id != f"{r.scenario}/{r.cell}/{r.index}":
             t.odd_ids[row] = r.trial_id
         if r.error is not None and r.status != "passed":
-            t.errors[row] = r.error
+            t.errors[row] = self.shared.setdefault(r.error, r.error)
         if s.vetoes:
-            t.vetoes[row] = s.vetoes
+            shared = self.shared
+            t.vetoes[row] = [shared.setdefault(v, v) for v in s.vetoes]
         if s.cls is not None and s.browser is not None:
             t.browser[row] = (s.cls, *s.browser)
 

@@ -162,27 +162,34 @@ def _send(put: Connection, b: Any, end: int, number: int) -> None:
 
 def _join(get: Connection, b: Any, path: Path, number: int) -> tuple[int, int] | None:
     """One forked reader's range appended to ``b`` (its first line is line ``number``): the
-    offset it reached and the next line's number; None when it failed."""
+    offset it reached and the next line's number; None when it failed (``b`` may then hold
+    part of it)."""
     try:
         head = get.recv()
         if isinstance(head, tuple):  # ("failed", why)
             return None
-        columns = [get.recv_bytes() for _ in range(1 + len(b.arrays))]
+        base = len(b.offsets)
+        # Each column appended as it comes: never all of the range's columns at once beside
+        # the joined ones (at 1M trials they were ~80 MB of received bytes on top).
+        b.offsets.frombytes(get.recv_bytes())
+        for column in b.numeric.values():
+            column.frombytes(get.recv_bytes())
+        for name, column in b.coded.items():
+            # Its codes as the joined vocabulary numbers them (-1, no value, stays -1).
+            codes = [b._code(name, v) for v in head["vocab"][name]]
+            mapping = np.array([*codes, -1], dtype=np.int64)
+            local = np.frombuffer(get.recv_bytes(), dtype=column.typecode)
+            column.frombytes(mapping[local].astype(column.typecode).tobytes())
     except (EOFError, OSError):  # it died
         return None
-    t, base = b.t, len(b.offsets)
-    b.offsets.frombytes(columns[0])
-    numeric = len(b.numeric)
-    for column, got in zip(b.numeric.values(), columns[1 : 1 + numeric], strict=True):
-        column.frombytes(got)
-    for (name, column), got in zip(b.coded.items(), columns[1 + numeric :], strict=True):
-        # Its codes as the joined vocabulary numbers them (-1, no value, stays -1).
-        codes = [b._code(name, v) for v in head["vocab"][name]]
-        mapping = np.array([*codes, -1], dtype=np.int64)
-        local = np.frombuffer(got, dtype=column.typecode)
-        column.frombytes(mapping[local].astype(column.typecode).tobytes())
-    for name in _BY_ROW:
-        getattr(t, name).update({base + row: v for row, v in head["by_row"][name].items()})
+    t = b.t
+    by_row = head["by_row"]
+    shared = b.shared  # the range's strings as the joined table's own (one copy of each)
+    t.odd_ids.update({base + row: v for row, v in by_row["odd_ids"].items()})
+    t.errors.update({base + row: shared.setdefault(v, v) for row, v in by_row["errors"].items()})
+    for row, items in by_row["vetoes"].items():
+        t.vetoes[base + row] = [shared.setdefault(v, v) for v in items]
+    t.browser.update({base + row: v for row, v in by_row["browser"].items()})
     for tool, tally in head["by_tool"].items():
         mine = t.by_tool.setdefault(tool, type(tally)())
         mine.calls += tally.calls
