@@ -18,7 +18,9 @@ instead of the lines, when they are still the journal's:
   within its timestamp's granularity of the read cannot look unchanged).
 
 Only journals of at least :data:`MIN_BYTES` are cached (a smaller one reads in a moment), and
-never when ``CHAOSEVAL_COLUMN_CACHE=0``. A cache that cannot be written (a read-only
+never when ``CHAOSEVAL_COLUMN_CACHE=0``. The read that writes a cache takes it back
+(columns.read_trials) instead of holding all it read: every command on a big journal, its
+first too, holds only what it uses. A cache that cannot be written (a read-only
 directory) or read (damaged, another format) is ignored: the journal is read as without one.
 """
 
@@ -137,12 +139,12 @@ def _uncalls(data: _Calls) -> dict[str, RefCalls]:
     return {sid: RefCalls(set(keys), set(tools)) for sid, (keys, tools) in data.items()}
 
 
-def save(path: Path, t: Any, at: Stamp) -> None:
+def save(path: Path, t: Any, at: Stamp) -> bool:
     """``t`` (a columns.Trials, not imported: columns imports this), read from ``path``
-    whose content ``at`` identifies, written beside it."""
+    whose content ``at`` identifies, written beside it; False when it was not."""
     refs = t.references
     if refs is not None and any(t.refs.get(sid) is not c for sid, c in refs.calls.items()):
-        return  # not as the reader makes them (the references' calls are among its refs)
+        return False  # not as the reader makes them (the references' calls are among its refs)
     meta = _Meta(
         stamp=at,
         code=code_digest(),
@@ -175,6 +177,8 @@ def save(path: Path, t: Any, at: Stamp) -> None:
         os.replace(tmp, target)  # whole or not at all: a reader never sees half a cache
     except OSError:
         tmp.unlink(missing_ok=True)  # a read-only or full directory: no cache, no error
+        return False
+    return True
 
 
 def _renamed(warning: str, named: str, now: str) -> str:

@@ -352,20 +352,34 @@ def read_trials(path: str | Path) -> Trials:
     path = journal_file(path)
     before = os.stat(path)
     cache = colcache.enabled() and before.st_size >= colcache.MIN_BYTES
-    if cache and (kept := colcache.load(path, before)) is not None:
-        kept["by_tool"] = {
-            tool: ToolTally(calls, not_ok, dlv, failed, Counter(causes))
-            for tool, (calls, not_ok, dlv, failed, causes) in kept["by_tool"].items()
-        }
-        return Trials(**kept)
+    if cache and (kept := _cached(path, before)) is not None:
+        return kept
     t, size = _read_lines(path)
     # Kept only when the file did not change while it was read, and was last written long
     # enough ago that a change now would get another modification time (a rewrite within the
     # file system's timestamp granularity would look unchanged: git's "racy" files).
     settled = time.time() - before.st_mtime > colcache.SETTLED
-    if cache and settled and size == before.st_size and _same(before, os.stat(path)):
-        colcache.save(path, t, colcache.stamp(path, before))
+    unchanged = size == before.st_size and _same(before, os.stat(path))
+    if cache and settled and unchanged and colcache.save(path, t, colcache.stamp(path, before)):
+        # Then taken back as the next command takes them: each column, the errors, veto items
+        # and reference calls read from the cache when first used, not all of them held.
+        del t
+        kept = _cached(path, before)
+        if kept is not None:
+            return kept
+        t, size = _read_lines(path)  # the cache replaced meanwhile: read as without one
     return t
+
+
+def _cached(path: Path, before: os.stat_result) -> Trials | None:
+    kept = colcache.load(path, before)
+    if kept is None:
+        return None
+    kept["by_tool"] = {
+        tool: ToolTally(calls, not_ok, dlv, failed, Counter(causes))
+        for tool, (calls, not_ok, dlv, failed, causes) in kept["by_tool"].items()
+    }
+    return Trials(**kept)
 
 
 def _same(a: os.stat_result, b: os.stat_result) -> bool:

@@ -15,12 +15,16 @@ from chaoseval.store import colcache
 from tests.analysis.report_golden import expected, outputs, unpack
 
 
+@pytest.mark.parametrize("cache", [True, False], ids=["cache", "lines"])
 def test_outputs_identical_to_the_captured_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: bool
 ) -> None:
-    """Each journal's first command reads its lines; the others its column cache (kept
-    whatever the journal's size here), so both give the captured outputs."""
+    """With the column cache (kept whatever the journal's size here), each journal's first
+    command reads its lines, keeps them in the cache and takes them back from it as the others
+    do; without it, every command holds the columns it read: both give the captured outputs."""
     monkeypatch.setattr(colcache, "MIN_BYTES", 0)
+    if not cache:
+        monkeypatch.setenv("CHAOSEVAL_COLUMN_CACHE", "0")
     want = expected()
     got = outputs(tmp_path)
     assert sorted(got) == sorted(want)
@@ -30,7 +34,7 @@ def test_outputs_identical_to_the_captured_ones(
                 want[name].splitlines(), got[name].splitlines(), "captured", "now", lineterm=""
             )
             raise AssertionError(f"{name} changed:\n" + "\n".join(list(diff)[:60]))
-    assert colcache.cache_file(tmp_path / "variant.jsonl").exists()
+    assert colcache.cache_file(tmp_path / "variant.jsonl").exists() == cache
 
 
 def test_summary_holds_one_journal_at_a_time(tmp_path: Path) -> None:
