@@ -3,8 +3,10 @@
 Reading a big journal is most of what a report costs (a 3 GB journal of 1M trials is 1M
 lines to decode and summarise); what comes out of it, :class:`chaoseval.store.columns.Trials`,
 is a few arrays and dicts. After a read, those are written beside the journal as
-``.<name>.columns.npz`` (numpy arrays, and the rest as one JSON document in an array of bytes:
-no pickle, so a file someone left there cannot run code), and the next read takes them
+``.<name>.columns.npz`` (numpy arrays, and the rest as JSON documents in arrays of bytes:
+no pickle, so a file someone left there cannot run code; the errors, veto items and reference
+calls a document each, decoded only by a command that uses them, with each string in it once),
+and the next read takes them
 instead of the lines, when they are still the journal's:
 
 - the journal's size, modification time and inode are those it had when it was read, and its
@@ -47,7 +49,7 @@ __all__ = ["MIN_BYTES", "SETTLED", "Stamp", "cache_file", "enabled", "load", "sa
 MIN_BYTES = 32 << 20  # ~10k trials: read in well under a second without a cache
 SETTLED = 2.0  # seconds since its last change before a journal's columns are kept
 EDGE = 64 << 10  # bytes hashed at each end of the journal
-FORMAT = 1
+FORMAT = 2
 # The modules whose code decides what the columns hold (a change in any of them changes the
 # digest, so a cache written before it is not used).
 _SOURCES = (
@@ -65,7 +67,6 @@ _SOURCES = (
 )
 
 Stamp = tuple[int, int, int, str]  # size, mtime_ns, inode, hash of both ends
-_Calls = dict[str, tuple[list[str], list[str | None]]]  # RefCalls by scenario, as lists
 
 
 def enabled() -> bool:
@@ -101,8 +102,9 @@ def stamp(path: Path, st: os.stat_result) -> Stamp:
     return (st.st_size, st.st_mtime_ns, st.st_ino, h.hexdigest())
 
 
-class _Common(msgspec.Struct):
-    """What the meta document (:class:`_Meta`) holds besides the reference calls."""
+class _Meta(msgspec.Struct):
+    """The meta document: what a cache's reader decodes at once (the errors, veto items and
+    reference calls are documents of their own, decoded when first used: :class:`_Later`)."""
 
     stamp: tuple[int, int, int, str]
     code: str
@@ -116,27 +118,54 @@ class _Common(msgspec.Struct):
     by_tool: dict[str, tuple[int, int, int, int, dict[str, int]]]
     sampling: list[tuple[Any, Any, Any, Any, int]]
     lean_at: tuple[int, int] | None
+    recorded: bool  # the run recorded its reference runs ("index" is not null)
 
 
-class _Meta(_Common):
-    """Everything of a Trials table that is not a numeric column."""
+# The side documents keep each string once (a big journal repeats a few hundred errors over
+# hundreds of thousands of rows) and name it by its number: (strings, what refers to them).
+_Errors = tuple[list[str], dict[int, int]]
+_Vetoes = tuple[list[tuple[str, str]], dict[int, list[int]]]
+# RefCalls by scenario: its keys' and tools' numbers (-1: a call of no tool), sorted.
+_Calls = tuple[list[str], dict[str, tuple[list[int], list[int]]]]
+_Index = tuple[dict[str, int], dict[str, str], list[str]] | None  # steps, errors, scenarios
 
-    errors: dict[int, str]
-    vetoes: dict[int, list[tuple[str, str]]]
-    refs: _Calls
-    # steps, errors, and the scenarios whose RefCalls (those of ``refs``) are the references'
-    references: tuple[dict[str, int], dict[str, str], list[str]] | None
+
+def _number(table: dict[Any, int], value: Any) -> int:
+    return -1 if value is None else table.setdefault(value, len(table))
 
 
 def _calls(refs: dict[str, RefCalls]) -> _Calls:
-    return {
-        sid: (sorted(r.keys), sorted(r.tools, key=lambda t: (t is None, t or "")))
+    strings: dict[str | None, int] = {}
+    by_sid = {
+        sid: ([_number(strings, k) for k in sorted(r.keys)],
+              [_number(strings, t) for t in sorted(r.tools, key=lambda t: (t is None, t or ""))])
         for sid, r in refs.items()
-    }
+    }  # fmt: skip
+    return list(strings), by_sid  # type: ignore[arg-type]  # None is never numbered
 
 
 def _uncalls(data: _Calls) -> dict[str, RefCalls]:
-    return {sid: RefCalls(set(keys), set(tools)) for sid, (keys, tools) in data.items()}
+    strings, by_sid = data
+    tools: list[str | None] = [*strings, None]  # -1: None
+    return {
+        sid: RefCalls({strings[k] for k in keys}, {tools[t] for t in named})
+        for sid, (keys, named) in by_sid.items()
+    }
+
+
+def _side_documents(t: Any) -> dict[str, bytes]:
+    errors: dict[str, int] = {}
+    items: dict[tuple[str, str], int] = {}
+    rows = {r: _number(errors, e) for r, e in t.errors.items()}
+    vetoes = {r: [_number(items, tuple(v)) for v in vs] for r, vs in t.vetoes.items()}
+    refs = t.references
+    docs: dict[str, Any] = {
+        "errors": (list(errors), rows),
+        "vetoes": (list(items), vetoes),
+        "refs": _calls(t.refs),
+        "index": None if refs is None else (refs.steps, refs.errors, list(refs.calls)),
+    }
+    return {name: msgspec.json.encode(doc) for name, doc in docs.items()}
 
 
 def save(path: Path, t: Any, at: Stamp) -> bool:
@@ -154,21 +183,20 @@ def save(path: Path, t: Any, at: Stamp) -> bool:
         warnings=t.warnings,
         cut_off_line=t.cut_off_line,
         odd_ids=t.odd_ids,
-        errors=t.errors,
-        vetoes=t.vetoes,
         browser={r: (cls, list(faults), shot) for r, (cls, faults, shot) in t.browser.items()},
         by_tool={
             tool: (x.calls, x.not_ok, x.faults_delivered, x.failed_trials, dict(x.causes))
             for tool, x in t.by_tool.items()
         },
         sampling=[(*key, n) for key, n in t.sampling.items()],
-        refs=_calls(t.refs),
-        references=None if refs is None else (refs.steps, refs.errors, list(refs.calls)),
         lean_at=t.lean_at,
+        recorded=refs is not None,
     )
     arrays = {f"c_{name}": column for name, column in t.col.items()}
     arrays["offsets"] = t.offsets
     arrays["meta"] = np.frombuffer(msgspec.json.encode(meta), np.uint8)
+    for name, doc in _side_documents(t).items():
+        arrays[f"d_{name}"] = np.frombuffer(doc, np.uint8)
     target = cache_file(path)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
@@ -188,32 +216,8 @@ def _renamed(warning: str, named: str, now: str) -> str:
     return warning
 
 
-class _Head(_Common):
-    """The meta document as :func:`load` decodes it at once: all but the reference calls,
-    which only a report's process metrics read (at 100k tasks ~110 MB as sets and strings);
-    ``references`` is kept undecoded, to tell a run that recorded none."""
-
-    references: msgspec.Raw
-
-
-class _Refs(msgspec.Struct):
-    refs: _Calls
-
-
-class _Index(msgspec.Struct):
-    references: tuple[dict[str, int], dict[str, str], list[str]] | None
-
-
-class _Errors(msgspec.Struct):
-    errors: dict[int, str]
-
-
-class _Vetoes(msgspec.Struct):
-    vetoes: dict[int, list[tuple[str, str]]]
-
-
-_HEAD = msgspec.json.Decoder(_Head)
-_REFS = msgspec.json.Decoder(_Refs)
+_META = msgspec.json.Decoder(_Meta)
+_REFS = msgspec.json.Decoder(_Calls)
 _INDEX = msgspec.json.Decoder(_Index)
 _ERRORS = msgspec.json.Decoder(_Errors)
 _VETOES = msgspec.json.Decoder(_Vetoes)
@@ -232,22 +236,27 @@ class _Later:
         out: np.ndarray = self.npz[f"c_{name}"]
         return out
 
+    def _doc(self, name: str, decoder: msgspec.json.Decoder[Any]) -> Any:
+        return decoder.decode(self.npz[f"d_{name}"])  # (msgspec reads the array's buffer)
+
     def references(self) -> dict[str, RefCalls]:
         if self.refs is None:
-            self.refs = _uncalls(_REFS.decode(self.npz["meta"].tobytes()).refs)
+            self.refs = _uncalls(self._doc("refs", _REFS))
         return self.refs
 
     def errors(self) -> dict[int, str]:
-        return _ERRORS.decode(self.npz["meta"].tobytes()).errors
+        strings, rows = self._doc("errors", _ERRORS)
+        return {row: strings[code] for row, code in rows.items()}
 
     def vetoes(self) -> dict[int, list[tuple[str, str]]]:
-        return _VETOES.decode(self.npz["meta"].tobytes()).vetoes  # (kind, detail) tuples
+        items, rows = self._doc("vetoes", _VETOES)  # (kind, detail) tuples
+        return {row: [items[code] for code in codes] for row, codes in rows.items()}
 
     def index(self) -> tuple[dict[str, int], dict[str, str], list[str]]:
         """Steps and errors of the reference runs, and the scenarios whose calls they are."""
-        index = _INDEX.decode(self.npz["meta"].tobytes()).references
+        index = self._doc("index", _INDEX)
         assert index is not None  # a run that recorded none has no LazyIndex
-        return index
+        return index  # type: ignore[no-any-return]
 
 
 class LazyValues(dict[Any, Any]):
@@ -396,7 +405,7 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
     npz = None
     try:
         npz = np.load(target, allow_pickle=False)
-        meta = _HEAD.decode(npz["meta"].tobytes())
+        meta = _META.decode(npz["meta"])
         if meta.code != code_digest() or tuple(meta.stamp) != stamp(path, st):
             npz.close()
             return None
@@ -411,7 +420,7 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
     for name in ("tags", "plugins"):  # tuples in the columns' vocabularies
         vocab[name] = [tuple(v) for v in vocab[name]]
     refs = LazyRefs(later)
-    recorded = bytes(meta.references) != b"null"
+    recorded = meta.recorded
     return dict(
         path=path,
         manifest=RunManifest.model_validate_json(bytes(meta.manifest)),

@@ -114,6 +114,21 @@ def test_a_cache_is_read_as_far_as_it_is_used(journals: dict[str, Path]) -> None
     assert t.errors and t.vetoes and dict.__len__(t.vetoes) == len(t.vetoes)
 
 
+
+def test_repeated_errors_and_veto_items_are_held_once(
+    journals: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read from the lines or from the cache, rows with the same error or veto item share one
+    string (a 1M-trial journal repeats a few dozen errors over ~400k rows)."""
+    path = journals["naive"]
+    for t in (_fresh(path, monkeypatch), read_trials(path), read_trials(path)):
+        errors = list(t.errors.values())
+        items = [item for vs in t.vetoes.values() for item in vs]
+        assert len(set(errors)) < len(errors) and len(set(items)) < len(items)
+        assert len({id(e) for e in errors}) == len(set(errors))
+        assert len({id(i[1]) for i in items}) == len({i[1] for i in items})
+
+
 def test_a_journal_that_grew_or_was_completed_is_read_again(
     tmp_path: Path, journals: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
