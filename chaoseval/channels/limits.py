@@ -52,6 +52,14 @@ async def bounded_body(scope: Scope, receive: Receive, limit: int) -> Receive:
     Raises :class:`BodyTooLarge` once the rest of an oversized body has been dropped."""
     if scope.get(BOUNDED, limit + 1) <= limit:
         return receive  # read within this limit already: ``receive`` replays it
+    return (await read_bounded(scope, receive, limit))[1]
+
+
+async def read_bounded(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
+    """:func:`bounded_body`'s read, for an app that takes the body itself: the body (None: the
+    client went away before its end) and the ``receive`` that replays it to an app that asks.
+
+    Raises :class:`BodyTooLarge` once the rest of an oversized body has been dropped."""
     declared = _declared(scope)
     size, chunks = 0, list[bytes]()
     over = declared is not None and declared > limit
@@ -60,7 +68,7 @@ async def bounded_body(scope: Scope, receive: Receive, limit: int) -> Receive:
         if message["type"] != "http.request":
             if over:  # the client went away mid-body: it gets no answer anyway
                 raise BodyTooLarge(max(size, declared or 0), limit)
-            return _replay([message], receive)
+            return None, _replay([message], receive)
         part = message.get("body", b"")
         size += len(part)
         if not over and size > limit:
@@ -75,7 +83,7 @@ async def bounded_body(scope: Scope, receive: Receive, limit: int) -> Receive:
         raise BodyTooLarge(max(size, declared or 0), limit)
     body = b"".join(chunks)
     scope[BOUNDED] = limit
-    return _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+    return body, _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

@@ -22,7 +22,7 @@ from chaoseval.channels.model.prices import Prices, cost, current
 from chaoseval.channels.model.wire import request_hash, tool_calls_of
 from chaoseval.errors import HarnessError
 from chaoseval.model.records import ModelSettings
-from chaoseval.model.trajectory import ModelCallData, Step, assign
+from chaoseval.model.trajectory import ModelCallData, Step, assign, built
 from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
 
@@ -153,6 +153,20 @@ class TrialModelChannel:
         """The plugins, then the upstream. Raises WireFault for what must replace a reply."""
         link = self.link
 
+        async def base(call: ModelCall) -> ModelReply:
+            started = time.perf_counter()
+            try:
+                return ModelReply(completion=await self.upstream.complete(call))
+            finally:
+                exchange.base_seconds = time.perf_counter() - started
+                told = call.upstream_seconds
+                exchange.upstream_seconds = (
+                    exchange.base_seconds if told is None else min(told, exchange.base_seconds)
+                )
+
+        if self.unplugged:  # the upstream alone: no chain to build, no plugins' time
+            return await base(exchange.call)
+
         def make_ctx(plugin: Any, call: ModelCall) -> PerturbationContext:
             ctx = PerturbationContext(
                 run_seed=link.run_seed,
@@ -171,17 +185,6 @@ class TrialModelChannel:
             )
             exchange.contexts.append(ctx)
             return ctx
-
-        async def base(call: ModelCall) -> ModelReply:
-            started = time.perf_counter()
-            try:
-                return ModelReply(completion=await self.upstream.complete(call))
-            finally:
-                exchange.base_seconds = time.perf_counter() - started
-                told = call.upstream_seconds
-                exchange.upstream_seconds = (
-                    exchange.base_seconds if told is None else min(told, exchange.base_seconds)
-                )
 
         chain = build_chain("model", link.plugins, base, make_ctx)
         started = time.perf_counter()
@@ -266,7 +269,9 @@ class TrialModelChannel:
             output_tokens=usage.output_tokens + tout,
             cost=usage.cost + spent,
         )
-        return ModelCallData(input_tokens=tin, output_tokens=tout, cost=spent)
+        # Two ints and a float (true division), as validation would have them.
+        values = {"input_tokens": tin, "output_tokens": tout, "cost": spent}
+        return built(ModelCallData, values, {"input_tokens", "output_tokens", "cost"})
 
     def _absorb(self, previous: Exchange) -> None:
         for i in previous.fault_ids:

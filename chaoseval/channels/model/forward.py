@@ -26,11 +26,16 @@ from yarl import URL
 
 from chaoseval import redact
 from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault
+from chaoseval.channels.model.wire import decode_json
 from chaoseval.errors import ConfigError, UpstreamError
 from chaoseval.redact import add_secret
 
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
 POOL = 100  # connections kept to the upstream at most (httpx's default, and aiohttp's)
+# json.dumps(body, ensure_ascii=False) and json.dumps(body), their encoders made once (dumps
+# with an argument builds one per call): the same bytes upstream.
+_UTF8 = json.JSONEncoder(ensure_ascii=False)
+_ASCII = json.JSONEncoder()
 
 
 class ForwardUpstream:
@@ -72,7 +77,7 @@ class ForwardUpstream:
             passed = {h: headers[h] for h in PASSED_HEADERS if h in headers}
             raise ModelHTTPFault(status, message, headers=passed)
         try:
-            done = json.loads(raw)
+            done = decode_json(raw)
         except ValueError:
             done = None
         if not isinstance(done, dict):
@@ -131,6 +136,6 @@ def _encode(body: dict[str, Any]) -> bytes:
     the same characters, never ``\\u`` escapes of them (docs/ADVERSARIAL.md, Through the wire).
     A lone surrogate has no UTF-8 form: then JSON's escapes, which any upstream reads alike."""
     try:
-        return json.dumps(body, ensure_ascii=False).encode()
+        return _UTF8.encode(body).encode()
     except UnicodeEncodeError:
-        return json.dumps(body).encode()
+        return _ASCII.encode(body).encode()

