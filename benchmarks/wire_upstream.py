@@ -2,7 +2,7 @@
 server is): every request gets one fixed chat completion from a bare starlette app on uvicorn.
 Run as a script it prints its base URL, then serves until its stdin closes. Also the bench's
 bare apps: ``bare`` (its baseline), ``bare_proxy`` (forwarding's baseline) and ``bare_mcp``
-(the mcp SDK alone, printed beside the tool hub's MCP).
+(the mcp SDK alone: the tool hub's MCP baseline).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ async def bare_proxy(upstream: str) -> AsyncIterator[Any]:
 async def bare_mcp() -> AsyncIterator[Any]:
     """The mcp SDK alone, no chaoseval: a low-level Server with one trivial tool behind the tool
     hub's transport settings (stateful streamable HTTP, JSON responses, the localhost checks,
-    no OpenTelemetry middleware). What the library costs by itself, beside the tool hub's MCP."""
+    no OpenTelemetry middleware). What the library costs by itself: the tool hub's MCP less this
+is chaoseval's own share."""
     import mcp_types as types
     from mcp.server import Server
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
