@@ -292,8 +292,8 @@ def main(concurrency: int = J) -> None:
     _table(seen)
     print("    added: the channel's percentile less the bare app's in the same rounds (the sim's")
     print("    compute taken out request by request; forwarding less a bare proxy to the same")
-    print("    upstream; MCP less the mcp SDK alone serving the same call, both stateful streamable")
-    print("    HTTP with JSON responses; the pages less a bare app beside them); target")
+    print("    upstream; MCP less the mcp SDK alone serving the same call, both stateful")
+    print("    streamable HTTP with JSON responses; the pages less a bare app beside them); target")
     print(f"    on an idle machine: added p50 < {TARGET_P50} ms, added p99 < {TARGET_P99:g} ms."
           " CPU/req: the servers' process")  # fmt: skip
     print("    time per request (the sim's compute in, the upstream's and the client's out); at")
