@@ -11,10 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell, groups
+from chaoseval.analysis.aggregate import (
+    CLEAN,
+    CellResult,
+    by_cell,
+    groups,
+    release,
+    task_names,
+)
 from chaoseval.analysis.attack import AttackCell, attack_cells
 from chaoseval.analysis.browser import BrowserView, browser_view
-from chaoseval.analysis.curves import Curve, heatmap, pass_hat_curves
+from chaoseval.analysis.curves import Curve, Heatmap, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
 from chaoseval.analysis.measures import Measures, graceful_by_cell, measure
 from chaoseval.analysis.noise import RunNoise, run_noise
@@ -49,7 +56,7 @@ class Analysis:
     by_tool: dict[str, ToolSlice]
     vetoes: list[VetoItem]
     process: dict[str, ProcessMetrics]
-    heatmap: dict[tuple[str, str], float | None]
+    heatmap: Heatmap
     curves: dict[str, Curve]
     baseline_curves: dict[str, Curve]  # clean over each cell's reached tasks
     scenarios: list[str]
@@ -112,8 +119,14 @@ def analyze(
     refs = recorded_references(t, warnings) if references else References(note=NOT_USED)
     sl: Slices = slices(records)
     curves, baselines = pass_hat_curves(cells)
+    # Each step below reads its own columns; those an earlier one read and it does not are
+    # let go (release) rather than all held to the end (the process measures alone are
+    # ~90 MB at 1M trials).
+    release(t)
+    process = {c.cell: process_metrics(c.cell, by[c.cell], refs) for c in cells}
+    release(t)
     m = t.manifest
-    return Analysis(
+    a = Analysis(
         journal=str(t.path),
         run_id=m.run_id,
         agent=m.agent,
@@ -127,11 +140,11 @@ def analyze(
         tag_trials=sl.tag_trials,
         by_tool=sl.by_tool,
         vetoes=sl.vetoes,
-        process={c.cell: process_metrics(c.cell, by[c.cell], refs) for c in cells},
+        process=process,
         heatmap=heatmap(records, ks, main.label),
         curves=curves,
         baseline_curves=baselines,
-        scenarios=sorted(set(records.names("scenario"))),
+        scenarios=sorted(task_names(t)),
         warnings=warnings,
         reference_note=refs.note,
         plugins={c: _plugins(g) for c, g in by.items()},
@@ -140,6 +153,8 @@ def analyze(
         primary=main.label,
         attack=attack_cells(by, ci=ci),
     )
+    release(t)
+    return a
 
 
 def _slices_json(a: Analysis, lists: Callable[[Iterable[Any]], Any]) -> dict[str, Any]:
@@ -175,7 +190,7 @@ def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> 
         "process": {cell: p.to_json() for cell, p in a.process.items()},
         "heatmap": lists(
             {"scenario": s, "cell": c, f"delta_{a.primary}": v}
-            for (s, c), v in sorted(a.heatmap.items())
+            for (s, c), v in a.heatmap.sorted_items()
             if c != CLEAN
         ),
         "pass_hat_curves": {

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, _perturbed
+from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, _perturbed, name_ranks
 from chaoseval.analysis.metrics import summarize_counts
 from chaoseval.analysis.primary import DEFAULT_PRIMARY, Primary, parse_primary
-from chaoseval.store.columns import as_group
+from chaoseval.store.columns import Trials, as_group
 
-__all__ = ["Curve", "heatmap", "pass_hat_curve", "pass_hat_curves"]
+__all__ = ["Curve", "Heatmap", "heatmap", "pass_hat_curve", "pass_hat_curves"]
 
 Curve = dict[int, float | None]  # k -> pass^k
 
@@ -62,16 +62,73 @@ def _primary_value(n: np.ndarray, c: np.ndarray, p: Primary) -> np.ndarray:
     return 1.0 - _pass_hat(n, n - c, p.kk)  # pass@k: NaN stays NaN
 
 
-def heatmap(
-    records: Records, ks: Sequence[int], primary: str = DEFAULT_PRIMARY
-) -> dict[tuple[str, str], float | None]:
+class Heatmap(Mapping[tuple[str, str], float | None]):
+    """(scenario, cell) -> change in the primary metric against clean on that scenario, in
+    the order each pair first appears; None where undefined (no clean run on the scenario,
+    too few scored trials). Held as arrays of codes and values, not a dict: a journal of 100k
+    tasks has 400k pairs, ~60 MB as tuples of names and floats."""
+
+    def __init__(
+        self, t: Trials | None, scenario: np.ndarray, cell: np.ndarray, value: np.ndarray
+    ) -> None:
+        self._t = t
+        self._scenario, self._cell, self._value = scenario, cell, value
+        cells = len(t.vocab["cell"]) if t is not None else 0
+        self._at = np.full((len(t.vocab["scenario"]) if t is not None else 0, cells), -1, np.int64)
+        self._at[scenario, cell] = np.arange(len(scenario))
+
+    def __len__(self) -> int:
+        return len(self._scenario)
+
+    def _name(self, i: int) -> tuple[str, str]:
+        assert self._t is not None  # pairs exist only with their journal
+        vocab = self._t.vocab
+        return vocab["scenario"][int(self._scenario[i])], vocab["cell"][int(self._cell[i])]
+
+    def _of(self, i: int) -> float | None:
+        v = float(self._value[i])
+        return None if v != v else v
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return (self._name(i) for i in range(len(self)))
+
+    def __getitem__(self, key: tuple[str, str]) -> float | None:
+        i = -1
+        if self._t is not None:
+            s, c = self._t.code("scenario", key[0]), self._t.code("cell", key[1])
+            i = int(self._at[s, c]) if s >= 0 and c >= 0 else -1
+        if i < 0:
+            raise KeyError(key)
+        return self._of(i)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except (KeyError, TypeError, IndexError):
+            return False
+        return True
+
+    def sorted_items(self) -> Iterator[tuple[tuple[str, str], float | None]]:
+        """The pairs and their values by scenario name, then cell name (as ``sorted(items())``
+        gives them, without a list of them all)."""
+        if not len(self):
+            return
+        assert self._t is not None
+        rank = {c: name_ranks(self._t.vocab[c]) for c in ("scenario", "cell")}
+        order = np.lexsort((rank["cell"][self._cell], rank["scenario"][self._scenario]))
+        for i in order.tolist():
+            yield self._name(i), self._of(i)
+
+
+def heatmap(records: Records, ks: Sequence[int], primary: str = DEFAULT_PRIMARY) -> Heatmap:
     """(scenario, cell) -> change in the primary metric against clean on that scenario.
 
     What ``by_scenario_cell`` would give (each pair's cell summary against clean's on the same
     task), counted for all pairs at once: a journal of 100k tasks has 300k pairs."""
     g = as_group(records)
+    none = np.zeros(0, np.int64)
     if not len(g):
-        return {}
+        return Heatmap(None, none, none, np.zeros(0))
     p = parse_primary(primary)
     t = g.t
     cells = len(t.vocab["cell"]) + 1
@@ -88,17 +145,10 @@ def heatmap(
     value = np.where(landed, _primary_value(n, c, p), np.nan)
     scenario, cell = uniq // cells - 1, uniq % cells - 1
     clean = t.code("cell", CLEAN)
-    # Clean's value on each pair's scenario, where the scenario ran clean.
+    # Clean's value on each pair's scenario, where the scenario ran clean (NaN elsewhere:
+    # no clean value, and a pair without one has none to change from).
     clean_value = np.full(len(t.vocab["scenario"]), np.nan)
-    has_clean = np.zeros(len(t.vocab["scenario"]), bool)
     mine = cell == clean
     clean_value[scenario[mine]] = _primary_value(n[mine], c[mine], p)
-    has_clean[scenario[mine]] = True
     diff = value - clean_value[scenario]
-    names, cell_names = t.vocab["scenario"], t.vocab["cell"]
-    out: dict[tuple[str, str], float | None] = {}
-    for i in order.tolist():
-        s = int(scenario[i])
-        d = float(diff[i])
-        out[(names[s], cell_names[int(cell[i])])] = None if not has_clean[s] or d != d else d
-    return out
+    return Heatmap(t, scenario[order], cell[order], diff[order])

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import CLEAN, _perturbed
+from chaoseval.analysis.aggregate import CLEAN, _perturbed, name_ranks
 from chaoseval.store.columns import Group, Trials
 
 __all__ = ["pair_json"]
@@ -87,7 +87,7 @@ class _Pairs:
             self.sum(t.col["hallucination"]),
         )
         # In (task, cell) name order: by each name's rank among its column's names.
-        rank = {c: _ranks(t.vocab[c]) for c in ("scenario", "cell")}
+        rank = {c: name_ranks(t.vocab[c]) for c in ("scenario", "cell")}
         self.order = np.lexsort((rank["cell"][self.cell], rank["scenario"][self.scenario]))
 
     def name(self, i: int) -> tuple[str, str]:
@@ -100,29 +100,40 @@ class _Pairs:
         ).astype(np.int64)
         return out
 
-    def root_causes(self) -> dict[int, dict[str, int]]:
+    def root_causes(self) -> _Causes:
         """Per pair with failed trials on a task its faults reached: root cause -> trials."""
         t = self.t
         failed = (t.col["status"] == 1) & ~self.missed[self.inverse] & (t.col["root_cause"] >= 0)
-        causes = t.vocab["root_cause"]
-        width = len(causes)
+        width = max(len(t.vocab["root_cause"]), 1)
         key, counts = np.unique(
             self.inverse[failed].astype(np.int64) * width + t.col["root_cause"][failed],
             return_counts=True,
         )
-        out: dict[int, dict[str, int]] = {}
-        for k, n in zip(key.tolist(), counts.tolist(), strict=True):
-            name = causes[k % width]
-            if name:
-                out.setdefault(k // width, {})[name] = n
-        return out
+        return _Causes(t.vocab["root_cause"], key, counts, width, len(self.scenario))
 
 
-def _ranks(names: Sequence[str]) -> np.ndarray:
-    """Each name's place among ``names`` sorted (as Python sorts them)."""
-    out = np.empty(len(names), np.int64)
-    out[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-    return out
+class _Causes:
+    """Each pair's root causes from sorted (pair, cause) keys and their counts, read one pair
+    at a time: as a dict per pair, 300k pairs held ~65 MB while the report was written."""
+
+    def __init__(
+        self, names: list[str], key: np.ndarray, counts: np.ndarray, width: int, pairs: int
+    ) -> None:
+        self.names, self.counts = names, counts
+        self.cause = key % width
+        pair = key // width
+        self.start = np.searchsorted(pair, np.arange(pairs), side="left")
+        self.end = np.searchsorted(pair, np.arange(pairs), side="right")
+
+    def of(self, i: int) -> dict[str, int]:
+        """Pair ``i``'s causes (the named ones) by name."""
+        a, b = int(self.start[i]), int(self.end[i])
+        names = self.names
+        found = (
+            (names[c], n)
+            for c, n in zip(self.cause[a:b].tolist(), self.counts[a:b].tolist(), strict=True)
+        )
+        return dict(sorted((name, n) for name, n in found if name))
 
 
 def _perturbed_rows(t: Trials) -> np.ndarray:
@@ -140,11 +151,11 @@ def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
     v = _values(n, c, ks)
     clean_of = _clean_pairs(p)
     causes = p.root_causes()
-    for i in p.order.tolist():
+    for i in map(int, p.order):
         task, cell = p.name(i)
         counted = not p.missed[i]
         scored = counted and int(n[i]) >= 1
-        j = clean_of[i]
+        j = int(clean_of[i])
         has_clean = j >= 0
         # Clean over the same tasks: clean's own pair where this pair counts a task, else none.
         same = j if has_clean and counted and not p.missed[j] else -1
@@ -172,7 +183,7 @@ def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
             "delta_mean": delta("mean") if has_clean else None,
             "delta_pass_at": {str(k): delta(f"at{k}") for k in ks} if has_clean else {},
             "delta_pass_hat": {str(k): delta(f"hat{k}") for k in ks} if has_clean else {},
-            "root_causes": dict(sorted(causes.get(i, {}).items())),
+            "root_causes": causes.of(i),
             "vetoes": vetoes,
             "faults_injected": int(p.injected[i]),
             "faults_delivered": int(p.delivered[i]),
@@ -181,11 +192,11 @@ def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
         }
 
 
-def _clean_pairs(p: _Pairs) -> list[int]:
+def _clean_pairs(p: _Pairs) -> np.ndarray:
     """Per pair, the index of clean's pair on the same task (-1: the task has none)."""
     clean = p.t.code("cell", CLEAN)
     of_task = np.full(len(p.t.vocab["scenario"]) + 1, -1, np.int64)
     mine = np.flatnonzero(p.cell == clean)
     of_task[p.scenario[mine]] = mine
-    out: list[int] = of_task[p.scenario].tolist()
+    out: np.ndarray = of_task[p.scenario]
     return out

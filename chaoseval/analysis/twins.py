@@ -20,7 +20,7 @@ from typing import overload
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import Records, groups, not_landed
+from chaoseval.analysis.aggregate import Records, groups, in_tasks, name_ranks, not_landed
 from chaoseval.investigate.diverge import label_divergence
 from chaoseval.investigate.semantic import SemStep, common_prefix, crash_reason, semantic_step
 from chaoseval.model.records import CLEAN, TrialRecord
@@ -175,9 +175,11 @@ class LazyPairs(Sequence[TwinPair]):
     """The pairs of one cell, each laid out from its two records when it is looked at: a
     report shows a few, so only those few trajectories are read again from the journal."""
 
-    def __init__(self, t: Trials, rows: list[tuple[int, int | None]]) -> None:
+    def __init__(self, t: Trials, rows: np.ndarray, twins: np.ndarray) -> None:
         self._t = t
-        self._rows = rows
+        # Rows of the failed trials and of their clean twins (-1: none), as arrays: a list of
+        # pairs of Python ints was ~45 MB for 300k failed trials.
+        self._rows, self._twins = rows, twins
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -188,15 +190,16 @@ class LazyPairs(Sequence[TwinPair]):
     def __getitem__(self, i: slice) -> list[TwinPair]: ...
     def __getitem__(self, i: int | slice) -> TwinPair | list[TwinPair]:
         if isinstance(i, slice):
-            return [self._pair(*rows) for rows in self._rows[i]]
-        return self._pair(*self._rows[i])
+            return [self._pair(j) for j in range(len(self))[i]]
+        return self._pair(range(len(self))[i])
 
     def __iter__(self) -> Iterator[TwinPair]:
-        return (self._pair(*rows) for rows in self._rows)
+        return (self._pair(j) for j in range(len(self)))
 
-    def _pair(self, row: int, twin: int | None) -> TwinPair:
-        clean = self._t.record(twin) if twin is not None else None
-        return _pair(self._t.record(row), clean)
+    def _pair(self, i: int) -> TwinPair:
+        twin = int(self._twins[i])
+        clean = self._t.record(twin) if twin >= 0 else None
+        return _pair(self._t.record(int(self._rows[i])), clean)
 
 
 @dataclass
@@ -228,18 +231,16 @@ class _Clean:
         order = np.argsort(keys, kind="stable")  # equal keys in row order: the last is last
         self.keys, self.at = keys[order], c.rows[order]
 
-    def rows(self, failed: Sequence[tuple[int, int, int]]) -> list[int | None]:
-        """The clean twin's row of each (task code, index, row), None where there is none."""
+    def rows(self, sc: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """The clean twin's row of each (task code, index), -1 where there is none."""
         if not len(self.keys):
-            return [None] * len(failed)
-        sc = np.array([x[0] for x in failed], np.int64)
-        index = np.array([x[1] for x in failed], np.int64)
-        keys = sc * self.span + index
+            return np.full(len(sc), -1, np.int64)
+        keys = sc.astype(np.int64) * self.span + index
         pos = np.searchsorted(self.keys, keys, side="right") - 1
         hit = (pos >= 0) & (index < self.span)
         hit[hit] &= self.keys[pos[hit]] == keys[hit]
-        rows = self.at[np.maximum(pos, 0)].tolist()
-        return [r if h else None for r, h in zip(rows, hit.tolist(), strict=True)]
+        out: np.ndarray = np.where(hit, self.at[np.maximum(pos, 0)], -1)
+        return out
 
 
 def twins(records: Records, detailed: int | None = 3) -> dict[str, TwinSet]:
@@ -251,31 +252,28 @@ def twins(records: Records, detailed: int | None = 3) -> dict[str, TwinSet]:
     by = groups(g, "cell")
     clean = _Clean(by.get(CLEAN))
     status = t.col["status"]
-    names = t.vocab["scenario"]
+    rank = name_ranks(t.vocab["scenario"])
     out: dict[str, TwinSet] = {}
     for cell, rs in by.items():
         if cell == CLEAN:
             continue
-        missed = set(not_landed(rs))  # not tested there: a failure is not the fault's doing
-        f = rs.where(rs["status"] == 1)
-        failed = [
-            (sc, i, row)
-            for sc, i, row in zip(
-                f["scenario"].tolist(), f["index"].tolist(), f.rows.tolist(), strict=True
-            )
-            if names[sc] not in missed
-        ]
-        if not failed:
+        # Not tested on the tasks no fault reached: a failure there is not the fault's doing.
+        f = rs.where((rs["status"] == 1) & ~in_tasks(rs, not_landed(rs)))
+        if not len(f):
             continue
-        twin = dict(zip((row for _, _, row in failed), clean.rows(failed), strict=True))
-        ok = {row: tw is not None and int(status[tw]) == 0 for row, tw in twin.items()}
-        failed.sort(key=lambda x: (not ok[x[2]], names[x[0]], x[1]))
-        new = [row for _, _, row in failed if ok[row]]
+        sc, index = f["scenario"], f["index"]
+        twin = clean.rows(sc, index)
+        ok = (twin >= 0) & (status[np.maximum(twin, 0)] == 0)
+        # New failures (clean twin passed) first, then by task name and index; in row order
+        # among equals (a stable sort, as the list's was).
+        order = np.lexsort((index, rank[sc], ~ok))
+        rows, twin, ok = f.rows[order], twin[order], ok[order]
+        new = rows[ok]
         out[cell] = TwinSet(
             cell,
-            LazyPairs(t, [(row, twin[row]) for _, _, row in failed]),
-            len(failed) if detailed is None else min(detailed, len(failed)),
+            LazyPairs(t, rows, twin),
+            len(rows) if detailed is None else min(detailed, len(rows)),
             len(new),
-            Counter(t.value("root_cause", row) or "unknown" for row in new),
+            Counter(t.value("root_cause", row) or "unknown" for row in new.tolist()),
         )
     return out

@@ -94,6 +94,7 @@ def report_impl(
     errors_as: str = "source",
 ) -> None:
     """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
+    from chaoseval.analysis.aggregate import release
     from chaoseval.analysis.build import analysis_json, analyze
     from chaoseval.analysis.verdict import build_verdict, verdict_json
     from chaoseval.render.jsonstream import Streamed, write_json
@@ -116,6 +117,7 @@ def report_impl(
         _emit(render_junit(data, a), output, "JUnit XML")
         return
     v = build_verdict(a, data, twins or None)
+    release(data)  # the columns the writing below reads are read again (analysis.aggregate)
     if format == "table" and output is None:
         print_report(data, console, ks, a, v)
         print_analysis(a, console, v.labels)

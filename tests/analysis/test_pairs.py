@@ -8,20 +8,28 @@ from __future__ import annotations
 import io
 import json
 import random
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from synthetic import manifest_for
 from test_analysis import record
 
 from chaoseval.analysis.aggregate import by_scenario_cell
+from chaoseval.analysis.build import analyze
+from chaoseval.analysis.curves import heatmap
 from chaoseval.analysis.pairs import pair_json
+from chaoseval.analysis.verdict import build_verdict
 from chaoseval.model.records import PerturbationSpec, Veto
 from chaoseval.model.trajectory import Fault, Trajectory
 from chaoseval.render.jsonstream import Streamed, write_json
 from chaoseval.render.report import _cell_json, json_report
-from chaoseval.store.columns import trials_of
+from chaoseval.store import colcache
+from chaoseval.store.columns import read_trials, trials_of
+from tests.analysis.report_golden import unpack
 
 CELLS = ("clean", "latency", "timeout")
 STATUSES = ("passed", "failed", "not_evaluable")
@@ -73,6 +81,36 @@ def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) ->
     t = _journal(seed, tasks, ks)
     got = list(pair_json(t, ks))
     assert json.dumps(got) == json.dumps(_per_pair(t, ks))  # floats to the last bit, and order
+    # The heatmap (arrays, not a dict of pairs) is each pair's change in pass^1 against clean
+    # on its task, as the per-pair CellResults give it, and lists its pairs by name.
+    per = by_scenario_cell(t, ks)
+    h = heatmap(t, ks)
+    want = {key: r.delta.pass_hat[1] if r.delta else None for key, r in per.items()}
+    assert dict(h.items()) == want and list(h) == list(per) and len(h) == len(want)
+    assert list(h.sorted_items()) == sorted(want.items())
+    assert all(h.get(key) == v and key in h for key, v in want.items())
+    assert h.get(("nothing", "clean")) is None and ("t00", "nothing") not in h
+
+
+def test_an_analysis_lets_go_of_the_cached_columns_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step of a report holds the columns it reads, not all the columns any step before
+    read (~150 MB at 1M trials): a column cache's are let go, and read again when asked for;
+    columns read from the lines are the only copy and are kept."""
+    monkeypatch.setattr(colcache, "MIN_BYTES", 0)
+    path = unpack(tmp_path)["resilient"]
+    t = read_trials(path)
+    assert isinstance(t.col, colcache.LazyColumns)
+    a = analyze(t, n_resamples=100)
+    assert dict.__len__(t.col) == 0
+    build_verdict(a, t)  # reads its columns again
+    again = t.col["status"]
+    assert len(again) == len(t) and dict.__len__(t.col) > 1
+    monkeypatch.setenv("CHAOSEVAL_COLUMN_CACHE", "0")
+    lines = read_trials(path)
+    analyze(lines, n_resamples=100)
+    assert dict.__len__(lines.col) == len(lines.col) and np.array_equal(lines.col["status"], again)
 
 
 def test_the_streamed_report_is_the_whole_one() -> None:
