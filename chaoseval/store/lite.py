@@ -141,7 +141,7 @@ def call_key(tool: str | None, args: Mapping[str, Any] | None) -> str:
 _KEY = msgspec.json.Encoder(order="sorted", enc_hook=str)
 
 
-@dataclass
+@dataclass(slots=True)  # one a scenario: 100k at 100k tasks
 class RefCalls:
     """A scenario's passed reference solution: its call keys and tool names."""
 

@@ -33,14 +33,19 @@ class ReferenceIndex:
     steps: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # references that could not run
     calls: dict[str, RefCalls] = field(default_factory=dict)  # those that ran and passed
+    # Each call key and tool name once: scenarios of one suite call the same tools, often
+    # with the same arguments (a generated suite's 100k tasks: a few hundred distinct keys).
+    _shared: dict[str | None, str | None] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, sid: str, ref: ReferenceRun) -> None:
         self.steps[sid] = ref.steps
         if ref.error is not None:
             self.errors[sid] = ref.error
         elif ref.passed:
-            keys = {call_key(c.tool, c.args) for c in ref.calls}
-            self.calls[sid] = RefCalls(keys, {c.tool for c in ref.calls})
+            shared = self._shared
+            keys = {shared.setdefault(k, k) for k in (call_key(c.tool, c.args) for c in ref.calls)}
+            tools = {shared.setdefault(c.tool, c.tool) for c in ref.calls}
+            self.calls[sid] = RefCalls(keys, tools)  # type: ignore[arg-type]  # keys are str
 
 
 def index_references(references: Mapping[str, ReferenceRun] | None) -> ReferenceIndex | None:

@@ -41,6 +41,20 @@ def test_the_manifest_is_kept_lean_and_read_whole_on_demand(tmp_path: Path) -> N
     assert t.full_manifest() == whole
 
 
+def test_reference_calls_hold_each_key_and_tool_once(tmp_path: Path) -> None:
+    """Scenarios whose references make the same call share its key and tool name (100k
+    generated tasks held ~70 MB of copies of a few hundred keys)."""
+    whole = read_journal(_journal(tmp_path)).manifest
+    assert whole.references
+    twice = {**whole.references, **{f"{sid}-copy": r for sid, r in whole.references.items()}}
+    index = index_references(twice)
+    assert index is not None
+    keys = [k for c in index.calls.values() for k in c.keys]
+    tools = [t for c in index.calls.values() for t in c.tools]
+    assert len(keys) == 2 * len(set(keys)) and len({id(k) for k in keys}) == len(set(keys))
+    assert len({id(t) for t in tools}) == len(set(tools)) < len(tools)
+
+
 @pytest.mark.parametrize(
     "damage",
     [
