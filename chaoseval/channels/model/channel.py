@@ -62,6 +62,24 @@ class Exchange:
         return [i for c in self.contexts for i in c.fired]
 
 
+@dataclass(slots=True)
+class _Earlier:
+    """The last request with a given body, as a later one with the same body needs it: its
+    place, its attempt and its faults. Its exchange is kept only while it is in flight (a
+    hang's faults are absorbed before it finishes); once written, only its fault ids are:
+    a conversation resends its whole history each request, and every body kept to the
+    trial's end made both its memory and the collector's full passes grow with it."""
+
+    index: int
+    attempt: int
+    exchange: Exchange | None
+    faults: list[int] = field(default_factory=list)
+
+    @property
+    def fault_ids(self) -> list[int]:
+        return self.exchange.fault_ids if self.exchange is not None else self.faults
+
+
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
 
 
@@ -86,9 +104,8 @@ class TrialModelChannel:
         self.unplugged = not any(p.channel == "model" for p in link.plugins)
         self.closed = anyio.Event()
         self._count = 0
-        self._last_by_hash: dict[str, Exchange] = {}
-        self._last: Exchange | None = None
-        self._exchanges: list[Exchange] = []
+        self._last_by_hash: dict[str, _Earlier] = {}
+        self._in_flight: dict[int, Exchange] = {}  # by call index: what close() must finish
 
     def begin(self, endpoint: Endpoint, body: dict[str, Any], headers: Any) -> Exchange:
         """Record a new request: its step, and whether it retries one that got a fault."""
@@ -103,13 +120,13 @@ class TrialModelChannel:
         by_body = (
             not header
             and previous is not None
-            and previous is self._last
+            and previous.index == self._count - 1  # the request just before this one
             and bool(previous.fault_ids)
         )
         attempt = 1
         if previous is not None and (by_header or by_body):
-            attempt = previous.call.attempt + 1
-            self._absorb(previous)
+            attempt = previous.attempt + 1
+            self._absorb(previous.fault_ids)
         elif by_header:
             attempt = int(header) + 1
         state.turn += 1
@@ -126,9 +143,8 @@ class TrialModelChannel:
         call.sent = self._apply_settings(body)
         self._count += 1
         exchange = Exchange(call, digest, step, time.perf_counter())
-        self._last_by_hash[digest] = exchange
-        self._last = exchange
-        self._exchanges.append(exchange)
+        self._last_by_hash[digest] = _Earlier(call.index, attempt, exchange)
+        self._in_flight[call.index] = exchange
         return exchange
 
     def _apply_settings(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -145,9 +161,8 @@ class TrialModelChannel:
     def close(self) -> None:
         """The trial ended: a request still held (a hang) was delivered by now."""
         self.closed.set()
-        for exchange in self._exchanges:
-            if not exchange.finished:
-                self.finish(exchange, status=0, result_class="timeout", error="the trial ended")
+        for exchange in list(self._in_flight.values()):
+            self.finish(exchange, status=0, result_class="timeout", error="the trial ended")
 
     async def run(self, exchange: Exchange) -> ModelReply:
         """The plugins, then the upstream. Raises WireFault for what must replace a reply."""
@@ -211,6 +226,10 @@ class TrialModelChannel:
         exchange.finished = True
         step, call = exchange.step, exchange.call
         ids = exchange.fault_ids
+        self._in_flight.pop(call.index, None)
+        earlier = self._last_by_hash.get(exchange.request_hash)
+        if earlier is not None and earlier.exchange is exchange:
+            earlier.exchange, earlier.faults = None, ids  # the step's list: read, never changed
         latency = round(time.perf_counter() - exchange.started, 6)
         # The request in ``args``, the answer in ``result``, what it cost in ``data`` (the
         # same three numbers as any model step, so usage totals read every agent alike).
@@ -273,8 +292,8 @@ class TrialModelChannel:
         values = {"input_tokens": tin, "output_tokens": tout, "cost": spent}
         return built(ModelCallData, values, {"input_tokens", "output_tokens", "cost"})
 
-    def _absorb(self, previous: Exchange) -> None:
-        for i in previous.fault_ids:
+    def _absorb(self, fault_ids: list[int]) -> None:
+        for i in fault_ids:
             fault = self.link.state.trajectory.faults[i]
             fault.delivered = True  # a hang is absorbed before its own exchange finishes
             fault.detail["absorbed"] = True
