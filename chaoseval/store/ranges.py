@@ -4,9 +4,10 @@ Reading a journal is decoding and summarising each line (store.lines, store.lite
 CPU a trial, all of it in one process, while the machine has more cores. Here the lines after
 the manifest are cut into as many ranges as there are cores (at line starts); a forked copy
 of the reader reads each range but the first, the reader itself reads the first, and the
-ranges' columns are joined in file order: the same columns, codes, side tables and sums as one
-pass front to back gives (each coded column's vocabulary in first-seen order, the side tables
-in row order, the tallies in first-seen order).
+ranges' columns are joined in file order (each forked reader leaves its range in an unnamed
+temporary file and exits before it is joined: its memory is gone by then): the same columns,
+codes, side tables and sums as one pass front to back gives (each coded column's vocabulary
+in first-seen order, the side tables in row order, the tallies in first-seen order).
 
 Line numbers: a range counts its own lines and the joined result numbers them on, so a cut-off
 last line is named as one pass names it. Anything a forked reader does not finish (an error
@@ -23,11 +24,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
+import tempfile
 import threading
+from contextlib import ExitStack
 from itertools import pairwise
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -103,86 +106,102 @@ def _split(path: Path, source: Path, b: Any, n: int, fork: Any) -> int | None:
     if b.manifest is None or len(b.offsets):
         return None  # trials before the manifest: the one pass handles that
     cuts = _bounds(source, manifest_end, size, n)
-    readers: list[tuple[Any, Connection]] = []
-    try:
-        for lo, hi in pairwise(cuts[1:]):
-            # The last range reads on to the end of the file as it is then, as one pass does.
-            stop = None if hi == size else hi
-            get, put = fork.Pipe(duplex=False)
-            args = (put, path, source, b, lo, stop)
-            p = fork.Process(target=_read_one, args=args, daemon=True)
-            p.start()
-            put.close()
-            readers.append((p, get))
-        end, number = read_range(path, b, cuts[0], cuts[1], 2, source=source)
-        b.flush()
-        for _, get in readers:
-            got = _join(get, b, path, number)
-            if got is None:
-                return None
-            end, number = got
-        return end
-    finally:
-        for p, get in readers:
-            get.close()
-            if p.is_alive():
-                p.terminate()
-            p.join()
+    readers: list[tuple[Any, BinaryIO]] = []
+    with ExitStack() as files:
+        try:
+            for lo, hi in pairwise(cuts[1:]):
+                # The last range reads on to the end of the file as it is then, as one pass
+                # does. Each reader leaves its range in a file of its own (unnamed: only this
+                # process and its readers see it) and exits; the parent joins it after: a
+                # reader's memory and the joined columns are never held at once (through a
+                # pipe, at 1M trials the readers' tree held ~150 MB more while it joined).
+                out = files.enter_context(tempfile.TemporaryFile())
+                stop = None if hi == size else hi
+                args = (out, path, source, b, lo, stop)
+                p = fork.Process(target=_read_one, args=args, daemon=True)
+                p.start()
+                readers.append((p, out))
+            end, number = read_range(path, b, cuts[0], cuts[1], 2, source=source)
+            b.flush()
+            for p, written in readers:
+                p.join()
+                got = _join(written, b, path, number)
+                if got is None:
+                    return None
+                end, number = got
+            return end
+        finally:
+            for p, _ in readers:
+                if p.is_alive():
+                    p.terminate()
+                p.join()
 
 
 def _read_one(
-    put: Connection, path: Path, source: Path, b: Any, start: int, stop: int | None
+    out: BinaryIO, path: Path, source: Path, b: Any, start: int, stop: int | None
 ) -> None:
-    """In a forked reader: one range into its copy of the builder, sent back to the parent:
-    its tables, then each column's bytes (a column at a time: no pickle of them all)."""
+    """In a forked reader: one range into its copy of the builder, written to ``out`` for the
+    parent: its tables, then each column's bytes (no pickle of the columns)."""
     try:
         try:
             end, number = read_range(path, b, start, stop, source=source)
             b.flush()
         except BaseException as exc:  # the parent reads the journal again in one pass
-            put.send(("failed", f"{type(exc).__name__}: {exc}"))
+            pickle.dump(("failed", f"{type(exc).__name__}: {exc}"), out)
             return
-        _send(put, b, end, number)
+        _send(out, b, end, number)
     except BaseException:  # nothing printed: the parent reads the journal again
         pass
     finally:
-        put.close()
+        out.flush()  # (a forked process ends without flushing Python's buffers)
 
 
-def _send(put: Connection, b: Any, end: int, number: int) -> None:
+def _send(out: BinaryIO, b: Any, end: int, number: int) -> None:
     t = b.t
-    put.send({
+    columns = [b.offsets, *b.arrays]
+    pickle.dump({
         "end": end, "lines": number - 1, "cut_off": t.cut_off_line, "rows": len(b.offsets),
         "vocab": {name: list(table) for name, table in b.vocab.items()},
         "by_row": {name: getattr(t, name) for name in _BY_ROW},
         "by_tool": t.by_tool, "sampling": t.sampling,
-    })  # fmt: skip
-    put.send_bytes(b.offsets)
-    for column in b.arrays:
-        put.send_bytes(column)
+        "sizes": [len(column) * column.itemsize for column in columns],
+    }, out, protocol=pickle.HIGHEST_PROTOCOL)  # fmt: skip
+    for column in columns:
+        out.write(column)
 
 
-def _join(get: Connection, b: Any, path: Path, number: int) -> tuple[int, int] | None:
+def _take(out: BinaryIO, sizes: Any) -> bytes:
+    """The next column's bytes (EOFError: the reader did not write them all)."""
+    size = next(sizes)
+    got = out.read(size)
+    if len(got) != size:
+        raise EOFError
+    return got
+
+
+def _join(out: BinaryIO, b: Any, path: Path, number: int) -> tuple[int, int] | None:
     """One forked reader's range appended to ``b`` (its first line is line ``number``): the
     offset it reached and the next line's number; None when it failed (``b`` may then hold
     part of it)."""
     try:
-        head = get.recv()
+        out.seek(0)  # (the reader moved the offset the two of them share)
+        head = pickle.load(out)
         if isinstance(head, tuple):  # ("failed", why)
             return None
         base = len(b.offsets)
-        # Each column appended as it comes: never all of the range's columns at once beside
-        # the joined ones (at 1M trials they were ~80 MB of received bytes on top).
-        b.offsets.frombytes(get.recv_bytes())
+        sizes = iter(head["sizes"])
+        # Each column appended as it is read: never all of the range's columns at once beside
+        # the joined ones.
+        b.offsets.frombytes(_take(out, sizes))
         for column in b.numeric.values():
-            column.frombytes(get.recv_bytes())
+            column.frombytes(_take(out, sizes))
         for name, column in b.coded.items():
             # Its codes as the joined vocabulary numbers them (-1, no value, stays -1).
             codes = [b._code(name, v) for v in head["vocab"][name]]
             mapping = np.array([*codes, -1], dtype=np.int64)
-            local = np.frombuffer(get.recv_bytes(), dtype=column.typecode)
+            local = np.frombuffer(_take(out, sizes), dtype=column.typecode)
             column.frombytes(mapping[local].astype(column.typecode).tobytes())
-    except (EOFError, OSError):  # it died
+    except (EOFError, OSError, pickle.UnpicklingError, StopIteration):  # it died
         return None
     t = b.t
     by_row = head["by_row"]

@@ -112,6 +112,27 @@ def test_a_bad_line_in_a_later_range_is_named_as_one_pass_names_it(
     assert split  # it was split: the range's reader failed, or the error came after joining
 
 
+def test_a_reader_that_dies_mid_write_hands_the_journal_to_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: list[bool]
+) -> None:
+    """A reader killed while it writes its range (half its columns written): the parent
+    reads the journal in one pass, to the same result."""
+    path = unpack(tmp_path)["naive"]
+    one = _one_pass(path, monkeypatch)
+    send = ranges._send
+
+    def dies(out: Any, *args: Any) -> None:
+        send(out, *args)
+        out.flush()
+        out.truncate(out.tell() // 2)
+        os._exit(9)
+
+    monkeypatch.setattr(ranges, "_send", dies)
+    monkeypatch.setenv("CHAOSEVAL_READ_WORKERS", "2")
+    _same(read_trials(path), one)
+    assert split == [False]
+
+
 def test_no_split_beside_another_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = unpack(tmp_path)["naive"]
     monkeypatch.setattr(ranges, "MIN_BYTES", 0)
