@@ -33,35 +33,40 @@ def _prefix(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
     return prod
 
 
-def _values(n: np.ndarray, c: np.ndarray, ks: Sequence[int]) -> dict[str, Any]:
-    """Per pair, its summary's mean, pass@k and pass^k as lists (None where undefined)."""
+def _values(n: np.ndarray, c: np.ndarray, ks: Sequence[int]) -> dict[str, _Values]:
+    """Per pair, its summary's mean, pass@k and pass^k, and where each is defined."""
     scored = n >= 1
     mean = np.where(scored, c / np.maximum(n, 1), np.nan)
-    out: dict[str, Any] = {"mean": _listed(mean, scored)}
+    out = {"mean": _Values(mean, scored)}
     for k in ks:
         ok = n >= k
-        out[f"at{k}"] = _listed(1.0 - _prefix(n - c, n, k), ok)
-        out[f"hat{k}"] = _listed(_prefix(c, n, k), ok)
+        out[f"at{k}"] = _Values(1.0 - _prefix(n - c, n, k), ok)
+        out[f"hat{k}"] = _Values(_prefix(c, n, k), ok)
     return out
 
 
-class _Listed:
-    """Per pair, a value or None where undefined, read one pair at a time (as lists, the
-    7 values of 300k pairs were ~70 MB of Python floats)."""
+class _Values:
+    """Per pair, a value or None where undefined, taken as lists a chunk of pairs at a time
+    (as lists, the 7 values of 300k pairs were ~70 MB of Python floats; read one by one, a
+    numpy scalar each, most of the time the report took to write)."""
 
     def __init__(self, values: np.ndarray, defined: np.ndarray) -> None:
         self.values, self.defined = values, defined
 
-    def __getitem__(self, i: int) -> float | None:
-        return float(self.values[i]) if self.defined[i] else None
+    def at(self, pairs: np.ndarray) -> list[float | None]:
+        """The values of ``pairs``."""
+        return _listed(self.values[pairs], self.defined[pairs])
+
+    def change(self, pairs: np.ndarray, base: np.ndarray) -> list[float | None]:
+        """Each pair's value minus the value of its pair in ``base`` (-1: none): a float
+        difference, the same in numpy as in Python."""
+        at = np.maximum(base, 0)
+        defined = self.defined[pairs] & (base >= 0) & self.defined[at]
+        return _listed(self.values[pairs] - self.values[at], defined)
 
 
-def _listed(values: np.ndarray, defined: np.ndarray) -> _Listed:
-    return _Listed(values, defined)
-
-
-def _sub(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
+def _listed(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
+    return [v if d else None for v, d in zip(values.tolist(), defined.tolist(), strict=True)]
 
 
 class _Pairs:
@@ -140,6 +145,9 @@ def _perturbed_rows(t: Trials) -> np.ndarray:
     return _perturbed(Group.all(t))
 
 
+CHUNK = 4096  # pairs whose numbers are taken out of the arrays at once
+
+
 def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
     """The JSON report's ``cells``: one object per (task, cell), sorted by task then cell."""
     if not len(t):
@@ -151,44 +159,70 @@ def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
     v = _values(n, c, ks)
     clean_of = _clean_pairs(p)
     causes = p.root_causes()
-    for i in map(int, p.order):
-        task, cell = p.name(i)
-        counted = not p.missed[i]
-        scored = counted and int(n[i]) >= 1
-        j = int(clean_of[i])
-        has_clean = j >= 0
+    for start in range(0, len(p.order), CHUNK):
+        pairs = p.order[start : start + CHUNK]
+        j = clean_of[pairs]
         # Clean over the same tasks: clean's own pair where this pair counts a task, else none.
-        same = j if has_clean and counted and not p.missed[j] else -1
+        same = np.where((j >= 0) & ~p.missed[pairs] & ~p.missed[np.maximum(j, 0)], j, -1)
+        values = {name: (x.at(pairs), x.change(pairs, same)) for name, x in v.items()}
+        yield from _chunk(p, pairs, (j >= 0).tolist(), ks, values, n, causes)
 
-        def delta(name: str, i: int = i, same: int = same) -> float | None:
-            return _sub(v[name][i], v[name][same] if same >= 0 else None)
+
+def _chunk(
+    p: _Pairs,
+    pairs: np.ndarray,
+    has_clean: list[bool],
+    ks: list[int],
+    v: dict[str, tuple[list[float | None], list[float | None]]],
+    n_all: np.ndarray,
+    causes: _Causes,
+) -> Iterator[dict[str, Any]]:
+    """The objects of ``pairs``; ``v``: each value's list for them and its change from clean's
+    pair on their tasks."""
+    vocab = p.t.vocab
+    mean, mean_change = v["mean"]
+    at = [(str(k), *v[f"at{k}"]) for k in ks]
+    hat = [(str(k), *v[f"hat{k}"]) for k in ks]
+    tasks, cells = vocab["scenario"], vocab["cell"]
+    columns = (
+        p.scenario, p.cell, p.missed, n_all, p.trials, p.ne, p.hallucination, p.safety,
+        p.injected, p.delivered, p.perturbed,
+    )  # fmt: skip
+    rows = zip(pairs.tolist(), *(col[pairs].tolist() for col in columns), has_clean, strict=True)
+    for x, row in enumerate(rows):
+        i, sc, cell, missed, n, trials, ne, hall, safety, injected, delivered, perturbed, clean = (
+            row
+        )
+        task = tasks[sc]
+        counted = not missed
+        scored = counted and n >= 1
 
         vetoes = {}
         if counted:
-            for kind, sums in (("hallucination", p.hallucination), ("safety", p.safety)):
-                if sums[i]:
-                    vetoes[kind] = int(sums[i])
+            for kind, sums in (("hallucination", hall), ("safety", safety)):
+                if sums:
+                    vetoes[kind] = sums
         yield {
             "scenario": task,
-            "name": cell,
+            "name": cells[cell],
             "tasks": int(scored),
-            "trials": int(p.trials[i]),
-            "scored": int(n[i]) if scored else 0,
-            "not_evaluable": int(p.ne[i]),
-            "mean": v["mean"][i],
-            "pass_at": {str(k): v[f"at{k}"][i] for k in ks},
-            "pass_hat": {str(k): v[f"hat{k}"][i] for k in ks},
-            "excluded": {str(k): [task] for k in ks if scored and int(n[i]) < k},
+            "trials": trials,
+            "scored": n if scored else 0,
+            "not_evaluable": ne,
+            "mean": mean[x],
+            "pass_at": {k: own[x] for k, own, _ in at},
+            "pass_hat": {k: own[x] for k, own, _ in hat},
+            "excluded": {str(k): [task] for k in ks if scored and n < k},
             "unscored": [task] if counted and not scored else [],
-            "delta_mean": delta("mean") if has_clean else None,
-            "delta_pass_at": {str(k): delta(f"at{k}") for k in ks} if has_clean else {},
-            "delta_pass_hat": {str(k): delta(f"hat{k}") for k in ks} if has_clean else {},
+            "delta_mean": mean_change[x] if clean else None,
+            "delta_pass_at": {k: change[x] for k, _, change in at} if clean else {},
+            "delta_pass_hat": {k: change[x] for k, _, change in hat} if clean else {},
             "root_causes": causes.of(i),
             "vetoes": vetoes,
-            "faults_injected": int(p.injected[i]),
-            "faults_delivered": int(p.delivered[i]),
-            "did_not_land": bool(p.perturbed[i]) and not p.delivered[i],
-            "not_landed": [task] if p.missed[i] else [],
+            "faults_injected": injected,
+            "faults_delivered": delivered,
+            "did_not_land": perturbed and not delivered,
+            "not_landed": [task] if missed else [],
         }
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from synthetic import manifest_for
 from test_analysis import record
 
+from chaoseval.analysis import pairs
 from chaoseval.analysis.aggregate import by_scenario_cell
 from chaoseval.analysis.build import analyze
 from chaoseval.analysis.curves import heatmap
@@ -81,6 +82,9 @@ def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) ->
     t = _journal(seed, tasks, ks)
     got = list(pair_json(t, ks))
     assert json.dumps(got) == json.dumps(_per_pair(t, ks))  # floats to the last bit, and order
+    with pytest.MonkeyPatch.context() as m:  # taken out of the arrays a few pairs at a time
+        m.setattr(pairs, "CHUNK", 5)
+        assert list(pair_json(t, ks)) == got
     # The heatmap (arrays, not a dict of pairs) is each pair's change in pass^1 against clean
     # on its task, as the per-pair CellResults give it, and lists its pairs by name.
     per = by_scenario_cell(t, ks)
