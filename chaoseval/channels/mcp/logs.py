@@ -14,8 +14,6 @@ logs outside a trial's server goes where it would have gone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from chaoseval.store import artifacts
@@ -34,15 +32,10 @@ class TrialLog:
         self.lines: list[str] = []
         self.dropped = 0
 
-    @contextmanager
-    def bound(self) -> Iterator[None]:
+    def bound(self) -> _Bound:
         """Records logged in the block (and by the tasks it starts: a session started by a
         request) are this trial's."""
-        token = _trial.set(self)
-        try:
-            yield
-        finally:
-            _trial.reset(token)
+        return _Bound(self)
 
     def keep(self) -> None:
         """Into the trial's artifacts (when the run keeps them)."""
@@ -51,6 +44,22 @@ class TrialLog:
             return
         tail = [f"[... {self.dropped} more record(s) not kept]"] if self.dropped else []
         store.write(ARTIFACT, "\n".join([*self.lines, *tail]) + "\n")
+
+
+class _Bound:
+    """TrialLog.bound's block (a class: every MCP request enters one, and a generator's
+    context manager costs several times as much)."""
+
+    __slots__ = ("_log", "_token")
+
+    def __init__(self, log: TrialLog):
+        self._log = log
+
+    def __enter__(self) -> None:
+        self._token = _trial.set(self._log)
+
+    def __exit__(self, *exc: object) -> None:
+        _trial.reset(self._token)
 
 
 class _Handler(logging.Handler):

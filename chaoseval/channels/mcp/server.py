@@ -49,6 +49,9 @@ from chaoseval.errors import (
 SERVER_NAME = "chaoseval"
 ERROR_META = "dev.chaoseval/error"
 EXCHANGE_KEY = "chaoseval.mcp.exchange"  # where the HTTP layer leaves an Exchange in the scope
+# json.dumps(result, ensure_ascii=False)'s encoder, made once (dumps with an argument builds
+# one per call): the same text.
+_UTF8 = json.JSONEncoder(ensure_ascii=False)
 
 
 @dataclass
@@ -158,7 +161,7 @@ def ok_result(result: Any) -> dict[str, Any]:
         return _result(result)
     # As a real server writes it (FastMCP: UTF-8 JSON): text the agent's model reads must not
     # turn into \u escapes (a zero-width or accented payload would read differently).
-    answer = _result(json.dumps(result, ensure_ascii=False))
+    answer = _result(_UTF8.encode(result))
     if isinstance(result, dict):
         answer["structuredContent"] = result
     return answer

@@ -86,8 +86,8 @@ class TrialEndpoint:
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         exchange = Exchange(relay=any(k == RELAY_HEADER for k, _ in scope.get("headers", [])))
         scope[EXCHANGE_KEY] = exchange
-        body = await _read_body(receive) if scope.get("method") == "POST" else None
-        replay = _replay(body, receive) if body is not None else receive
+        # ``receive`` is the hub's: the body it read within the run's limit, then the
+        # connection's own messages (a hang below waits on those for the client to go).
         faulted = False
 
         async def sender(message: Message) -> None:
@@ -104,7 +104,7 @@ class TrialEndpoint:
                 self._deliver(exchange.on_written)
 
         with self.log.bound():
-            await self.manager.handle_request(scope, replay, sender)
+            await self.manager.handle_request(scope, receive, sender)
 
     def _deliver(self, ids: list[int]) -> None:
         self.tools.toolbox.deliver(list(ids))
@@ -149,32 +149,6 @@ class TrialEndpoint:
 
 
 # --- ASGI plumbing --------------------------------------------------------------------------
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive that hands the already-read body over once, then waits as the real one does."""
-    sent = False
-
-    async def again() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return again
 
 
 async def _plain(send: Send, status: int, text: str, headers: dict[str, str] | None = None) -> None:
