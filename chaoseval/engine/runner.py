@@ -13,13 +13,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Protocol
 
-import anyio
-
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.budget import Budget
 from chaoseval.engine.executors import Executor, Finished, TrialJob, make_executor
 from chaoseval.engine.judge import possible_root_causes
-from chaoseval.engine.loops import loop_options
+from chaoseval.engine.loops import run_loop
 from chaoseval.engine.matrix import Plans
 from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import instantiate
@@ -340,4 +338,4 @@ async def run_matrix(
 
 
 def run(config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None) -> RunResult:
-    return anyio.run(run_matrix, config, on_record, backend_options=loop_options())
+    return run_loop(run_matrix, config, on_record)

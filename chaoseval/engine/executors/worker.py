@@ -32,7 +32,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from chaoseval.engine.executors.base import Finished, TrialJob
 from chaoseval.engine.executors.one import agent_session, run_one
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
-from chaoseval.engine.loops import loop_options
+from chaoseval.engine.loops import run_loop
 from chaoseval.engine.trial import TrialPlan
 from chaoseval.errors import relay, user_facing
 
@@ -68,7 +68,7 @@ def main(
     # A fresh context: the fork happened inside the runner's task, whose context says an
     # event loop is running (anyio would refuse to start this worker's own).
     # The runner's own kind of loop (uvloop where installed): a new one, made in this process.
-    serve = partial(anyio.run, _serve, sock, plans, job, shared, backend_options=loop_options())
+    serve = partial(run_loop, _serve, sock, plans, job, shared)
     contextvars.Context().run(serve)
 
 

@@ -1,0 +1,58 @@
+"""The trials' loop: the heap the process started it with is out of the collector's passes
+while it runs, and back in them (collectable) once it ends."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from chaoseval.engine.loops import run_loop
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.records import AgentOutput
+from chaoseval.seams.agent import Episode
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a cycle: only the collector frees it
+
+
+async def _seen() -> tuple[int, bool]:
+    made_before = _MADE[0]
+    gc.collect()  # a full pass: the frozen cycle made before the loop is not collected
+    return gc.get_freeze_count(), made_before() is not None
+
+
+_MADE: list[weakref.ref[_Node]] = []
+
+
+def test_the_startup_heap_is_frozen_while_the_loop_runs_and_thawed_after() -> None:
+    node = _Node()
+    _MADE[:] = [weakref.ref(node)]
+    del node  # garbage now, but only a collection can tell
+    frozen, alive = run_loop(_seen)
+    assert frozen > 0 and alive  # out of the passes while the trials ran
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert _MADE[0]() is None  # thawed: garbage made before the loop is collected after
+
+
+class _Counting:
+    clock = "virtual"
+
+    def __init__(self) -> None:
+        self.frozen = 0
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        self.frozen = gc.get_freeze_count()
+        return AgentOutput(answer="none")
+
+
+def test_a_run_s_trials_run_on_that_loop() -> None:
+    agent = _Counting()
+    scenarios = select(installed(), ["vending-refund-not-dispensed"])
+    run(RunConfig(scenarios=scenarios, agent=agent, agent_name="counting", trials=1,
+                  references=False))  # fmt: skip
+    assert agent.frozen > 0
+    assert gc.get_freeze_count() == 0
