@@ -8,13 +8,15 @@ than k scored trials is listed as excluded for that k.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.metrics import Delta, Summary, delta, summarize_counts
+from chaoseval.analysis.counts import CountsByTask
+from chaoseval.analysis.counts import name_ranks as name_ranks  # re-exported
+from chaoseval.analysis.metrics import Delta, Summary, delta, summarize_counts, summarize_sorted
 
 # CLEAN is re-exported: the analysis and render modules import it from here.
 from chaoseval.model.records import CLEAN as CLEAN
@@ -38,7 +40,7 @@ class CellResult:
     faults_delivered: int
     perturbed: bool
     delta: Delta | None = None
-    counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (n, c)
+    counts: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # task -> (n, c)
     not_landed: list[str] = field(default_factory=list)  # tasks no fault of the cell reached
     # What the agent never called in the trials of those tasks ("its model", "its tools"): a
     # fault on a channel the agent never uses cannot land, and the note says so.
@@ -138,14 +140,11 @@ def untouched_channels(records: Records) -> list[str]:
     return [name for bit, name in ((1, "its model"), (2, "its tools")) if not kinds & bit]
 
 
-def landed_counts(
-    records: Records, missed: Sequence[str] | None = None
-) -> dict[str, tuple[int, int]]:
+def landed_counts(records: Records, missed: Sequence[str] | None = None) -> CountsByTask:
     """Per-task (n, c) over the tasks the cell's perturbations reached (``missed``: the
     tasks not reached, when the caller has them already)."""
     g = as_group(records)
-    skip = set(not_landed(g) if missed is None else missed)
-    return {t: nc for t, nc in task_counts(g).items() if t not in skip}
+    return CountsByTask.of(g).without(not_landed(g) if missed is None else missed)
 
 
 def in_tasks(g: Group, tasks: Iterable[str]) -> np.ndarray:
@@ -169,8 +168,20 @@ def veto_counts(g: Group) -> Counter[str]:
     return Counter({kind: n for _, _, kind, n in sorted(first)})
 
 
-def _summary(counts: dict[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
+def summary_of(counts: Mapping[str, tuple[int, int]], ks: Sequence[int]) -> Summary:
+    """The Summary of per-task counts (``summarize_counts``; from arrays where they are)."""
+    if isinstance(counts, CountsByTask):
+        return summarize_sorted(*counts.by_name(), ks)
     return summarize_counts(counts, ks)
+
+
+def same_tasks(
+    counts: Mapping[str, tuple[int, int]], other: Mapping[str, tuple[int, int]]
+) -> Mapping[str, tuple[int, int]]:
+    """``counts`` on the tasks ``other`` has too."""
+    if isinstance(counts, CountsByTask) and isinstance(other, CountsByTask):
+        return counts.among(other)
+    return {t: nc for t, nc in counts.items() if t in other}
 
 
 def cell_result(name: str, records: Records, ks: Sequence[int]) -> CellResult:
@@ -182,7 +193,7 @@ def cell_result(name: str, records: Records, ks: Sequence[int]) -> CellResult:
     failed = reached.where(reached["status"] == 1)
     return CellResult(
         cell=name,
-        summary=_summary(counts, ks),
+        summary=summary_of(counts, ks),
         trials=len(g),
         not_evaluable=int((g["status"] == 2).sum()),
         root_causes=Counter(c for c in failed.names("root_cause") if c),
@@ -198,8 +209,7 @@ def cell_result(name: str, records: Records, ks: Sequence[int]) -> CellResult:
 
 def _against_clean(result: CellResult, clean: CellResult, ks: Sequence[int]) -> Delta:
     """perturbed - clean over the same tasks: clean restricted to where the cell landed."""
-    same = {t: nc for t, nc in clean.counts.items() if t in result.counts}
-    return delta(result.summary, _summary(same, ks))
+    return delta(result.summary, summary_of(same_tasks(clean.counts, result.counts), ks))
 
 
 def groups(records: Records, *columns: str) -> dict[Any, Group]:
@@ -253,14 +263,6 @@ def release(t: Trials) -> None:
     Columns read from the lines, the only copy, are kept."""
     if isinstance(t.col, LazyColumns):
         dict.clear(t.col)
-
-
-def name_ranks(names: Sequence[str]) -> np.ndarray:
-    """Each name's place among ``names`` sorted (as Python sorts them): codes ordered by name
-    without a list of the names themselves."""
-    out = np.empty(len(names), np.int64)
-    out[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-    return out
 
 
 def task_names(t: Trials) -> set[str]:

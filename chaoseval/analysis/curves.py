@@ -6,8 +6,16 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, _perturbed, name_ranks
-from chaoseval.analysis.metrics import summarize_counts
+from chaoseval.analysis.aggregate import (
+    CLEAN,
+    CellResult,
+    Records,
+    _perturbed,
+    name_ranks,
+    same_tasks,
+    summary_of,
+)
+from chaoseval.analysis.counts import CountsByTask
 from chaoseval.analysis.primary import DEFAULT_PRIMARY, Primary, parse_primary
 from chaoseval.store.columns import Trials, as_group
 
@@ -16,12 +24,15 @@ __all__ = ["Curve", "Heatmap", "heatmap", "pass_hat_curve", "pass_hat_curves"]
 Curve = dict[int, float | None]  # k -> pass^k
 
 
-def pass_hat_curve(counts: dict[str, tuple[int, int]]) -> Curve | None:
+def pass_hat_curve(counts: Mapping[str, tuple[int, int]]) -> Curve | None:
     """pass^k for k = 1 .. the most scored trials of any task; None without a scored trial."""
-    max_n = max((n for n, _ in counts.values()), default=0)
+    if isinstance(counts, CountsByTask):
+        max_n = int(counts.n.max()) if len(counts) else 0
+    else:
+        max_n = max((n for n, _ in counts.values()), default=0)
     if max_n < 1:
         return None
-    return dict(summarize_counts(counts, range(1, max_n + 1)).pass_hat)
+    return dict(summary_of(counts, range(1, max_n + 1)).pass_hat)
 
 
 def pass_hat_curves(cells: Sequence[CellResult]) -> tuple[dict[str, Curve], dict[str, Curve]]:
@@ -35,8 +46,7 @@ def pass_hat_curves(cells: Sequence[CellResult]) -> tuple[dict[str, Curve], dict
         if own is not None:
             curves[c.cell] = own
         if clean is not None and c.cell != CLEAN:
-            same = {t: nc for t, nc in clean.counts.items() if t in c.counts}
-            base = pass_hat_curve(same)
+            base = pass_hat_curve(same_tasks(clean.counts, c.counts))
             if base is not None:
                 baselines[c.cell] = base
     return curves, baselines

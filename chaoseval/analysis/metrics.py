@@ -288,14 +288,20 @@ def summarize_counts(counts: Mapping[str, tuple[int, int]], ks: Sequence[int]) -
     """:func:`summarize` of ``TaskCounts(task, n, c)`` for ``counts`` in task order (the same
     floats), the counts checked all at once: no object per task (100k tasks are asked for a
     summary a dozen times in a report)."""
-    k_list = _ks(ks)
     ids = sorted(counts)
     size = len(ids)
     n = np.fromiter((counts[t][0] for t in ids), np.int64, size)
     c = np.fromiter((counts[t][1] for t in ids), np.int64, size)
+    return summarize_sorted(ids, n, c, ks)
+
+
+def summarize_sorted(ids: list[str], n: np.ndarray, c: np.ndarray, ks: Sequence[int]) -> Summary:
+    """:func:`summarize_counts` of counts given as arrays, task ``ids[i]`` with ``n[i]`` scored
+    trials and ``c[i]`` passed, ``ids`` sorted."""
+    k_list = _ks(ks)
     bad = np.flatnonzero((n < 0) | (c < 0) | (c > n))
     if len(bad):
-        TaskCounts(ids[bad[0]], *counts[ids[bad[0]]])  # raises InvalidCountsError, as it says
+        TaskCounts(ids[bad[0]], int(n[bad[0]]), int(c[bad[0]]))  # raises InvalidCountsError
     return _summary(ids, n, c, k_list)
 
 

@@ -19,9 +19,17 @@ from synthetic import manifest_for
 from test_analysis import record
 
 from chaoseval.analysis import pairs
-from chaoseval.analysis.aggregate import by_scenario_cell
+from chaoseval.analysis.aggregate import (
+    by_scenario_cell,
+    groups,
+    same_tasks,
+    summary_of,
+    task_counts,
+)
 from chaoseval.analysis.build import analyze
+from chaoseval.analysis.counts import CountsByTask
 from chaoseval.analysis.curves import heatmap
+from chaoseval.analysis.metrics import summarize_counts
 from chaoseval.analysis.pairs import pair_json
 from chaoseval.analysis.verdict import build_verdict
 from chaoseval.model.records import PerturbationSpec, Veto
@@ -94,6 +102,18 @@ def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) ->
     assert list(h.sorted_items()) == sorted(want.items())
     assert all(h.get(key) == v and key in h for key, v in want.items())
     assert h.get(("nothing", "clean")) is None and ("t00", "nothing") not in h
+    # A cell's per-task counts (arrays, not a dict of names) read as the dict did, and
+    # summarise to the same Summary; restricted to another cell's tasks, too.
+    by = groups(t, "cell")
+    counts = {cell: CountsByTask.of(g) for cell, g in by.items()}
+    for cell, g in by.items():
+        want_counts = task_counts(g)
+        assert list(counts[cell].items()) == list(want_counts.items())
+        assert summary_of(counts[cell], ks) == summarize_counts(want_counts, ks)
+        clean = task_counts(by["clean"]) if "clean" in by else {}
+        same = same_tasks(counts["clean"], counts[cell]) if "clean" in by else {}
+        assert list(same.items()) == [(k, v) for k, v in clean.items() if k in want_counts]
+        assert "nothing" not in counts[cell] and counts[cell].get("nothing") is None
 
 
 def test_an_analysis_lets_go_of_the_cached_columns_it_read(
