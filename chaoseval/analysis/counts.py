@@ -99,3 +99,8 @@ class CountsByTask(Mapping[str, tuple[int, int]]):
 
     def __contains__(self, task: object) -> bool:
         return self._position(task) >= 0
+
+    def __repr__(self) -> str:
+        # As the dict it replaces shows itself: results are compared by repr (a resumed run's
+        # metrics against an uninterrupted one's), and an object address never matches.
+        return repr(dict(self.items()))

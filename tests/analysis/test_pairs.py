@@ -109,6 +109,7 @@ def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) ->
     for cell, g in by.items():
         want_counts = task_counts(g)
         assert list(counts[cell].items()) == list(want_counts.items())
+        assert repr(counts[cell]) == repr(want_counts)  # results are compared by repr
         assert summary_of(counts[cell], ks) == summarize_counts(want_counts, ks)
         clean = task_counts(by["clean"]) if "clean" in by else {}
         same = same_tasks(counts["clean"], counts[cell]) if "clean" in by else {}
