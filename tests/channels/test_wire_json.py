@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaoseval.channels.model.wire import decode_json, request_hash
+from chaoseval.channels.model.wire import decode_json, read_json, request_hash
 
 values = st.recursive(
     st.none()
@@ -75,3 +75,42 @@ def test_decode_json_refuses_and_reads_the_odd_bodies_as_json_loads_does(raw: by
 def test_request_hash_is_the_hash_journals_hold(body: dict[str, Any]) -> None:
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     assert request_hash(body) == hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _journal_hash(body: Any) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), values, max_size=5), st.booleans())
+def test_a_plain_reads_hash_is_the_hash_journals_hold(body: Any, ascii_only: bool) -> None:
+    """The server reads a request with read_json and hashes a plain read with msgspec's
+    canonical text: the same hash as json's text of what json.loads reads."""
+    raw = json.dumps(body, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    read, plain = read_json(raw)
+    assert _same(read, json.loads(raw))
+    assert request_hash(read, plain) == _journal_hash(json.loads(raw))
+
+
+@pytest.mark.parametrize(
+    "raw, plain",
+    [
+        (b'{"t": 0.7, "p": 1.0, "z": -0.0, "n": 0.0001, "b": 1e15}', True),
+        (b'{"t": 1e-05}', False),  # msgspec would write 0.00001
+        (b'{"t": 1e16}', False),  # msgspec would write 1e16, json 1e+16
+        (b'{"t": 1e999}', False),  # inf: json writes Infinity
+        (b'{"t": NaN}', False),  # msgspec refuses it: json reads it
+        (b'{"del": "a\x7fb", "\xc3\xa9": 1, "e": "\xf0\x9f\x98\x80 \xe2\x80\xa8 \\u200b"}', True),
+        (b'{"b": {"z": [1, {"y": 2, "x": 3}]}, "a": [], "\xc3\xa0": {}, "A": null}', True),
+        (b'"\xef\xbb\xbf{}"', True),
+        (b"\xef\xbb\xbf{}", False),  # a BOM: json.loads reads past it, msgspec does not
+    ],
+)  # fmt: skip
+def test_a_read_is_plain_only_where_msgspec_writes_what_json_writes(
+    raw: bytes, plain: bool
+) -> None:
+    read, was_plain = read_json(raw)
+    assert was_plain is plain
+    assert _same(read, json.loads(raw))
+    assert request_hash(read, was_plain) == _journal_hash(json.loads(raw))

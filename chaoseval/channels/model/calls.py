@@ -38,6 +38,10 @@ class ModelCall:
     # What the agent itself sent for the sampling settings (None: it sent none, and the
     # channel applied the trial's configured value to ``body``).
     sent: dict[str, Any] = field(default_factory=dict)
+    # ``body`` as bytes, for an upstream that sends bytes (forwarding): the agent's own, the
+    # sampling settings the channel applied added at their end; None where they could not
+    # stand for it (a plugin on the channel may change ``body``; see TrialModelChannel.begin).
+    raw: bytes | None = None
     # The upstream's own time when it can tell it apart from ours (a forwarded request: the
     # HTTP exchange, not building the body or parsing the answer); else the call's whole time.
     upstream_seconds: float | None = None

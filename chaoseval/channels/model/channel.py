@@ -19,7 +19,7 @@ import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import Prices, cost, current
-from chaoseval.channels.model.wire import request_hash, tool_calls_of
+from chaoseval.channels.model.wire import request_hash, tool_calls_of, with_members
 from chaoseval.errors import HarnessError
 from chaoseval.model.records import ModelSettings
 from chaoseval.model.trajectory import ModelCallData, Step, assign, built
@@ -31,7 +31,9 @@ SAMPLED = ("temperature", "seed")  # the sampling settings a request may leave t
 
 
 class Upstream(Protocol):
-    """Where requests go once past the plugins: answers with a whole chat completion."""
+    """Where requests go once past the plugins: answers with a whole chat completion. One
+    that sends the request on as bytes says so with a true ``sends_bytes`` attribute: it is
+    then given them (``ModelCall.raw``) whenever the agent's own can stand for the body."""
 
     async def complete(self, call: ModelCall) -> dict[str, Any]: ...
 
@@ -80,6 +82,21 @@ class _Earlier:
         return self.exchange.fault_ids if self.exchange is not None else self.faults
 
 
+def _as_sent(
+    raw: bytes, body: dict[str, Any], absent: list[str], sent: dict[str, Any]
+) -> bytes | None:
+    """The agent's request bytes as the upstream gets the body: the sampling settings the
+    channel added (names in ``absent`` before, now in ``body``) at their end. None when they
+    cannot be: a setting the agent sent as null was replaced in place, or the body asks for a
+    stream (the upstream is asked for a whole completion: the body is written anew without
+    ``stream`` and ``stream_options``)."""
+    if "stream_options" in body or body.get("stream", False) is not False:
+        return None
+    if any(key not in absent and sent[key] is None and body[key] is not None for key in SAMPLED):
+        return None
+    return with_members(raw, {key: body[key] for key in absent if key in body})
+
+
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
 
 
@@ -102,15 +119,28 @@ class TrialModelChannel:
         self.settings = settings  # the trial's configured sampling (--temperature, --model-seed)
         # No plugin on this channel: a reply is the upstream's answer untouched.
         self.unplugged = not any(p.channel == "model" for p in link.plugins)
+        # The agent's request bytes are passed on (ModelCall.raw) only where no plugin could
+        # change the body, and only to an upstream that sends bytes.
+        self._passes_bytes = self.unplugged and bool(getattr(upstream, "sends_bytes", False))
         self.closed = anyio.Event()
         self._count = 0
         self._last_by_hash: dict[str, _Earlier] = {}
         self._in_flight: dict[int, Exchange] = {}  # by call index: what close() must finish
 
-    def begin(self, endpoint: Endpoint, body: dict[str, Any], headers: Any) -> Exchange:
-        """Record a new request: its step, and whether it retries one that got a fault."""
+    def begin(
+        self,
+        endpoint: Endpoint,
+        body: dict[str, Any],
+        headers: Any,
+        raw: bytes | None = None,
+        plain: bool = False,
+    ) -> Exchange:
+        """Record a new request: its step, and whether it retries one that got a fault.
+        ``raw``: the bytes ``body`` was read from, when they are UTF-8 JSON any reader takes
+        as ``body`` (the server's check), for an upstream that sends bytes. ``plain``:
+        ``body`` is a plain read, unchanged (wire.read_json; for its hash)."""
         state, clock = self.link.state, self.link.world.clock
-        digest = request_hash(body)
+        digest = request_hash(body, plain)
         previous = self._last_by_hash.get(digest)
         header = str(headers.get(RETRY_HEADER, "") or "")
         by_header = header.isdigit() and int(header) > 0
@@ -140,7 +170,12 @@ class TrialModelChannel:
             turn=state.turn,
             step=step.index,
         )
-        call.sent = self._apply_settings(body)
+        if raw is not None and self._passes_bytes:
+            absent = [key for key in SAMPLED if key not in body]
+            call.sent = self._apply_settings(body)
+            call.raw = _as_sent(raw, body, absent, call.sent)
+        else:
+            call.sent = self._apply_settings(body)
         self._count += 1
         exchange = Exchange(call, digest, step, time.perf_counter())
         self._last_by_hash[digest] = _Earlier(call.index, attempt, exchange)

@@ -26,20 +26,21 @@ from yarl import URL
 
 from chaoseval import redact
 from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault
-from chaoseval.channels.model.wire import decode_json
+from chaoseval.channels.model.wire import decode_json, dumps, dumps_utf8
 from chaoseval.errors import ConfigError, UpstreamError
 from chaoseval.redact import add_secret
 
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
 POOL = 100  # connections kept to the upstream at most (httpx's default, and aiohttp's)
-# json.dumps(body, ensure_ascii=False) and json.dumps(body), their encoders made once (dumps
-# with an argument builds one per call): the same bytes upstream.
-_UTF8 = json.JSONEncoder(ensure_ascii=False)
-_ASCII = json.JSONEncoder()
 
 
 class ForwardUpstream:
     """Forwards chat-completions bodies to ``base_url`` + ``/chat/completions``."""
+
+    # Given the agent's own request bytes where they can stand for the body (ModelCall.raw:
+    # no plugin on the channel, the settings it applied added at their end), it sends them
+    # rather than an encoding of their parse.
+    sends_bytes = True
 
     def __init__(self, base_url: str, key: str | None, session: aiohttp.ClientSession):
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -50,8 +51,10 @@ class ForwardUpstream:
         self._session = session
 
     async def complete(self, call: ModelCall) -> dict[str, Any]:
-        body = {k: v for k, v in call.body.items() if k not in ("stream", "stream_options")}
-        data = _encode(body)
+        data = call.raw
+        if data is None:
+            body = {k: v for k, v in call.body.items() if k not in ("stream", "stream_options")}
+            data = _encode(body)
         # The exchange on the wire (from handing the bytes to the client to the body read): the
         # upstream's share. Encoding the body and decoding the answer are the channel's
         # forwarding cost, counted in channel_overhead.
@@ -136,6 +139,6 @@ def _encode(body: dict[str, Any]) -> bytes:
     the same characters, never ``\\u`` escapes of them (docs/ADVERSARIAL.md, Through the wire).
     A lone surrogate has no UTF-8 form: then JSON's escapes, which any upstream reads alike."""
     try:
-        return _UTF8.encode(body).encode()
+        return dumps_utf8(body).encode()
     except UnicodeEncodeError:
-        return _ASCII.encode(body).encode()
+        return dumps(body).encode()

@@ -41,8 +41,9 @@ from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import (
     SSE_DONE,
     Cut,
-    decode_json,
+    dumps,
     error_body,
+    read_json,
     sse,
     stream_chunks,
 )
@@ -150,12 +151,19 @@ class ModelServer:
         request = Request(scope, receive)
         if raw is None:  # the client went away mid-body: starlette's ClientDisconnect, as ever
             raw = await request.body()
-        body = _open(request, raw)
-        if isinstance(body, Response):
-            await body(scope, receive, send)
+        opened = _open(request, raw)
+        if isinstance(opened, Response):
+            await opened(scope, receive, send)
             return
+        body, plain = opened
         endpoint, chat, shape = translate(body)
-        response = await exchange_response(channel, endpoint, chat, request, shape)
+        plain = plain and endpoint == "chat"  # the chat body is the body read
+        # The agent's bytes can stand for it where the read was plain (UTF-8 JSON that any
+        # reader takes alike) and they hold no \u escape (what the agent relays reaches a
+        # forwarding upstream as characters, never escapes: docs/ADVERSARIAL.md, Through
+        # the wire). Else the body is encoded anew.
+        sent = raw if plain and b"\\u" not in raw else None
+        response = await exchange_response(channel, endpoint, chat, request, shape, sent, plain)
         await response(scope, receive, send)
 
     async def _refused(self, request: Request) -> Response:
@@ -189,17 +197,18 @@ def _messages(body: dict[str, Any]) -> Translated:
     return "messages", anthropic.to_chat(body), ANTHROPIC
 
 
-def _open(request: Request, raw: bytes) -> dict[str, Any] | Response:
-    """The request's JSON body, or the refusal to answer with."""
+def _open(request: Request, raw: bytes) -> tuple[dict[str, Any], bool] | Response:
+    """The request's JSON body and whether msgspec read it (wire.read_json), or the refusal
+    to answer with."""
     try:
-        body = decode_json(raw)
+        body, plain = read_json(raw)
     except ValueError:
-        body = None
+        body, plain = None, False
     problem = "body is not a JSON object"
     if isinstance(body, dict):
         bad = _bad_sampling(body)
         if bad is None:
-            return body
+            return body, plain
         problem = bad
     if request.url.path.endswith("/messages"):
         return JSONResponse(anthropic.error_body(400, problem), 400)
@@ -276,9 +285,13 @@ async def exchange_response(
     body: dict[str, Any],
     request: Request,
     shape: Shape,
+    raw: bytes | None = None,
+    plain: bool = False,
 ) -> Response:
-    """Run one request through the channel and write what the agent gets."""
-    exchange = channel.begin(endpoint, body, request.headers)
+    """Run one request through the channel and write what the agent gets (``raw``: the
+    bytes the body was read from, where they can stand for it; ``plain``: the body is a plain
+    read; TrialModelChannel.begin)."""
+    exchange = channel.begin(endpoint, body, request.headers, raw, plain)
     request.scope.setdefault(EXCHANGES, []).append(exchange)  # for ModelServer's timing
     try:
         reply = await channel.run(exchange)
@@ -311,7 +324,7 @@ async def exchange_response(
         # (its bytes, not a re-encoding of their parse).
         rendered = raw
     else:
-        rendered = json.dumps(shape.render(reply.completion)).encode()
+        rendered = dumps(shape.render(reply.completion)).encode()
     if reply.cut_mid_tool_call:  # a non-streaming answer cut short: half a JSON body
         channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
         return _DroppedResponse(rendered)

@@ -1,0 +1,121 @@
+"""What a ``--model-endpoint`` upstream receives: the agent's own request bytes where nothing
+could have changed the request (the configured sampling settings it sent none of added at
+their end), a fresh encoding wherever something could (a plugin on the model channel, a stream
+asked for, an escape to write as the character, a setting sent as null). Over real sockets:
+an httpx client sending exact bytes, the real server, a real upstream app keeping the bytes
+it got."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from model_support import SCENARIO, Probe, info, model_steps, probe_trial
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from chaoseval.channels.asgi import serve_asgi
+from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
+from chaoseval.channels.model.wire import request_hash
+from chaoseval.engine.runner import RunConfig, run
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import ModelSettings
+from chaoseval.seams.agent import Episode
+
+ANSWER = {
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}  # fmt: skip
+
+# As an SDK may write a body: its own spacing, UTF-8 characters (a zero-width space too).
+OWN = '{"model":"m",  "messages":[{"role":"user","content":"caf\u00e9 \u200b hi"}]}\n'.encode()
+WITH_TEMPERATURE = b'{"model":"m","temperature":0.1,"messages":[{"role":"user","content":"x"}]}'
+STREAM = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}'
+ESCAPED = b'{"model":"m","messages":[{"role":"user","content":"a\\u200bb"}]}'
+NULL_TEMPERATURE = b'{"model":"m","temperature":null,"messages":[{"role":"user","content":"x"}]}'
+
+
+def _send_all(bodies: list[bytes], got: list[bytes]) -> Any:
+    """A probe sending each body as it is to its trial's channel, forwarded to an upstream
+    that keeps each request's bytes in ``got``."""
+
+    async def chat(request: Request) -> JSONResponse:
+        got.append(await request.body())
+        return JSONResponse(ANSWER)
+
+    async def body(episode: Episode) -> str:
+        app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+        async with serve_asgi(app) as url:
+            config = UpstreamConfig(endpoint=f"{url}/v1")
+            async with trial_endpoint(episode, config) as endpoint, httpx.AsyncClient() as http:
+                for raw in bodies:
+                    answer = await http.post(
+                        f"{endpoint.base_url}/chat/completions",
+                        content=raw,
+                        headers={
+                            "Authorization": f"Bearer {endpoint.api_key}",
+                            "Content-Type": "application/json",
+                        },
+                    )
+                    assert answer.status_code == 200, answer.text
+        return "probed"
+
+    return body
+
+
+def test_the_agents_own_bytes_reach_the_upstream_where_nothing_could_change_them() -> None:
+    got: list[bytes] = []
+    bodies = [OWN, WITH_TEMPERATURE, STREAM, ESCAPED, NULL_TEMPERATURE]
+    record = probe_trial(_send_all(bodies, got))  # temperature 0.7 configured, no seed
+    assert record.status != "not_evaluable", record.error
+    own, with_temperature, stream, escaped, null_temperature = got
+    # The agent's bytes, the configured temperature it sent none of added at the end.
+    assert own == OWN.rstrip()[:-1] + b', "temperature": 0.7}'
+    assert with_temperature == WITH_TEMPERATURE  # nothing to add: as it came
+    # A stream asked for: the upstream is asked for a whole completion, the body written anew.
+    assert json.loads(stream) == {
+        "model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.7,
+    }  # fmt: skip
+    assert b'"stream"' not in stream
+    # An escape reaches the upstream as the character itself.
+    assert "a\u200bb".encode() in escaped and b"\\u" not in escaped
+    # A setting sent as null is replaced where it was: one temperature, the configured one.
+    assert json.loads(null_temperature)["temperature"] == 0.7
+    assert null_temperature.count(b'"temperature"') == 1
+    # The record is the request's as it was read, whatever bytes went upstream.
+    steps = model_steps(record)
+    assert [info(s)["request_hash"] for s in steps] == [
+        request_hash(json.loads(raw)) for raw in bodies
+    ]
+    assert [info(s)["temperature"] for s in steps] == [0.7, 0.1, 0.7, 0.7, 0.7]
+    assert [info(s)["sent_temperature"] for s in steps] == [None, 0.1, None, None, None]
+
+
+def test_with_a_plugin_on_the_model_channel_the_upstream_gets_the_body_as_it_left_the_plugins() -> (
+    None
+):
+    got: list[bytes] = []
+    records = run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=Probe(_send_all([OWN], got)),
+            agent_name="probe",
+            cells=parse_cells(["sampling:seed=9"]),
+            trials=1,
+            seed=3,
+            references=False,
+            model=ModelSettings(temperature=0.2),
+        )
+    ).records
+    assert [r.status != "not_evaluable" for r in records] == [True, True], records
+    clean, sampled = sorted(got, key=lambda raw: b'"seed"' in raw)
+    assert clean == OWN.rstrip()[:-1] + b', "temperature": 0.2}'  # no plugin: its bytes
+    # The plugin's seed in the body it forwards: the body written anew, as json writes it.
+    expected = {**json.loads(OWN), "temperature": 0.2, "seed": 9}
+    assert sampled == json.dumps(expected, ensure_ascii=False).encode()
