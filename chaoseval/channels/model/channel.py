@@ -201,21 +201,12 @@ class TrialModelChannel:
 
     async def run(self, exchange: Exchange) -> ModelReply:
         """The plugins, then the upstream. Raises WireFault for what must replace a reply."""
+        if self.unplugged:  # the upstream alone: no chain to build, no plugins' time
+            return await self._base(exchange, exchange.call)
         link = self.link
 
         async def base(call: ModelCall) -> ModelReply:
-            started = time.perf_counter()
-            try:
-                return ModelReply(completion=await self.upstream.complete(call))
-            finally:
-                exchange.base_seconds = time.perf_counter() - started
-                told = call.upstream_seconds
-                exchange.upstream_seconds = (
-                    exchange.base_seconds if told is None else min(told, exchange.base_seconds)
-                )
-
-        if self.unplugged:  # the upstream alone: no chain to build, no plugins' time
-            return await base(exchange.call)
+            return await self._base(exchange, call)
 
         def make_ctx(plugin: Any, call: ModelCall) -> PerturbationContext:
             ctx = PerturbationContext(
@@ -245,6 +236,18 @@ class TrialModelChannel:
             plugins = time.perf_counter() - started - exchange.base_seconds
             exchange.injected_seconds += plugins
         return reply
+
+    async def _base(self, exchange: Exchange, call: ModelCall) -> ModelReply:
+        """The upstream's answer to ``call`` (the chain's innermost step), timed."""
+        started = time.perf_counter()
+        try:
+            return ModelReply(completion=await self.upstream.complete(call))
+        finally:
+            exchange.base_seconds = time.perf_counter() - started
+            told = call.upstream_seconds
+            exchange.upstream_seconds = (
+                exchange.base_seconds if told is None else min(told, exchange.base_seconds)
+            )
 
     def finish(
         self,

@@ -102,11 +102,25 @@ class ModelServer:
         token = auth[7:] if auth.lower().startswith("bearer ") else headers.get("x-api-key")
         return self.channels.get(token or "")
 
+    def _channel_of(self, headers: list[tuple[bytes, bytes]]) -> TrialModelChannel | None:
+        """``_channel(Headers(scope=scope))`` in one pass over the scope's headers (the first
+        of each name, as Headers.get reads them)."""
+        auth = key = None
+        for name, value in headers:
+            if name == b"authorization":
+                if auth is None:
+                    auth = value.decode("latin-1")
+            elif name == b"x-api-key" and key is None:
+                key = value.decode("latin-1")
+        if auth is not None and auth.lower().startswith("bearer "):
+            return self.channels.get(auth[7:] or "")
+        return self.channels.get(key or "")
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The app, behind the trial's request size limit (known from the key, before the
         body is read: a request with no trial's key is refused without reading it)."""
         started = time.perf_counter()
-        channel = self._channel(Headers(scope=scope)) if scope["type"] == "http" else None
+        channel = self._channel_of(scope["headers"]) if scope["type"] == "http" else None
         if channel is None:
             await self.app(scope, receive, send)
             return
@@ -121,11 +135,10 @@ class ModelServer:
         try:
             await self._serve(channel, scope, receive, send)
         finally:
-            channel.link.state.add_overhead(
-                time.perf_counter()
-                - started
-                - sum(e.upstream_seconds + e.injected_seconds for e in exchanges)
-            )
+            others = 0.0
+            for e in exchanges:
+                others += e.upstream_seconds + e.injected_seconds
+            channel.link.state.add_overhead(time.perf_counter() - started - others)
 
     async def _serve(
         self, channel: TrialModelChannel, scope: Scope, receive: Receive, send: Send
@@ -317,7 +330,8 @@ async def exchange_response(
         return StreamingResponse(
             _stream(channel, exchange, reply, events), media_type="text/event-stream"
         )
-    await _delay(exchange, reply.first_token_delay)
+    if reply.first_token_delay:
+        await _delay(exchange, reply.first_token_delay)
     raw = exchange.call.answer_bytes
     if shape.verbatim and channel.unplugged and raw is not None:
         # A forwarded answer no plugin could have changed: written as the upstream sent it
