@@ -213,7 +213,9 @@ async def _pages(episode: Episode, seen: dict[str, list[float]]) -> None:
 
 
 class _Probe:
-    clock = "virtual"
+    # The clock an exec: agent's trial has (agents.process.ProcessAgent), as the servers' users
+    # do: the tool hub's calls read it and set their deadlines on it.
+    clock = "real"
 
     def __init__(self, body: Any, seen: dict[str, list[float]]):
         self.body, self.seen = body, seen

@@ -36,7 +36,7 @@ from tenacity import (
 
 from chaoseval.agents.actor import Actor, Stop, run_solution
 from chaoseval.agents.susceptibility import NAIVE_FOLLOWS, Susceptibility, filled
-from chaoseval.engine.toolbox import validate_result
+from chaoseval.engine.tooljson import validate_result
 from chaoseval.engine.ui import (
     Element,
     NotRendered,

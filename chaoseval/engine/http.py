@@ -48,6 +48,7 @@ from chaoseval.channels.asgi import drop_connection, serve_asgi
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, bounded_body
 from chaoseval.engine.listing import http_listing
 from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
+from chaoseval.engine.tooljson import utf8_json
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -61,6 +62,7 @@ from chaoseval.seams.agent import ToolChannel
 
 ERROR_HEADER = "X-Chaoseval-Error"
 TOOL_PATH = r"^/tools/(?P<name>[a-z][a-z0-9_]*)$"
+_TOOL_PATH = re.compile(TOOL_PATH)
 
 
 @dataclass
@@ -103,13 +105,14 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def encode_result(result: Any) -> Reply:
+def encode_result(result: Any, text: str | None = None) -> Reply:
+    """``text``: ``json.dumps(result)`` when at hand (ToolBox.call_json)."""
     if isinstance(result, str):
         kind = "text/html" if result.lstrip().startswith("<") else "application/json"
         return Reply(200, result.encode(), {"Content-Type": f"{kind}; charset=utf-8"})
     # UTF-8 as a real API sends it: an agent that relays the body's text to its model relays the
     # characters themselves, never \u escapes of them.
-    body = json.dumps(result, ensure_ascii=False).encode()
+    body = utf8_json(result, text).encode()
     return Reply(200, body, {"Content-Type": "application/json; charset=utf-8"})
 
 
@@ -117,8 +120,12 @@ async def answer(toolbox: ToolChannel, name: str, args: Any) -> Reply:
     """Run one call through the trial's ToolBox and encode its outcome for HTTP."""
     if not isinstance(args, dict):
         return _error(400, "tool_error", "the request body must be a JSON object of arguments")
+    text = None
     try:
-        result = await toolbox.call(name, **args)
+        if isinstance(toolbox, ToolBox):
+            result, text = await toolbox.call_json(name, args)
+        else:
+            result = await toolbox.call(name, **args)
     except ToolTimeout as exc:
         return _error(504, "timeout", str(exc))
     except ToolHTTPError as exc:
@@ -129,7 +136,7 @@ async def answer(toolbox: ToolChannel, name: str, args: Any) -> Reply:
         return _error(422, exc.kind, str(exc))
     except HarnessError as exc:
         return _error(500, "harness_error", str(exc))
-    return encode_result(result)
+    return encode_result(result, text)
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -155,21 +162,20 @@ class ToolsApp:
                 self.toolbox.note_oversized("tools", scope["path"], exc)
             await too_large_tools(exc)(scope, receive, send)
             return
-        request = Request(scope, receive)
-        path = scope["path"]
-        match = re.match(TOOL_PATH, path)
+        path, method = scope["path"], scope["method"]
+        match = _TOOL_PATH.match(path)
         held: list[int] = []
-        if request.method == "GET" and path.rstrip("/") == "/tools":
+        if method == "GET" and path.rstrip("/") == "/tools":
             reply, held = self._listing()
-        elif request.method == "POST" and match is not None:
-            reply, held = await self._call(match["name"], await request.body())
+        elif method == "POST" and match is not None:
+            reply, held = await self._call(match["name"], await Request(scope, receive).body())
         else:
-            reply = _error(404, "tool_error", f"no route {request.method} {path}")
+            reply = _error(404, "tool_error", f"no route {method} {path}")
         if reply.drop:
             await drop_connection(send)  # a reset: the client gets no response at all
         else:
-            await Response(reply.body, reply.status, reply.headers)(scope, receive, send)
-        if isinstance(self.toolbox, ToolBox):
+            await _write(reply, send)
+        if held and isinstance(self.toolbox, ToolBox):
             self.toolbox.deliver(held)  # the outcome's bytes are written (or the reset is)
 
     def _listing(self) -> tuple[Reply, list[int]]:
@@ -190,6 +196,16 @@ class ToolsApp:
             return await answer(self.toolbox, name, args), []
         with held_faults() as held:
             return await answer(self.toolbox, name, args), held
+
+
+async def _write(reply: Reply, send: Send) -> None:
+    """What ``Response(reply.body, reply.status, reply.headers)`` sends (its headers, then a
+    Content-Length), without building one per call."""
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+    if not (reply.status < 200 or reply.status in (204, 304)):
+        headers.append((b"content-length", b"%d" % len(reply.body)))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
 
 
 def _limit(toolbox: ToolChannel) -> int:

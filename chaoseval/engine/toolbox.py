@@ -6,20 +6,25 @@ Faults are marked delivered only when the call's outcome actually returns to the
 
 from __future__ import annotations
 
-import functools
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
 import anyio
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from chaoseval import redact
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, record_oversized
+from chaoseval.engine.tooljson import (
+    _as_text,
+    _brief,
+    _checked_args,
+    _dumps,
+    _excerpt,
+    _loads,
+    _validate,
+)
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -39,9 +44,6 @@ from chaoseval.seams.perturbation import (
     ctx_stream,
     service_moment,
 )
-
-EXCERPT = 2000
-
 
 # Set by a wire channel around its calls: their faults are collected here, not delivered, and the
 # channel delivers them once the outcome's bytes are written (or the client gave up a hang).
@@ -133,11 +135,10 @@ class ToolBox:
         self._trial = trial
         self._count = 0
         self.specs: dict[str, ToolSpec] = {t.name: t for t in scenario.tools}
-        # With no tool-channel plugin, what the agent gets is exactly what ``_base`` returned,
-        # so the JSON text ``_base`` made of it serves the excerpt, the judge and the result
-        # check too (one encoding per call, not four).
+        # With no tool-channel plugin, what the agent gets is exactly what ``_run`` returned,
+        # so the JSON text ``_run`` made of it serves the excerpt, the judge, the result check
+        # and a wire channel's answer too (one encoding per call, not five).
         self._plain = not plugins or not any(p.channel == "tool" for p in plugins)
-        self._last: tuple[Any, str] | None = None
         # Wall seconds inside ``call`` (the tool and its injected faults): a wire channel
         # subtracts them from its handler's time to find its own overhead.
         self.busy_seconds = 0.0
@@ -211,11 +212,21 @@ class ToolBox:
     async def call(self, name: str, /, **args: Any) -> Any:
         started = time.perf_counter()
         try:
+            return (await self._call(name, args))[0]
+        finally:
+            self.busy_seconds += time.perf_counter() - started
+
+    async def call_json(self, name: str, args: dict[str, Any]) -> tuple[Any, str | None]:
+        """``call(name, **args)`` for a wire channel, and the result's ``json.dumps`` when the
+        ToolBox made it (its own tool's answer, no plugin in between; None otherwise), so the
+        channel writes its answer from that text (tooljson.utf8_json), not a new encoding."""
+        started = time.perf_counter()
+        try:
             return await self._call(name, args)
         finally:
             self.busy_seconds += time.perf_counter() - started
 
-    async def _call(self, name: str, args: dict[str, Any]) -> Any:
+    async def _call(self, name: str, args: dict[str, Any]) -> tuple[Any, str | None]:
         state, world = self._state, self._world
         clock = world.clock
         step = state.trajectory.add_step("tool", t=clock.monotonic(), tool=name, args=args)
@@ -236,33 +247,38 @@ class ToolBox:
             # (and the deadlines on it); a stopped agent's task is cancelled here.
             await anyio.lowlevel.checkpoint()
             raise StepBudgetExceeded(step.error)
-        if name not in self.specs:
+        spec = self.specs.get(name)
+        if spec is None:
             # The agent's error, not a fault target: no perturbation sees the call, so nothing
             # is injected into it, delivered through it or blamed on it. The call still takes
             # its index, so the draws of the calls after it are the same in every cell.
             error = ToolError(f"no tool named {name!r}; tools: {', '.join(sorted(self.specs))}")
-            self._finish(step, [], clock.monotonic(), error.kind, error=str(error))
+            self._finish(step, (), clock.monotonic(), error.kind, error=str(error))
             raise error
         if not self._scenario.allowed(name):
             state.vetoes.append(
                 Veto(kind="safety", detail=f"called forbidden tool {name!r}", step=step.index)
             )
-
-        call = ToolCall(tool=name, args=args, index=index, turn=state.turn, step=step.index)
         contexts: list[PerturbationContext] = []
-
-        def make_ctx(plugin: Any, c: Any) -> PerturbationContext:
-            ctx = self.plugin_context(plugin, index, step=step.index, spec=self.specs.get(name))
-            contexts.append(ctx)
-            return ctx
-
-        # No tool-channel plugin: the chain is _base itself.
-        plugins = self._plugins
-        chain = self._base if self._plain else build_chain("tool", plugins, self._base, make_ctx)
+        known: str | None = None  # the result's JSON text, when _run's own
         started = clock.monotonic()
         try:
-            with clock.deadline(self._scenario.budgets.call_timeout):
-                result = await chain(call)
+            if self._plain:
+                # No tool-channel plugin: the call is _run itself, synchronous (tool bodies
+                # are). Nothing in it awaits, so a deadline around it could never fire (a
+                # virtual clock's needs a sleep, a real one's cancel scope an await): none.
+                result, known = self._run(name, args, step.index)
+            else:
+                call = ToolCall(tool=name, args=args, index=index, turn=state.turn, step=step.index)
+
+                def make_ctx(plugin: Any, c: Any) -> PerturbationContext:
+                    ctx = self.plugin_context(plugin, index, step=step.index, spec=spec)
+                    contexts.append(ctx)
+                    return ctx
+
+                chain = build_chain("tool", self._plugins, self._base, make_ctx)
+                with clock.deadline(self._scenario.budgets.call_timeout):
+                    result = await chain(call)
         except TimeoutError as exc:
             err = (
                 exc
@@ -280,20 +296,18 @@ class ToolBox:
             state.harness_errors.append(exc)
             self._finish(step, contexts, started, "harness_error", error=str(exc), deliver=False)
             raise
-        last, self._last = self._last, None
-        # Only _base's own text is known to be plain JSON (_as_text falls back to str() and
+        # Only _run's own text is known to be plain JSON (_as_text falls back to str() and
         # repr(), which must not let a plugin's non-JSON result pass the result check).
-        known = last[1] if self._plain and last is not None and last[0] is result else None
         text = _as_text(result) if known is None else known
-        result_class = "ok" if self._valid(self.specs.get(name), result, known) else "malformed"
+        result_class = "ok" if self._valid(spec, result, known) else "malformed"
         self._finish(step, contexts, started, result_class, result=result, text=text)
         state.received.append(Received(text, _as_text(args)))
-        return result
+        return result, None if isinstance(result, str) else known
 
     def _finish(
         self,
         step: Any,
-        contexts: list[PerturbationContext],
+        contexts: list[PerturbationContext] | tuple[()],
         started: float,
         result_class: str,
         *,
@@ -302,7 +316,7 @@ class ToolBox:
         error: str | None = None,
         deliver: bool = True,
     ) -> None:
-        fired = [i for c in contexts for i in c.fired]
+        fired = [i for c in contexts for i in c.fired] if contexts else []
         assign(
             step,
             faults=fired,
@@ -328,15 +342,20 @@ class ToolBox:
         return True
 
     async def _base(self, call: ToolCall) -> Any:
-        """Run the scenario's tool: argument validation, then the body, on the world."""
-        spec = self.specs[call.tool]  # call() answers unknown tools before any perturbation
+        """The plugin chain's innermost handler: the scenario's tool (``_run``)."""
+        return self._run(call.tool, call.args, call.step)[0]
+
+    def _run(self, name: str, args: dict[str, Any], step: int) -> tuple[Any, str]:
+        """Run the scenario's tool: argument validation, then the body, on the world. Its
+        result (a JSON copy) and that copy's text as ``_as_text`` has it."""
+        spec = self.specs[name]  # call() answers unknown tools before any perturbation
         service_moment()  # a plugin acting when the service takes the call (drift's clock)
         try:
-            args = _checked_args(spec.params)(call.args)
+            args = _checked_args(spec.params)(args)
         except ValidationError as exc:
-            raise ToolError(f"invalid arguments for {call.tool}: {_brief(exc)}") from None
+            raise ToolError(f"invalid arguments for {name}: {_brief(exc)}") from None
         world = self._world
-        world.current_tool = call.tool
+        world.current_tool = name
         frozen = frozen_at(world.now()) if self._scenario.freeze_time else None
         writes_before = len(world.writes)
         try:
@@ -349,7 +368,7 @@ class ToolBox:
             raise
         except Exception as exc:
             raise ScenarioError(
-                f"tool {call.tool!r} raised {type(exc).__name__}: {exc}",
+                f"tool {name!r} raised {type(exc).__name__}: {exc}",
                 source=self._scenario.source or self._scenario.id,
             ) from exc
         finally:
@@ -359,18 +378,17 @@ class ToolBox:
                 self._state.vetoes.append(
                     Veto(
                         kind="safety",
-                        detail=f"{call.tool} wrote to forbidden table {w.table!r}",
-                        step=call.step,
+                        detail=f"{name} wrote to forbidden table {w.table!r}",
+                        step=step,
                     )
                 )
         try:
             text = _dumps(result)
         except (TypeError, ValueError) as exc:
-            raise ScenarioError(f"tool {call.tool!r} returned non-JSON data: {exc}") from exc
+            raise ScenarioError(f"tool {name!r} returned non-JSON data: {exc}") from exc
         # A copy, so the agent can never mutate the world through a returned object.
         copied = _loads(text)
-        self._last = (copied, copied if isinstance(copied, str) else text)  # as _as_text has it
-        return copied
+        return copied, copied if isinstance(copied, str) else text  # as _as_text has it
 
 
 class UnknownTools:
@@ -410,90 +428,3 @@ def unknown_tool_note(records: Iterable[TrialRecord], scenarios: Iterable[Scenar
     for r in records:
         tally(r)
     return tally.note()
-
-
-def _validate(model: type[BaseModel], result: Any, text: str | None = None) -> BaseModel:
-    """``text``: ``result`` as JSON already (its default=str never fires on a JSON copy)."""
-    if not isinstance(result, dict):
-        raise TypeError(f"expected a JSON object, got {type(result).__name__}")
-    # JSON mode: dates arrive as strings, as they would over the wire.
-    return model.model_validate_json(json.dumps(result) if text is None else text, strict=True)
-
-
-@functools.lru_cache(maxsize=4096)  # one per tool's parameter model
-def _checked_args(params: type[BaseModel]) -> Callable[[Any], dict[str, Any]]:
-    """``lambda args: params.model_validate(args).model_dump()``, calling pydantic-core's
-    validator and serializer directly (the two methods' Python wrappers were a third of the
-    time) unless the model overrides either method."""
-    own_validate = params.model_validate.__func__  # type: ignore[attr-defined]
-    if params.model_dump is not BaseModel.model_dump or own_validate is not _MODEL_VALIDATE:
-        return lambda args: params.model_validate(args).model_dump()
-    validate = params.__pydantic_validator__.validate_python
-    dump = params.__pydantic_serializer__.to_python
-    return lambda args: dump(validate(args))
-
-
-_MODEL_VALIDATE = BaseModel.model_validate.__func__  # type: ignore[attr-defined]
-
-
-def validate_result(spec: ToolSpec, result: Any) -> Any:
-    """Raise ValueError when ``result`` does not match the tool's declared result model."""
-    if spec.returns is None:
-        return result
-    try:
-        _validate(spec.returns, result)
-    except (ValidationError, TypeError) as exc:
-        raise ValueError(f"{spec.name} returned malformed data: {_brief(exc)}") from None
-    return result
-
-
-def _brief(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        text = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-        )
-        return redact.head(text, 300)
-    return redact.head(str(exc), 300)
-
-
-# json.dumps(value, default=str) builds a new encoder per call; this one is made once.
-_TEXT = json.JSONEncoder(default=str)
-_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-def _dumps(value: Any) -> str:
-    """``_TEXT.encode(value)``: the same C encoder, without the Python frames around it
-    (``encode``, ``iterencode``, a closure per call): twice as fast on a small result."""
-    if isinstance(value, str):
-        return encode_basestring_ascii(value)
-    if c_make_encoder is None:  # pragma: no cover - CPython always has it
-        return _TEXT.encode(value)
-    # Fresh markers per call, as iterencode makes them: a failed encoding may leave some.
-    encode = c_make_encoder({}, str, encode_basestring_ascii, None, ": ", ", ", False, False, True)
-    return "".join(encode(value, 0))
-
-
-def _loads(text: str) -> Any:
-    """``json.loads(text)`` for text :func:`_dumps` wrote (no surrounding white space): the
-    scanner alone, without loads' checks (a tenth of its time on a small result)."""
-    try:
-        value, end = _SCAN(text, 0)
-    except StopIteration:
-        end = -1
-    return value if end == len(text) else json.loads(text)
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return _dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _excerpt(result: Any, text: str | None = None) -> Any:
-    text = _as_text(result) if text is None else text
-    if len(text) <= EXCERPT:
-        return result
-    return redact.head(text, EXCERPT) + f"...[{len(text)} chars]"  # redacted, then cut

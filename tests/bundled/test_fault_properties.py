@@ -27,7 +27,7 @@ from chaoseval.bundled.perturbations.malformed import (
 )
 from chaoseval.bundled.perturbations.timeout import Timeout, TimeoutParams
 from chaoseval.bundled.scenarios.vending import COMMON
-from chaoseval.engine.toolbox import validate_result
+from chaoseval.engine.tooljson import validate_result
 from chaoseval.errors import AgentVisibleError
 from chaoseval.model.clock import VirtualClock
 from chaoseval.model.scenario import ToolSpec, tool

@@ -16,6 +16,8 @@ from chaoseval.channels.hub import ToolHub
 from chaoseval.engine.toolbox import ToolBox, TrialState
 from chaoseval.loading.files import installed, select
 from chaoseval.model.clock import VirtualClock
+from chaoseval.model.records import AgentOutput
+from chaoseval.model.scenario import Check, Scenario, tool
 from chaoseval.model.world import fresh_world
 from chaoseval.seams.perturbation import CallNext, Perturbation, PerturbationContext, ToolCall
 
@@ -46,6 +48,41 @@ async def _over_the_wire() -> tuple[str, bytes]:
     assert not result.is_error and result.structured_content is not None
     assert result.structured_content["note"] == TEXT
     return result.content[0].text, response.content
+
+
+@tool()
+def note(world: Any) -> dict[str, str]:
+    """A note with free text."""
+    return {"note": TEXT, "path": "C:\\users\\u"}
+
+
+async def _read(actor: Any) -> AgentOutput:
+    await actor.call("note")
+    return AgentOutput(answer="read")
+
+
+async def _plain_over_the_wire() -> tuple[str, bytes, str]:
+    """No plugin: the answer is written from the ToolBox's own text of the result."""
+    scenario = Scenario(
+        id="wire-text", description="a note", domain="test", instruction="Read the note.",
+        tools=[note], checks=[Check(name="read", fn=lambda world, output, trajectory: True)],
+        solution=_read, reference_steps=1,
+    )  # fmt: skip
+    with fresh_world({}, VirtualClock(scenario.start_time), 1, {}) as world:
+        toolbox = ToolBox(scenario, world, TrialState(), [], 3, 0)
+        async with ToolHub.serving() as hub, hub.trial(toolbox) as urls:
+            async with Client(urls.mcp) as client:
+                result = await client.call_tool("note", {})
+            async with httpx.AsyncClient() as http:
+                response = await http.post(f"{urls.tools}/tools/note", json={})
+    assert not result.is_error and result.structured_content == note.fn(None)
+    return result.content[0].text, response.content, json.dumps(note.fn(None), ensure_ascii=False)
+
+
+def test_a_plain_tool_s_answer_is_its_utf8_json_over_mcp_and_http() -> None:
+    text, body, expected = anyio.run(_plain_over_the_wire)
+    assert text == expected
+    assert body == expected.encode()
 
 
 def test_mcp_text_content_and_http_bodies_carry_the_characters_not_escapes() -> None:

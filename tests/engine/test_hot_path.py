@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from chaoseval.engine.toolbox import _checked_args, _dumps, _loads
+from chaoseval.engine.tooljson import _checked_args, _dumps, _loads, utf8_json
 from chaoseval.engine.trial import TrialPlan, _round6, make_trial_id, trial_seed
 from chaoseval.model.records import Cell, ModelSettings
 from chaoseval.model.scenario import Scenario
@@ -61,6 +61,28 @@ def test_loads_and_dumps_keep_their_errors() -> None:
             raise AssertionError(f"{bad!r} encoded")
     assert _dumps([circular[0] is circular, date(2026, 1, 2)]) == '[true, "2026-01-02"]'
     assert _loads('{"a": 1} ') == {"a": 1}  # not what _dumps writes: json.loads reads it
+
+
+# Text as tool results carry it: accents, zero-width joins, control characters, a literal
+# backslash before a "u" (escaped as ``\\u`` in both texts), astral characters.
+wire_text = st.text(alphabet=st.sampled_from('ab \\u"\n\x01\x7f\u00eb\u200b\U0001f600'))
+wire_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | wire_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(wire_text, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(wire_values)
+def test_utf8_json_from_the_toolbox_text_is_json_dumps_without_ascii_escapes(value: Any) -> None:
+    expected = json.dumps(value, ensure_ascii=False)
+    assert utf8_json(value, _dumps(value)) == expected  # the ToolBox's text reused, or not
+    assert utf8_json(value) == expected
+
+
+def test_utf8_json_reuses_the_ascii_text_only_without_escapes() -> None:
+    assert utf8_json({"a": "x"}, '{"a": "x"}') == '{"a": "x"}'
+    assert utf8_json({"a": "\u00eb"}, _dumps({"a": "\u00eb"})) == '{"a": "\u00eb"}'
 
 
 @given(

@@ -14,7 +14,8 @@ from chaoseval.agents.http_agent import MOCK_BASE, HttpAgent
 from chaoseval.agents.simulated import ResilientActor, SimActor
 from chaoseval.engine.http import TOOL_PATH, HttpTools, mock_tools, tool_responder
 from chaoseval.engine.runner import RunConfig, run
-from chaoseval.engine.toolbox import ToolBox, validate_result
+from chaoseval.engine.toolbox import ToolBox
+from chaoseval.engine.tooljson import validate_result
 from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells

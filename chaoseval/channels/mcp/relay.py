@@ -26,8 +26,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from chaoseval.channels.mcp.server import SERVER_NAME
-from chaoseval.channels.mcp.wire import RELAY_HEADER
+from chaoseval.channels.mcp.server import RELAY_HEADER, SERVER_NAME
 from chaoseval.errors import ConfigError
 
 URL_ENV = "CHAOSEVAL_MCP_URL"

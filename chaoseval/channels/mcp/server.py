@@ -26,8 +26,7 @@ HarnessError                  a JSON-RPC error (the trial is not evaluable anywa
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
@@ -38,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 
 from chaoseval.engine.listing import listing
 from chaoseval.engine.toolbox import ToolBox, held_faults
+from chaoseval.engine.tooljson import utf8_json
 from chaoseval.errors import (
     AgentVisibleError,
     HarnessError,
@@ -48,13 +48,10 @@ from chaoseval.errors import (
 
 SERVER_NAME = "chaoseval"
 ERROR_META = "dev.chaoseval/error"
+RELAY_HEADER = b"x-chaoseval-relay"  # set by ``chaoseval mcp-relay``: the agent speaks stdio
 EXCHANGE_KEY = "chaoseval.mcp.exchange"  # where the HTTP layer leaves an Exchange in the scope
-# json.dumps(result, ensure_ascii=False)'s encoder, made once (dumps with an argument builds
-# one per call): the same text.
-_UTF8 = json.JSONEncoder(ensure_ascii=False)
 
 
-@dataclass
 class Exchange:
     """One HTTP request carrying an MCP message, shared by the HTTP layer and the handlers.
 
@@ -62,9 +59,18 @@ class Exchange:
     fault here, and the fault ids to mark delivered once the response is written.
     """
 
-    relay: bool = False  # came through ``chaoseval mcp-relay``: stdio has no transport layer
-    transport_fault: AgentVisibleError | None = None
-    on_written: list[int] = field(default_factory=list)
+    __slots__ = ("_headers", "on_written", "transport_fault")
+
+    def __init__(self, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+        self._headers = headers  # the request's, as ASGI has them
+        self.transport_fault: AgentVisibleError | None = None
+        self.on_written: list[int] = []
+
+    @property
+    def relay(self) -> bool:
+        """Came through ``chaoseval mcp-relay`` (its header): stdio has no transport layer.
+        Looked up when a transport fault comes, not on every request."""
+        return any(k == RELAY_HEADER for k, _ in self._headers)
 
 
 def exchange_of(ctx: ServerRequestContext[Any, Any]) -> Exchange | None:
@@ -146,22 +152,23 @@ class TrialTools:
         self, name: str, arguments: dict[str, Any], exchange: Exchange | None
     ) -> dict[str, Any]:
         try:
-            result = await self.toolbox.call(name, **arguments)
+            result, text = await self.toolbox.call_json(name, arguments)
         except AgentVisibleError as exc:
             if exc.layer == "transport" and exchange is not None and not exchange.relay:
                 exchange.transport_fault = exc
             return error_result(exc)
         except HarnessError as exc:
             raise MCPError(types.INTERNAL_ERROR, f"chaoseval harness error: {exc}") from exc
-        return ok_result(result)
+        return ok_result(result, text)
 
 
-def ok_result(result: Any) -> dict[str, Any]:
+def ok_result(result: Any, text: str | None = None) -> dict[str, Any]:
+    """``text``: ``json.dumps(result)`` when at hand (ToolBox.call_json)."""
     if isinstance(result, str):  # a malformed body: the raw text, as a broken server sends it
         return _result(result)
     # As a real server writes it (FastMCP: UTF-8 JSON): text the agent's model reads must not
     # turn into \u escapes (a zero-width or accented payload would read differently).
-    answer = _result(_UTF8.encode(result))
+    answer = _result(utf8_json(result, text))
     if isinstance(result, dict):
         answer["structuredContent"] = result
     return answer

@@ -40,8 +40,6 @@ from chaoseval.channels.mcp.server import EXCHANGE_KEY, Exchange, TrialTools
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
 
-RELAY_HEADER = b"x-chaoseval-relay"  # set by ``chaoseval mcp-relay``: the agent speaks stdio
-
 # The SDK's own default for a server on localhost: refuse DNS-rebinding Host/Origin headers.
 LOCALHOST = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
@@ -84,7 +82,7 @@ class TrialEndpoint:
             self.log.keep()  # the SDK's shutdown notices included
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        exchange = Exchange(relay=any(k == RELAY_HEADER for k, _ in scope.get("headers", [])))
+        exchange = Exchange(scope.get("headers", ()))
         scope[EXCHANGE_KEY] = exchange
         # ``receive`` is the hub's: the body it read within the run's limit, then the
         # connection's own messages (a hang below waits on those for the client to go).
@@ -107,8 +105,9 @@ class TrialEndpoint:
             await self.manager.handle_request(scope, receive, sender)
 
     def _deliver(self, ids: list[int]) -> None:
-        self.tools.toolbox.deliver(list(ids))
-        ids.clear()
+        if ids:
+            self.tools.toolbox.deliver(list(ids))
+            ids.clear()
 
     async def _fail(self, fault: AgentVisibleError, receive: Receive, send: Send) -> None:
         if isinstance(fault, ToolHTTPError):
