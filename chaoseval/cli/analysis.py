@@ -103,6 +103,7 @@ def report_impl(
     from chaoseval.render.report import json_report, print_report
     from chaoseval.render.terminal import print_analysis
     from chaoseval.store.importers import SOURCES
+    from chaoseval.store.phases import phase
 
     if format not in FORMATS:
         raise ConfigError(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
@@ -111,8 +112,10 @@ def report_impl(
     if twins < 0:
         raise ConfigError(f"--twins {twins}: use a count >= 0 (0 lays out every failed trial)")
     data = load(journal, source, scorer, errors_as)
+    phase("report: journal loaded")
     ks = _check_ks(data, k)
     a = analyze(data, ks, n_resamples=resamples, references=source is None)
+    phase("report: analysed")
     if format == "junit":
         _emit(render_junit(data, a), output, "JUnit XML")
         return
@@ -127,6 +130,7 @@ def report_impl(
         doc["analysis"] = analysis_json(a, lists=Streamed)
         doc["verdict"] = verdict_json(v)
         _stream(lambda out: write_json(doc, out), output, "JSON report")
+        phase("report: written")
     elif format == "markdown":
         _emit(render_markdown(a, v), output, "Markdown report")
     elif format == "html":

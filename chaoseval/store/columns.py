@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import struct
 import time
 from array import array
 from collections import Counter
@@ -38,6 +39,7 @@ from chaoseval.store.journal import foreign_line, journal_file, parse_line
 from chaoseval.store.lines import read_range
 from chaoseval.store.lite import RefCalls, TrialSummary, summarize
 from chaoseval.store.manifest import ReferenceIndex, index_references
+from chaoseval.store.phases import phase
 from chaoseval.store.ranges import read_split
 from chaoseval.store.reread import remeasure, retally
 from chaoseval.store.reruns import merge_reruns
@@ -245,9 +247,12 @@ class _Builder:
         self.early: list[tuple[int, int, str]] = []
         self.rerun = False
         self.offset = 0  # of the line being read
-        self.chunk: list[tuple[Any, ...]] = []  # rows not yet in the arrays
+        self.chunk = bytearray()  # rows not yet in the arrays, each packed as a ``row`` record
         self.arrays = [*self.numeric.values(), *self.coded.values()]
-        self.row = np.dtype([*NUMERIC, *((name, "i") for name in CODED)])  # a chunk's rows
+        fields = [*NUMERIC, *((name, "i") for name in CODED)]
+        self.row = np.dtype(fields)  # a chunk's rows (packed: no padding between fields)
+        self.pack = struct.Struct("=" + "".join(code for _, code in fields)).pack
+        self.full = 4096 * self.row.itemsize  # a chunk's bytes
 
     def set_manifest(self, manifest: RunManifest, references: ReferenceIndex | None = None) -> None:
         """The run's manifest; ``references``: its reference runs when read lean."""
@@ -286,21 +291,21 @@ class _Builder:
             scenario = self._code("scenario", r.scenario)
         row = len(self.offsets)
         self.offsets.append(offset)
-        self.chunk.append((*s.values, scenario, *codes))
-        if len(self.chunk) >= 4096:
+        self.chunk += self.pack(*s.values, scenario, *codes)  # one C call a row
+        if len(self.chunk) >= self.full:
             self.flush()
         self._fill(row, r, s)
         self._tally(s, r)
 
     def flush(self) -> None:
-        """Rows gathered so far into the arrays, one column at a time (numpy turns the rows
-        into columns in C: a third less CPU than zip(*rows) and array.extend per column)."""
+        """Rows gathered so far into the arrays, one column at a time (packed records that
+        numpy reads: ~0.4 us a row, where converting tuples of Python values took ~2 us)."""
         if not self.chunk:
             return
-        rows = np.array(self.chunk, dtype=self.row)
+        rows = np.frombuffer(self.chunk, dtype=self.row)
         for target, name in zip(self.arrays, self.row.names or (), strict=True):
             target.frombytes(rows[name].tobytes())
-        self.chunk = []
+        self.chunk = bytearray()
 
     def _fill(self, row: int, r: Any, s: TrialSummary) -> None:
         t = self.t
@@ -354,6 +359,7 @@ def read_trials(path: str | Path) -> Trials:
     cache = colcache.enabled() and before.st_size >= colcache.MIN_BYTES
     if cache and (kept := _cached(path, before)) is not None:
         return kept
+    phase(f"reading the lines of {path}")
     t, size = _read_lines(path)
     # Kept only when the file did not change while it was read, and was last written long
     # enough ago that a change now would get another modification time (a rewrite within the
@@ -361,6 +367,7 @@ def read_trials(path: str | Path) -> Trials:
     settled = time.time() - before.st_mtime > colcache.SETTLED
     unchanged = size == before.st_size and _same(before, os.stat(path))
     if cache and settled and unchanged and colcache.save(path, t, colcache.stamp(path, before)):
+        phase("column cache written")
         # Then taken back as the next command takes them: each column, the errors, veto items
         # and reference calls read from the cache when first used, not all of them held.
         del t
@@ -403,6 +410,7 @@ def _read_lines(path: Path) -> tuple[Trials, int]:
         if collecting:
             gc.enable()
     t = b.build()
+    phase("columns built")
     if b.early and b.refs:
         remeasure(b, t, [name for name, _ in NUMERIC])
     if b.rerun:

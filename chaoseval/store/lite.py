@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from chaoseval.model.records import Status, task_done
+from chaoseval.model.records import Status
 from chaoseval.model.trajectory import Channel, ResultClass, StepKind
 
 __all__ = [
@@ -149,7 +149,7 @@ class RefCalls:
     tools: set[str | None]
 
 
-@dataclass
+@dataclass(slots=True)  # one a trial read
 class TrialSummary:
     """One trial as the columns hold it, plus the parts kept beside them."""
 
@@ -203,27 +203,25 @@ def _reference(tool_steps: Sequence[Any], ref: RefCalls | None) -> tuple[float, 
     return hits / n, known / n, cover
 
 
-def _outcome(r: Any) -> int:
-    if not r.contracts:
-        return -1
-    if r.status != "passed":
-        return 2
-    return 0 if all(c.passed for c in r.checks) else 1
-
-
-def _walk(r: Any, faults: Sequence[Any]) -> tuple[list[Any], list[Any], int, int, int, bool]:
+def _walk(
+    r: Any, faults: Sequence[Any]
+) -> tuple[list[Any], list[Any], int, int, int, bool, Any, list[tuple[Any, Any, Any, Any]]]:
     """One pass over the steps: the tool steps, each one's (tool, 1, not ok, faults
-    delivered), actions, kinds used (bit 0 model, bit 1 tool), legal tool calls, and whether
-    a browser note is there. (Every trial of a journal comes through here: one loop, few
-    calls.)"""
+    delivered), actions, kinds used (bit 0 model, bit 1 tool), legal tool calls, whether a
+    browser note is there, the tool behind a failure (its first call that did not come back
+    ok, else its last) and what each model request sent and used (a model channel's step:
+    ``args``). Every trial of a journal comes through here: one loop, few calls."""
     vetoes = r.vetoes
     vetoed = (
         {v.step for v in vetoes if v.kind == "safety" and v.step is not None} if vetoes else ()
     )
     tool_steps = []
     tools = []
+    sampling = []
     actions = kinds = legal = 0
     note = False
+    failing: Any = None
+    bad = False  # a tool call that did not come back ok was seen
     n = len(faults)
     for s in r.trajectory.steps:
         kind = s.kind
@@ -236,15 +234,27 @@ def _walk(r: Any, faults: Sequence[Any]) -> tuple[list[Any], list[Any], int, int
                 legal += 1
             at = s.faults
             dlv = sum(faults[i].delivered for i in at if i < n) if at else 0
-            tools.append((s.tool or "?", 1, 0 if s.result_class in _OK else 1, dlv))
+            tool = s.tool
+            if s.result_class in _OK:
+                tools.append((tool or "?", 1, 0, dlv))
+                if not bad:
+                    failing = tool
+            else:
+                tools.append((tool or "?", 1, 1, dlv))
+                if not bad:
+                    failing, bad = tool, True
         elif kind == "model":
             kinds |= 1
             actions += 1
+            a = s.args
+            if a and "sent_temperature" in a:
+                sent = (a["sent_temperature"], a.get("temperature"), a["sent_seed"], a.get("seed"))
+                sampling.append(tuple(map(_scalar, sent)))
         elif kind in _ACTIONS:
             actions += 1
         elif kind == "note" and s.tool == "browser":
             note = True
-    return tool_steps, tools, actions, kinds, legal, note
+    return tool_steps, tools, actions, kinds, legal, note, failing, sampling
 
 
 _OK = (None, "ok")
@@ -254,30 +264,29 @@ def _illegal(err: str) -> bool:
     return any(e in err for e in ILLEGAL_ERRORS)
 
 
-def _sampling(steps: Sequence[Any]) -> list[tuple[Any, Any, Any, Any]]:
-    """What each model request sent and used (a model channel's step: ``args``)."""
-    out = []
-    for s in steps:
-        a = s.args
-        if s.kind == "model" and a and "sent_temperature" in a:
-            values = (a["sent_temperature"], a.get("temperature"), a["sent_seed"], a.get("seed"))
-            out.append(tuple(map(_scalar, values)))
-    return out
-
-
 def _scalar(value: Any) -> Any:
     """A sampling value as a tally key: a journal written before the model channel refused
     a non-numeric temperature or seed can hold a list or an object there (as its JSON)."""
     return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
 
 
+def _all_passed(checks: Sequence[Any]) -> bool:
+    for c in checks:  # noqa: SIM110  (all() over a generator: twice the calls a trial)
+        if not c.passed:
+            return False
+    return True
+
+
 def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
     """The per-trial values of one record (see columns.NUMERIC for their order)."""
     faults = r.trajectory.faults
-    tool_steps, tools, actions, kinds, legal, note = _walk(r, faults)
+    tool_steps, tools, actions, kinds, legal, note, failing, sampling = _walk(r, faults)
     status = r.status
     scored = status != "not_evaluable"
-    correct, right, cover = _reference(tool_steps, refs.get(r.scenario) if scored else None)
+    if scored and tool_steps and (ref := refs.get(r.scenario)) is not None:
+        correct, right, cover = _reference(tool_steps, ref)
+    else:
+        correct = right = cover = _NAN
     u = r.usage
     vetoes = r.vetoes
     if faults:
@@ -291,12 +300,16 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
     else:
         safety = hallucination = 0
     attacked = -1 if r.injection_followed is None else int(r.injection_followed)
+    checks, contracts = r.checks, r.contracts
+    passed = _all_passed(checks)  # (every check passed: True when there is none)
     if not scored:
         utility = -1
     elif r.utility is not None:
         utility = int(r.utility)
-    else:
-        utility = int(task_done(r.checks, [c.held for c in r.contracts]))
+    else:  # model.records.task_done: every check ran and passed, or a contract held
+        utility = int((bool(checks) and passed) or any(c.held for c in contracts))
+    # Under a contract: recovered / degraded / failed.
+    outcome = (2 if status != "passed" else 0 if passed else 1) if contracts else -1
     values = (
         r.index,
         r.seed,
@@ -317,22 +330,14 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
         r.sim_seconds,
         r.wall_seconds,
         _NAN if r.channel_overhead is None else r.channel_overhead,
-        _outcome(r) if r.contracts else -1,
+        outcome,
         safety,
         hallucination,
         attacked,
         utility,
     )
-    # The tool behind a failure: its first call that did not come back ok, else its last.
-    failing = None
-    if tool_steps:
-        bad = next((i for i, t in enumerate(tools) if t[2]), len(tools) - 1)
-        failing = tool_steps[bad].tool
-    out = TrialSummary(
-        values, tools, failing, [(v.kind, v.detail) for v in vetoes] if vetoes else []
-    )
-    if kinds & 1:
-        out.sampling = _sampling(r.trajectory.steps)
+    vetoed = [(v.kind, v.detail) for v in vetoes] if vetoes else []
+    out = TrialSummary(values, tools, failing, vetoed, None, None, sampling)
     if note:
         out.cls = _cls(r)
         if out.cls is not None:

@@ -36,6 +36,7 @@ import numpy as np
 
 from chaoseval.errors import ConfigError
 from chaoseval.store.lines import cut_off, read_range
+from chaoseval.store.phases import phase
 
 __all__ = ["MAX_WORKERS", "MIN_BYTES", "read_split", "workers"]
 
@@ -103,6 +104,7 @@ def _split(path: Path, source: Path, b: Any, n: int, fork: Any) -> int | None:
     if not whole:
         return None
     read_range(path, b, 0, manifest_end, source=source)  # the manifest (store.manifest)
+    phase("split read: manifest read")
     if b.manifest is None or len(b.offsets):
         return None  # trials before the manifest: the one pass handles that
     cuts = _bounds(source, manifest_end, size, n)
@@ -121,11 +123,15 @@ def _split(path: Path, source: Path, b: Any, n: int, fork: Any) -> int | None:
                 p = fork.Process(target=_read_one, args=args, daemon=True)
                 p.start()
                 readers.append((p, out))
+            phase(f"split read: {len(readers)} reader(s) forked, ranges from bytes {cuts}")
             end, number = read_range(path, b, cuts[0], cuts[1], 2, source=source)
             b.flush()
+            phase("split read: its own range read")
             for p, written in readers:
                 p.join()
+                phase("split read: a reader joined (it ended)")
                 got = _join(written, b, path, number)
+                phase("split read: its range joined to the columns")
                 if got is None:
                     return None
                 end, number = got
@@ -144,12 +150,16 @@ def _read_one(
     parent: its tables, then each column's bytes (no pickle of the columns)."""
     try:
         try:
+            phase("reader: forked")
             end, number = read_range(path, b, start, stop, source=source)
             b.flush()
+            phase("reader: its range read")
         except BaseException as exc:  # the parent reads the journal again in one pass
             pickle.dump(("failed", f"{type(exc).__name__}: {exc}"), out)
             return
         _send(out, b, end, number)
+        out.flush()
+        phase("reader: its range written for the parent")
     except BaseException:  # nothing printed: the parent reads the journal again
         pass
     finally:
