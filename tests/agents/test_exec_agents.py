@@ -21,6 +21,9 @@ from chaoseval.store.journal import read_journal
 SCENARIO = "vending-refund-not-dispensed"
 TIMEOUT = 1.5
 GRACE = 0.5
+# For a trial whose agent crashes: long enough for its process to start on a loaded machine (the
+# fresh-clone CI once saw a 1.5 s budget run out first at load 11: "timeout", not "crash").
+CRASH_TIMEOUT = 8.0
 
 
 def script(tmp_path: Path, name: str, body: str) -> str:
@@ -59,7 +62,10 @@ EXIT3 = "import sys\nprint('about to fail', file=sys.stderr)\nsys.exit(3)\n"
 )
 def test_a_hung_blocking_or_crashing_process_is_a_recorded_trial(tmp_path, body, cause):
     t0 = time.perf_counter()
-    [record] = run_exec(tmp_path, script(tmp_path, "agent", body))
+    # The crashing agent must start before its budget runs out to be seen crashing: a Python
+    # start in the sandbox took over 1.5 s at load 11, so it gets time to (the hangs keep 1.5 s).
+    timeout = CRASH_TIMEOUT if cause == "crash" else TIMEOUT
+    [record] = run_exec(tmp_path, script(tmp_path, "agent", body), timeout=timeout)
     elapsed = time.perf_counter() - t0
     assert record.status == "failed" and record.root_cause == cause
     assert elapsed < 30  # the run went on: the agent would hang for 60 s or forever
@@ -84,7 +90,8 @@ def test_hang_block_and_crash_in_one_run_all_recorded(tmp_path):
         "sys.exit(3)\n"
     )
     t0 = time.perf_counter()
-    records = run_exec(tmp_path, script(tmp_path, "agent", body), trials=3, concurrency=3)
+    records = run_exec(tmp_path, script(tmp_path, "agent", body), trials=3, concurrency=3,
+                       timeout=CRASH_TIMEOUT)  # fmt: skip
     assert time.perf_counter() - t0 < 30
     assert sorted((r.index, r.root_cause) for r in records) == [
         (0, "timeout"),
