@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from chaoseval.channels.model.wire import AnswerSummary, decode_json
 from chaoseval.errors import AgentVisibleError
 from chaoseval.seams.perturbation import (
     CallNext,
@@ -50,16 +51,52 @@ class ModelCall:
     answer_bytes: bytes | None = None
 
 
-@dataclass
 class ModelReply:
-    """The upstream's chat completion and how to write it to the agent."""
+    """The upstream's chat completion and how to write it to the agent.
 
-    completion: dict[str, Any]
-    first_token_delay: float = 0.0  # seconds before the first byte (streams: first chunk)
-    chunk_delay: float = 0.0  # seconds between stream chunks
-    # Stop writing in the middle of the first tool call's arguments and drop the connection.
-    cut_mid_tool_call: bool = False
-    malformed: bool = False  # a plugin broke the completion's shape (recorded as malformed)
+    A forwarded answer may come as its bytes and the few fields its step records
+    (``answer``, ``summary``: wire.read_summary): the completion is then decoded from the
+    bytes when first read, and ``summary`` is None from then on (whoever read it may change
+    it)."""
+
+    def __init__(
+        self,
+        completion: dict[str, Any] | None = None,
+        first_token_delay: float = 0.0,
+        chunk_delay: float = 0.0,
+        cut_mid_tool_call: bool = False,
+        malformed: bool = False,
+        *,
+        answer: bytes | None = None,
+        summary: AnswerSummary | None = None,
+    ):
+        if completion is None and (answer is None or summary is None):
+            raise TypeError("ModelReply needs a completion, or an answer's bytes and summary")
+        self._completion = completion
+        self._answer = answer
+        self._summary = summary
+        self.first_token_delay = first_token_delay  # seconds before the first byte
+        self.chunk_delay = chunk_delay  # seconds between stream chunks
+        # Stop writing in the middle of the first tool call's arguments and drop the connection.
+        self.cut_mid_tool_call = cut_mid_tool_call
+        self.malformed = malformed  # a plugin broke the completion's shape (recorded as such)
+
+    @property
+    def completion(self) -> dict[str, Any]:
+        done = self._completion
+        if done is None:  # bytes whose summary was read: a JSON object msgspec reads
+            done = self._completion = decode_json(self._answer or b"")
+        return done
+
+    @completion.setter
+    def completion(self, value: dict[str, Any]) -> None:
+        self._completion = value
+
+    @property
+    def summary(self) -> AnswerSummary | None:
+        """The recorded fields of an answer whose completion nobody has read (so nobody has
+        changed it), else None."""
+        return self._summary if self._completion is None else None
 
 
 class WireFault(AgentVisibleError):

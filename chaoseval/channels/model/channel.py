@@ -12,6 +12,7 @@ last fault of a chain is the one the code saw.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,7 +20,7 @@ import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import Prices, cost, current
-from chaoseval.channels.model.wire import request_hash, tool_calls_of, with_members
+from chaoseval.channels.model.wire import answer_fields, request_hash, with_members
 from chaoseval.errors import HarnessError
 from chaoseval.model.records import ModelSettings
 from chaoseval.model.trajectory import ModelCallData, Step, assign, built
@@ -33,7 +34,10 @@ SAMPLED = ("temperature", "seed")  # the sampling settings a request may leave t
 class Upstream(Protocol):
     """Where requests go once past the plugins: answers with a whole chat completion. One
     that sends the request on as bytes says so with a true ``sends_bytes`` attribute: it is
-    then given them (``ModelCall.raw``) whenever the agent's own can stand for the body."""
+    then given them (``ModelCall.raw``) whenever the agent's own can stand for the body. One
+    with a ``complete_reply(call, summarize)`` method (forwarding) is called through it: a
+    ModelReply, whose completion is decoded only when read if ``summarize`` (the step's
+    record alone reads it: the agent is written the upstream's bytes)."""
 
     async def complete(self, call: ModelCall) -> dict[str, Any]: ...
 
@@ -92,9 +96,14 @@ def _as_sent(
     ``stream`` and ``stream_options``)."""
     if "stream_options" in body or body.get("stream", False) is not False:
         return None
-    if any(key not in absent and sent[key] is None and body[key] is not None for key in SAMPLED):
-        return None
-    return with_members(raw, {key: body[key] for key in absent if key in body})
+    members: dict[str, Any] = {}
+    for key in SAMPLED:
+        if key in absent:
+            if key in body:
+                members[key] = body[key]
+        elif sent[key] is None and body[key] is not None:
+            return None
+    return with_members(raw, members)
 
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
@@ -122,6 +131,8 @@ class TrialModelChannel:
         # The agent's request bytes are passed on (ModelCall.raw) only where no plugin could
         # change the body, and only to an upstream that sends bytes.
         self._passes_bytes = self.unplugged and bool(getattr(upstream, "sends_bytes", False))
+        # An upstream that answers with a ModelReply itself (Upstream: complete_reply).
+        self._replies = getattr(upstream, "complete_reply", None)
         self.closed = anyio.Event()
         self._count = 0
         self._last_by_hash: dict[str, _Earlier] = {}
@@ -131,18 +142,19 @@ class TrialModelChannel:
         self,
         endpoint: Endpoint,
         body: dict[str, Any],
-        headers: Any,
+        retry: str,
         raw: bytes | None = None,
         plain: bool = False,
     ) -> Exchange:
         """Record a new request: its step, and whether it retries one that got a fault.
+        ``retry``: the request's retry-count header (RETRY_HEADER), "" when it has none.
         ``raw``: the bytes ``body`` was read from, when they are UTF-8 JSON any reader takes
         as ``body`` (the server's check), for an upstream that sends bytes. ``plain``:
         ``body`` is a plain read, unchanged (wire.read_json; for its hash)."""
         state, clock = self.link.state, self.link.world.clock
         digest = request_hash(body, plain)
         previous = self._last_by_hash.get(digest)
-        header = str(headers.get(RETRY_HEADER, "") or "")
+        header = retry
         by_header = header.isdigit() and int(header) > 0
         # A client that sends the header says when it retries: the same body with count 0 is
         # the agent's own new request (re-asking after an answer it could not use). Only a
@@ -185,7 +197,7 @@ class TrialModelChannel:
     def _apply_settings(self, body: dict[str, Any]) -> dict[str, Any]:
         """The trial's configured temperature and seed, where the request sends none (after
         the request's hash: a client's retry is judged on what it sent); what it did send."""
-        sent = {key: body.get(key) for key in SAMPLED}
+        sent = {"temperature": body.get("temperature"), "seed": body.get("seed")}  # SAMPLED
         if self.settings is not None:
             if sent["temperature"] is None:
                 body["temperature"] = self.settings.temperature
@@ -199,10 +211,13 @@ class TrialModelChannel:
         for exchange in list(self._in_flight.values()):
             self.finish(exchange, status=0, result_class="timeout", error="the trial ended")
 
-    async def run(self, exchange: Exchange) -> ModelReply:
+    def run(self, exchange: Exchange) -> Awaitable[ModelReply]:
         """The plugins, then the upstream. Raises WireFault for what must replace a reply."""
         if self.unplugged:  # the upstream alone: no chain to build, no plugins' time
-            return await self._base(exchange, exchange.call)
+            return self._base(exchange, exchange.call)
+        return self._chain(exchange)
+
+    async def _chain(self, exchange: Exchange) -> ModelReply:
         link = self.link
 
         async def base(call: ModelCall) -> ModelReply:
@@ -241,6 +256,12 @@ class TrialModelChannel:
         """The upstream's answer to ``call`` (the chain's innermost step), timed."""
         started = time.perf_counter()
         try:
+            if self._replies is not None:
+                # With no plugin, a chat completion asked without a stream reaches the agent as
+                # the upstream's bytes (server.exchange_response): only its record reads it.
+                summarize = self.unplugged and call.endpoint == "chat" and not call.stream
+                reply: ModelReply = await self._replies(call, summarize)
+                return reply
             return ModelReply(completion=await self.upstream.complete(call))
         finally:
             exchange.base_seconds = time.perf_counter() - started
@@ -293,13 +314,13 @@ class TrialModelChannel:
         }
         data = _NO_COST
         if reply is not None:
-            done = reply.completion
-            answer["tool_calls"] = [
-                (c.get("function") or {}).get("name") for c in tool_calls_of(done)
-            ]
-            choices = done.get("choices") or []
-            answer["finish_reason"] = choices[0].get("finish_reason") if choices else None
-            data = self._account(done)
+            summary = reply.summary
+            names, reason, tin, tout, model = (
+                answer_fields(reply.completion) if summary is None else summary.fields()
+            )
+            answer["tool_calls"] = names
+            answer["finish_reason"] = reason
+            data = self._account(model, tin, tout)
         # One update of the step's fields (pydantic's per-attribute dispatch, twelve times a
         # request with the usage's, was a tenth of forwarding's own CPU: make bench-wire).
         assign(
@@ -314,10 +335,8 @@ class TrialModelChannel:
         )
         self.link.state.deliver(ids)
 
-    def _account(self, done: dict[str, Any]) -> ModelCallData:
-        used = done.get("usage") or {}
-        tin, tout = int(used.get("prompt_tokens", 0)), int(used.get("completion_tokens", 0))
-        spent = cost(self.prices, str(done.get("model", "")), tin, tout)
+    def _account(self, model: str, tin: int, tout: int) -> ModelCallData:
+        spent = cost(self.prices, model, tin, tout)
         usage = self.link.usage
         assign(
             usage,

@@ -25,8 +25,8 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from chaoseval import redact
-from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault
-from chaoseval.channels.model.wire import decode_json, dumps, dumps_utf8
+from chaoseval.channels.model.calls import ModelCall, ModelHTTPFault, ModelReply
+from chaoseval.channels.model.wire import decode_json, dumps, dumps_utf8, read_summary
 from chaoseval.errors import ConfigError, UpstreamError
 from chaoseval.redact import add_secret
 
@@ -51,6 +51,13 @@ class ForwardUpstream:
         self._session = session
 
     async def complete(self, call: ModelCall) -> dict[str, Any]:
+        return (await self.complete_reply(call, False)).completion
+
+    async def complete_reply(self, call: ModelCall, summarize: bool) -> ModelReply:
+        """The upstream's answer as a reply (TrialModelChannel._base). ``summarize``: only
+        the step's record will read the completion (the agent is written its bytes): then
+        the record's fields are read from the bytes (wire.read_summary) and the completion
+        is decoded only if something asks for it."""
         data = call.raw
         if data is None:
             body = {k: v for k, v in call.body.items() if k not in ("stream", "stream_options")}
@@ -79,17 +86,14 @@ class ForwardUpstream:
                 # an upstream may echo the key: redacted before it is cut
             passed = {h: headers[h] for h in PASSED_HEADERS if h in headers}
             raise ModelHTTPFault(status, message, headers=passed)
-        try:
-            done = decode_json(raw)
-        except ValueError:
-            done = None
-        if not isinstance(done, dict):
-            raise UpstreamError(
-                f"model endpoint {self.url} answered {status} with a body that is not a JSON"
-                f" object: {redact.head(raw.decode('utf-8', 'replace'), 200)!r}"
-            )
+        if summarize:
+            summary = read_summary(raw)
+            if summary is not None:
+                call.answer_bytes = raw
+                return ModelReply(answer=raw, summary=summary)
+        done = _completion(self.url, status, raw)
         call.answer_bytes = raw
-        return done
+        return ModelReply(completion=done)
 
 
 @asynccontextmanager
@@ -116,6 +120,20 @@ async def forward_upstream(
         cookie_jar=aiohttp.DummyCookieJar(),
     ) as session:
         yield ForwardUpstream(base_url, key, session)
+
+
+def _completion(url: str, status: int, raw: bytes) -> dict[str, Any]:
+    """A 2xx answer's completion; anything but a JSON object is the endpoint's failure."""
+    try:
+        done = decode_json(raw)
+    except ValueError:
+        done = None
+    if not isinstance(done, dict):
+        raise UpstreamError(
+            f"model endpoint {url} answered {status} with a body that is not a JSON"
+            f" object: {redact.head(raw.decode('utf-8', 'replace'), 200)!r}"
+        )
+    return done
 
 
 def _reason(exc: BaseException) -> str:

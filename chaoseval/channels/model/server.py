@@ -36,7 +36,7 @@ from chaoseval.channels.model.calls import (
     ModelReset,
     WireFault,
 )
-from chaoseval.channels.model.channel import Exchange, TrialModelChannel
+from chaoseval.channels.model.channel import RETRY_HEADER, Exchange, TrialModelChannel
 from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import (
     SSE_DONE,
@@ -52,6 +52,8 @@ from chaoseval.errors import HarnessError, UpstreamError
 
 EXCHANGES = "chaoseval.exchanges"  # scope key: the exchanges a request made, for its timing
 CHANNEL = "chaoseval.model.channel"  # scope key: the trial channel the request's key named
+RETRY = "chaoseval.model.retry"  # scope key: the request's retry-count header ("" if none)
+_RETRY = RETRY_HEADER.encode()
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
 
 
@@ -102,25 +104,33 @@ class ModelServer:
         token = auth[7:] if auth.lower().startswith("bearer ") else headers.get("x-api-key")
         return self.channels.get(token or "")
 
-    def _channel_of(self, headers: list[tuple[bytes, bytes]]) -> TrialModelChannel | None:
-        """``_channel(Headers(scope=scope))`` in one pass over the scope's headers (the first
-        of each name, as Headers.get reads them)."""
-        auth = key = None
+    def _channel_of(
+        self, headers: list[tuple[bytes, bytes]]
+    ) -> tuple[TrialModelChannel | None, str]:
+        """``_channel(Headers(scope=scope))`` and the client's retry count (the header's
+        text, "" when absent) in one pass over the scope's headers (the first of each name,
+        as Headers.get reads them)."""
+        auth = key = retry = None
         for name, value in headers:
             if name == b"authorization":
                 if auth is None:
                     auth = value.decode("latin-1")
-            elif name == b"x-api-key" and key is None:
-                key = value.decode("latin-1")
+            elif name == b"x-api-key":
+                if key is None:
+                    key = value.decode("latin-1")
+            elif name == _RETRY and retry is None:
+                retry = value.decode("latin-1")
         if auth is not None and auth.lower().startswith("bearer "):
-            return self.channels.get(auth[7:] or "")
-        return self.channels.get(key or "")
+            return self.channels.get(auth[7:] or ""), retry or ""
+        return self.channels.get(key or ""), retry or ""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The app, behind the trial's request size limit (known from the key, before the
         body is read: a request with no trial's key is refused without reading it)."""
         started = time.perf_counter()
-        channel = self._channel_of(scope["headers"]) if scope["type"] == "http" else None
+        channel = None
+        if scope["type"] == "http":
+            channel, scope[RETRY] = self._channel_of(scope["headers"])
         if channel is None:
             await self.app(scope, receive, send)
             return
@@ -234,12 +244,19 @@ def _bad_sampling(body: dict[str, Any]) -> str | None:
     A real endpoint answers 400 to ``"temperature": {...}``; so does this one, before the
     value reaches the sim (``float()`` of it raised inside the app: a 500 that SDKs retry as
     a server fault) or the journal (where a dict as a sampling value broke every reader)."""
+    temperature, seed = body.get("temperature"), body.get("seed")
+    usual = temperature is None or type(temperature) in _NUMBER
+    if usual and (seed is None or type(seed) is int):
+        return None  # the usual case, at once
     for key, kinds in (("temperature", (int, float)), ("seed", (int,))):
         value = body.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
             kind = "a number" if key == "temperature" else "an integer"
             return f"{key} must be {kind} or absent, not {json.dumps(value)[:80]}"
     return None
+
+
+_NUMBER = (int, float)
 
 
 @dataclass(frozen=True)
@@ -304,7 +321,10 @@ async def exchange_response(
     """Run one request through the channel and write what the agent gets (``raw``: the
     bytes the body was read from, where they can stand for it; ``plain``: the body is a plain
     read; TrialModelChannel.begin)."""
-    exchange = channel.begin(endpoint, body, request.headers, raw, plain)
+    retry = request.scope.get(RETRY)
+    if retry is None:  # read from the scope's headers in ModelServer.__call__, else here
+        retry = request.headers.get(RETRY_HEADER, "")
+    exchange = channel.begin(endpoint, body, retry, raw, plain)
     request.scope.setdefault(EXCHANGES, []).append(exchange)  # for ModelServer's timing
     try:
         reply = await channel.run(exchange)
@@ -343,7 +363,7 @@ async def exchange_response(
         channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
         return _DroppedResponse(rendered)
     channel.finish(exchange, status=200, result_class=_result_class(reply), reply=reply)
-    return Response(rendered, media_type="application/json")
+    return _JSONBytes(rendered)
 
 
 def _harness_error(
@@ -396,6 +416,22 @@ async def _hold(channel: TrialModelChannel, request: Request) -> None:
             return
         with anyio.move_on_after(HANG_POLL):
             await channel.closed.wait()
+
+
+class _JSONBytes(Response):
+    """``Response(body, media_type="application/json")``: the same headers, in the same order,
+    made without starlette's generic rendering and header checks."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes) -> None:
+        self.status_code = 200
+        self.background = None
+        self.body = body
+        self.raw_headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+        ]
 
 
 class _DroppedResponse(Response):

@@ -149,13 +149,35 @@ def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
     if not members:
         return raw
     head = raw.rstrip(_JSON_SPACE)
-    if not head.endswith(b"}"):
+    end = len(head) - 1  # the closing brace
+    if end < 0 or head[end] != _CLOSE:
         raise ValueError("not the bytes of a JSON object")
-    added = ", ".join(f"{encode_basestring(k)}: {_text(v)}" for k, v in members.items()).encode()
+    added = b", ".join([_member(k, v) for k, v in members.items()])
     # The byte before the closing brace is "{" only in an empty object (a member's value
     # ends with a quote, a digit, a letter, "]" or "}").
-    comma = b"" if head[:-1].rstrip(_JSON_SPACE).endswith(b"{") else b", "
-    return head[:-1] + comma + added + b"}"
+    before = end - 1
+    while before >= 0 and head[before] in _JSON_SPACE:
+        before -= 1
+    comma = b"" if before >= 0 and head[before] == _OPEN else b", "
+    return b"".join((head[:end], comma, added, b"}"))
+
+
+_OPEN, _CLOSE = ord("{"), ord("}")
+# The last text written for each member name, with the value it was written for: a trial's
+# requests add the same configured setting each time (the same object), written once.
+_MEMBERS: dict[str, tuple[Any, bytes]] = {}
+_SCALARS = (int, float, str, bool, type(None))
+
+
+def _member(key: str, value: Any) -> bytes:
+    """``key: value`` as ``json.dumps`` writes a member (UTF-8)."""
+    seen = _MEMBERS.get(key)
+    if seen is not None and seen[0] is value:
+        return seen[1]
+    text = f"{encode_basestring(key)}: {_text(value)}".encode()
+    if type(value) in _SCALARS and len(_MEMBERS) < 64:  # immutable: the text stays true
+        _MEMBERS[key] = (value, text)
+    return text
 
 
 def _text(value: Any) -> str:
@@ -164,6 +186,79 @@ def _text(value: Any) -> str:
     if kind is int or (kind is float and math.isfinite(value)):
         return repr(value)
     return dumps_utf8(value)
+
+
+class _Function(msgspec.Struct):
+    name: Any = None
+
+
+class _ToolCall(msgspec.Struct):
+    function: _Function | None = None
+
+
+class _Message(msgspec.Struct):
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message | None = None
+    finish_reason: Any = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class AnswerSummary(msgspec.Struct):
+    """What a model step records of a chat completion (the tool calls' names, the first
+    choice's finish reason, the usage's token counts, the model), read from its bytes
+    without building the rest: :func:`read_summary`."""
+
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    model: Any = ""
+
+    def fields(self) -> tuple[list[Any], Any, int, int, str]:
+        """(tool call names, finish reason, prompt tokens, completion tokens, model): the
+        values :func:`answer_fields` reads from the decoded completion."""
+        choices = self.choices
+        first = choices[0] if choices else None
+        names: list[Any] = []
+        reason = None
+        if first is not None:
+            reason = first.finish_reason
+            message = first.message
+            if message is not None and message.tool_calls:
+                names = [None if c.function is None else c.function.name
+                         for c in message.tool_calls]  # fmt: skip
+        used = self.usage
+        tin, tout = (0, 0) if used is None else (used.prompt_tokens, used.completion_tokens)
+        return names, reason, tin, tout, str(self.model)
+
+
+_READ_SUMMARY = msgspec.json.Decoder(AnswerSummary).decode
+
+
+def read_summary(raw: bytes) -> AnswerSummary | None:
+    """A chat completion's recorded fields, when ``raw`` is a JSON object msgspec reads and
+    these fields have their usual shapes (then :meth:`AnswerSummary.fields` is what
+    :func:`answer_fields` makes of ``decode_json(raw)``); else None: read it whole."""
+    try:
+        return _READ_SUMMARY(raw)
+    except msgspec.DecodeError:  # ValidationError included
+        return None
+
+
+def answer_fields(done: dict[str, Any]) -> tuple[list[Any], Any, int, int, str]:
+    """(tool call names, finish reason, prompt tokens, completion tokens, model) of a chat
+    completion, as its model step records them."""
+    names = [(c.get("function") or {}).get("name") for c in tool_calls_of(done)]
+    choices = done.get("choices") or []
+    reason = choices[0].get("finish_reason") if choices else None
+    used = done.get("usage") or {}
+    tin, tout = int(used.get("prompt_tokens", 0)), int(used.get("completion_tokens", 0))
+    return names, reason, tin, tout, str(done.get("model", ""))
 
 
 def is_json(text: str) -> bool:
