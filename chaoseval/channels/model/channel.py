@@ -65,6 +65,8 @@ class Exchange:
 
     @property
     def fault_ids(self) -> list[int]:
+        if not self.contexts:  # no plugin ran: no comprehension to make
+            return []
         return [i for c in self.contexts for i in c.fired]
 
 
@@ -107,6 +109,13 @@ def _as_sent(
 
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
+
+
+def _round6(seconds: float) -> float:
+    """``round(seconds, 6)``, the same float: both take the six-place digits from dtoa's
+    mode 3 (correctly rounded from the exact binary value) and read them back with its
+    strtod; round() passes through C's snprintf between the two (most of its cost)."""
+    return float(f"{seconds:.6f}")
 
 
 class TrialModelChannel:
@@ -289,7 +298,7 @@ class TrialModelChannel:
         earlier = self._last_by_hash.get(exchange.request_hash)
         if earlier is not None and earlier.exchange is exchange:
             earlier.exchange, earlier.faults = None, ids  # the step's list: read, never changed
-        latency = round(time.perf_counter() - exchange.started, 6)
+        latency = _round6(time.perf_counter() - exchange.started)
         # The request in ``args``, the answer in ``result``, what it cost in ``data`` (the
         # same three numbers as any model step, so usage totals read every agent alike).
         args = {
@@ -310,7 +319,7 @@ class TrialModelChannel:
         answer: dict[str, Any] = {
             "status": status,
             # The rest of the step's latency is the channel's own overhead and injected delays.
-            "upstream_latency": round(exchange.upstream_seconds, 6),
+            "upstream_latency": _round6(exchange.upstream_seconds),
         }
         data = _NO_COST
         if reply is not None:

@@ -185,7 +185,7 @@ class ModelServer:
         # reader takes alike) and they hold no \u escape (what the agent relays reaches a
         # forwarding upstream as characters, never escapes: docs/ADVERSARIAL.md, Through
         # the wire). Else the body is encoded anew.
-        sent = raw if plain and b"\\u" not in raw else None
+        sent = raw if plain and raw.find(b"\\u") < 0 else None  # find: wire.request_hash
         response = await exchange_response(channel, endpoint, chat, request, shape, sent, plain)
         await response(scope, receive, send)
 
