@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from chaoseval.analysis.curves import Curve, Heatmap, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
 from chaoseval.analysis.measures import Measures, graceful_by_cell, measure
 from chaoseval.analysis.noise import RunNoise, run_noise
+from chaoseval.analysis.pairtext import heatmap_text
 from chaoseval.analysis.primary import DEFAULT_PRIMARY, parse_primary, recorded_primary
 from chaoseval.analysis.process import (
     NOT_USED,
@@ -176,6 +178,18 @@ def _slices_json(a: Analysis, lists: Callable[[Iterable[Any]], Any]) -> dict[str
     }
 
 
+def _heatmap(a: Analysis, lists: Callable[[Iterable[Any]], Any]) -> Any:
+    """The heatmap's list: its text written from the arrays when ``lists`` can take text
+    (render.jsonstream.Streamed), else an object per perturbed pair."""
+    key = f"delta_{a.primary}"
+    rendered = getattr(lists, "rendered", None)
+    if rendered is not None:
+        return rendered(partial(heatmap_text, a.heatmap, key))
+    return lists(
+        {"scenario": s, "cell": c, key: v} for (s, c), v in a.heatmap.sorted_items() if c != CLEAN
+    )
+
+
 def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> dict[str, Any]:
     """The analysis as plain JSON data (the ``analysis`` field of the JSON report); ``lists``
     makes the long lists: the heatmap's (one entry per (task, perturbed cell)) and the vetoes'."""
@@ -188,11 +202,7 @@ def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> 
         "noise": [n.to_json() for n in a.noise],
         **_slices_json(a, lists),
         "process": {cell: p.to_json() for cell, p in a.process.items()},
-        "heatmap": lists(
-            {"scenario": s, "cell": c, f"delta_{a.primary}": v}
-            for (s, c), v in a.heatmap.sorted_items()
-            if c != CLEAN
-        ),
+        "heatmap": _heatmap(a, lists),
         "pass_hat_curves": {
             cell: {str(k): v for k, v in curve.items()} for cell, curve in a.curves.items()
         },

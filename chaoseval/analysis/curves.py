@@ -118,6 +118,17 @@ class Heatmap(Mapping[tuple[str, str], float | None]):
             return False
         return True
 
+    def sorted_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs' scenario and cell codes and their values (NaN: None), by scenario
+        name, then cell name."""
+        if not len(self):
+            none = np.zeros(0, np.int64)
+            return none, none, np.zeros(0)
+        assert self._t is not None
+        rank = {c: name_ranks(self._t.vocab[c]) for c in ("scenario", "cell")}
+        order = np.lexsort((rank["cell"][self._cell], rank["scenario"][self._scenario]))
+        return self._scenario[order], self._cell[order], self._value[order]
+
     def sorted_items(self) -> Iterator[tuple[tuple[str, str], float | None]]:
         """The pairs and their values by scenario name, then cell name (as ``sorted(items())``
         gives them, without a list of them all)."""

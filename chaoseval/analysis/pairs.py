@@ -7,12 +7,15 @@ computed over the columns in one pass of numpy group sums: a journal of 100k tas
 pairs, and a ``CellResult`` each cost minutes and gigabytes. The floats are the ones
 ``metrics.summarize`` gives for one task (the same products, term by term), so the report is
 byte for byte what the per-pair path wrote; ``tests/analysis/test_pairs.py`` holds the two
-together.
+together. The streamed report writes these objects as text from the same numbers
+(analysis.pairtext), not the objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +23,7 @@ import numpy as np
 from chaoseval.analysis.aggregate import CLEAN, _perturbed, name_ranks
 from chaoseval.store.columns import Group, Trials
 
-__all__ = ["pair_json"]
+__all__ = ["CHUNK", "Chunk", "chunks", "pair_json", "texts"]
 
 
 def _prefix(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
@@ -64,9 +67,37 @@ class _Values:
         defined = self.defined[pairs] & (base >= 0) & self.defined[at]
         return _listed(self.values[pairs] - self.values[at], defined)
 
+    def texts(self, pairs: np.ndarray) -> list[str]:
+        """:meth:`at` as json.dumps writes each value."""
+        return texts(self.values[pairs], self.defined[pairs])
+
+    def change_texts(self, pairs: np.ndarray, base: np.ndarray) -> list[str]:
+        """:meth:`change` as json.dumps writes each value."""
+        at = np.maximum(base, 0)
+        defined = self.defined[pairs] & (base >= 0) & self.defined[at]
+        return texts(self.values[pairs] - self.values[at], defined)
+
 
 def _listed(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
     return [v if d else None for v, d in zip(values.tolist(), defined.tolist(), strict=True)]
+
+
+def texts(values: np.ndarray, defined: np.ndarray) -> list[str]:
+    """Each value as json.dumps writes it (a float's repr; NaN, Infinity), "null" where
+    undefined. Each distinct value written once: a pair's values are functions of its counts,
+    which few pairs do not share."""
+    if np.any(np.signbit(values) & (values == 0)):  # -0.0: np.unique takes it for 0.0
+        distinct, inverse = values, np.arange(len(values))
+    else:
+        distinct, inverse = np.unique(values, return_inverse=True)
+    written = [_SPECIAL.get(r, r) for r in map(float.__repr__, distinct.tolist())]
+    out = list(map(written.__getitem__, inverse.tolist()))
+    for i in np.flatnonzero(~defined).tolist():
+        out[i] = "null"
+    return out
+
+
+_SPECIAL = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 class _Pairs:
@@ -109,12 +140,17 @@ class _Pairs:
         """Per pair with failed trials on a task its faults reached: root cause -> trials."""
         t = self.t
         failed = (t.col["status"] == 1) & ~self.missed[self.inverse] & (t.col["root_cause"] >= 0)
-        width = max(len(t.vocab["root_cause"]), 1)
+        names = t.vocab["root_cause"]
+        width = max(len(names), 1)
+        # Numbered by name (each pair's causes come in name order); unnamed ones left out.
+        rank = name_ranks(names)
+        named = np.array([bool(name) for name in names] or [False])
+        failed[failed] = named[t.col["root_cause"][failed]]
         key, counts = np.unique(
-            self.inverse[failed].astype(np.int64) * width + t.col["root_cause"][failed],
+            self.inverse[failed].astype(np.int64) * width + rank[t.col["root_cause"][failed]],
             return_counts=True,
         )
-        return _Causes(t.vocab["root_cause"], key, counts, width, len(self.scenario))
+        return _Causes(sorted(names), key, counts, width, len(self.scenario))
 
 
 class _Causes:
@@ -131,14 +167,30 @@ class _Causes:
         self.end = np.searchsorted(pair, np.arange(pairs), side="right")
 
     def of(self, i: int) -> dict[str, int]:
-        """Pair ``i``'s causes (the named ones) by name."""
+        """Pair ``i``'s causes by name."""
         a, b = int(self.start[i]), int(self.end[i])
         names = self.names
-        found = (
-            (names[c], n)
+        return {
+            names[c]: n
             for c, n in zip(self.cause[a:b].tolist(), self.counts[a:b].tolist(), strict=True)
-        )
-        return dict(sorted((name, n) for name, n in found if name))
+        }
+
+    def texts(self, pairs: np.ndarray, obj: Callable[[list[str]], str]) -> list[str]:
+        """Each pair's causes as ``obj`` writes an object of their entries."""
+        lo, hi = self.start[pairs], self.end[pairs]
+        sizes = hi - lo
+        ends = np.cumsum(sizes)
+        total = int(ends[-1]) if len(ends) else 0
+        entries = np.repeat(lo - (ends - sizes), sizes) + np.arange(total)
+        keys = [json.dumps(name) + ": " for name in self.names]
+        found = zip(self.cause[entries].tolist(), self.counts[entries].tolist(), strict=True)
+        text = [keys[c] + str(n) for c, n in found]
+        out = []
+        at = 0
+        for size in sizes.tolist():
+            out.append(obj(text[at : at + size]) if size else "{}")
+            at += size
+        return out
 
 
 def _perturbed_rows(t: Trials) -> np.ndarray:
@@ -150,6 +202,39 @@ CHUNK = 4096  # pairs whose numbers are taken out of the arrays at once
 
 def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
     """The JSON report's ``cells``: one object per (task, cell), sorted by task then cell."""
+    for chunk in chunks(t, ks):
+        yield from _chunk(chunk)
+
+
+@dataclass
+class Chunk:
+    """Some pairs (indices into ``p``'s), in (task, cell) name order, and what their objects
+    are written from."""
+
+    p: _Pairs
+    pairs: np.ndarray
+    clean: list[bool]  # whether the pair's task ran clean
+    same: np.ndarray  # clean's pair on the same tasks (-1: none to change from)
+    ks: list[int]
+    values: dict[str, _Values]  # "mean", f"at{k}", f"hat{k}"
+    n: np.ndarray  # per pair (all pairs), its scored trials; 0 where missed
+    causes: _Causes
+
+    def rows(self) -> Any:
+        """Per pair: its index, task and cell codes, missed, n, trials, not evaluable,
+        hallucination and safety vetoes, faults injected and delivered, perturbed, whether
+        its task ran clean."""
+        p, pairs = self.p, self.pairs
+        columns = (
+            p.scenario, p.cell, p.missed, self.n, p.trials, p.ne, p.hallucination, p.safety,
+            p.injected, p.delivered, p.perturbed,
+        )  # fmt: skip
+        lists = (col[pairs].tolist() for col in columns)
+        return zip(pairs.tolist(), *lists, self.clean, strict=True)
+
+
+def chunks(t: Trials, ks: Sequence[int]) -> Iterator[Chunk]:
+    """The pairs in (task, cell) name order, :data:`CHUNK` at a time."""
     if not len(t):
         return
     ks = list(dict.fromkeys(ks))
@@ -164,32 +249,19 @@ def pair_json(t: Trials, ks: Sequence[int]) -> Iterator[dict[str, Any]]:
         j = clean_of[pairs]
         # Clean over the same tasks: clean's own pair where this pair counts a task, else none.
         same = np.where((j >= 0) & ~p.missed[pairs] & ~p.missed[np.maximum(j, 0)], j, -1)
-        values = {name: (x.at(pairs), x.change(pairs, same)) for name, x in v.items()}
-        yield from _chunk(p, pairs, (j >= 0).tolist(), ks, values, n, causes)
+        yield Chunk(p, pairs, (j >= 0).tolist(), same, ks, v, n, causes)
 
 
-def _chunk(
-    p: _Pairs,
-    pairs: np.ndarray,
-    has_clean: list[bool],
-    ks: list[int],
-    v: dict[str, tuple[list[float | None], list[float | None]]],
-    n_all: np.ndarray,
-    causes: _Causes,
-) -> Iterator[dict[str, Any]]:
-    """The objects of ``pairs``; ``v``: each value's list for them and its change from clean's
-    pair on their tasks."""
-    vocab = p.t.vocab
+def _chunk(ch: Chunk) -> Iterator[dict[str, Any]]:
+    """The objects of the chunk's pairs."""
+    pairs, ks, causes = ch.pairs, ch.ks, ch.causes
+    v = {name: (x.at(pairs), x.change(pairs, ch.same)) for name, x in ch.values.items()}
+    vocab = ch.p.t.vocab
     mean, mean_change = v["mean"]
     at = [(str(k), *v[f"at{k}"]) for k in ks]
     hat = [(str(k), *v[f"hat{k}"]) for k in ks]
     tasks, cells = vocab["scenario"], vocab["cell"]
-    columns = (
-        p.scenario, p.cell, p.missed, n_all, p.trials, p.ne, p.hallucination, p.safety,
-        p.injected, p.delivered, p.perturbed,
-    )  # fmt: skip
-    rows = zip(pairs.tolist(), *(col[pairs].tolist() for col in columns), has_clean, strict=True)
-    for x, row in enumerate(rows):
+    for x, row in enumerate(ch.rows()):
         i, sc, cell, missed, n, trials, ne, hall, safety, injected, delivered, perturbed, clean = (
             row
         )

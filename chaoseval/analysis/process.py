@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -107,9 +108,20 @@ class ProcessMetrics:
 
 
 def _mean(xs: Sequence[float] | np.ndarray) -> float | None:
-    # math.fsum reads an array's values as it reads a list's: the same exact sum, without a
-    # list of a Python float per trial.
-    return math.fsum(xs) / len(xs) if len(xs) else None
+    return fsum(xs) / len(xs) if len(xs) else None
+
+
+def fsum(xs: Sequence[float] | np.ndarray) -> float:
+    """``math.fsum(xs)``, the same exact sum: an array's values taken out as lists a block at
+    a time (a third of the time of reading them one numpy scalar at a time, without a list of
+    a Python float per trial), all in one fsum (sums of blocks would round)."""
+    if not isinstance(xs, np.ndarray):
+        return math.fsum(xs)
+    blocks = (xs[i : i + _BLOCK].tolist() for i in range(0, len(xs), _BLOCK))
+    return math.fsum(chain.from_iterable(blocks))
+
+
+_BLOCK = 1 << 16
 
 
 def _defined(xs: np.ndarray) -> np.ndarray:
@@ -165,15 +177,15 @@ def process_metrics(
         coverage=_mean(_defined(np.where(has_ref, g["coverage"], np.nan))),
         path_efficiency=_mean(ref_n[eff] / tool_calls[eff]),
         steps_mean=_mean(tool_calls[scored]),
-        tokens_mean=math.fsum(tokens) / n if n else 0.0,
+        tokens_mean=fsum(tokens) / n if n else 0.0,
         tokens_total=int(tokens.sum()),
-        cost_mean=math.fsum(costs) / n if n else 0.0,
-        cost_total=math.fsum(costs),
+        cost_mean=fsum(costs) / n if n else 0.0,
+        cost_total=fsum(costs),
         model_calls=int(g["model_calls"].sum()),
-        sim_seconds_mean=math.fsum(sims) / n if n else 0.0,
+        sim_seconds_mean=fsum(sims) / n if n else 0.0,
         sim_seconds_p95=float(np.quantile(sims, 0.95)) if len(sims) else 0.0,
-        wall_seconds_mean=math.fsum(walls) / n if n else 0.0,
-        wall_seconds_total=math.fsum(walls),
-        sim_seconds_total=math.fsum(sims),
+        wall_seconds_mean=fsum(walls) / n if n else 0.0,
+        wall_seconds_total=fsum(walls),
+        sim_seconds_total=fsum(sims),
         channel_overhead_mean=_mean(_defined(g["channel_overhead"])),
     )

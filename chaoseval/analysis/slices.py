@@ -70,30 +70,81 @@ def _by_tool(g: Group) -> dict[str, ToolSlice]:
     }
 
 
+def _combinations(g: Group, width: int) -> list[tuple[int, int, int, int]]:
+    """The rows' distinct (tags code, status, cause code), each with how many rows have it,
+    in the order of their first rows (taken a block of rows at a time: a few MB at most)."""
+    tags, status, cause = g["tags"], g["status"], g["root_cause"]
+    seen: dict[int, list[int]] = {}  # combination -> [its first row, its rows]
+    for start in range(0, len(tags), _BLOCK):
+        block = slice(start, start + _BLOCK)
+        key = (tags[block].astype(np.int64) + 1) * (3 * width)
+        key += status[block].astype(np.int64) * width + cause[block] + 1
+        combos, first, counts = np.unique(key, return_index=True, return_counts=True)
+        for combo, at, n in zip(combos.tolist(), first.tolist(), counts.tolist(), strict=True):
+            entry = seen.get(combo)
+            if entry is None:
+                seen[combo] = [start + at, n]
+            else:
+                entry[1] += n
+    ordered = sorted(seen.items(), key=lambda item: item[1][0])
+    return [(c // (3 * width) - 1, c // width % 3, c % width - 1, n) for c, (_, n) in ordered]
+
+
+_BLOCK = 1 << 16
+
+
 def _by_tag(g: Group) -> tuple[dict[str, Counter[str]], dict[str, tuple[int, int]]]:
     by_tag: dict[str, Counter[str]] = defaultdict(Counter)
     tag_trials: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     tag_sets = [tags or (UNTAGGED,) for tags in g.t.vocab["tags"]]
     causes = g.t.vocab["root_cause"]
-    tags, status, cause = g["tags"].tolist(), g["status"].tolist(), g["root_cause"].tolist()
-    for code, st, rc in zip(tags, status, cause, strict=True):
+    # Each distinct (tags, status, cause) once, with its rows' count, in the order of its
+    # first row: every key below is made at the same one of them as row by row (the first
+    # row that makes it is the first of its combination), and counted as often.
+    for code, st, rc, times in _combinations(g, len(causes) + 1):
         for tag in tag_sets[code] if code >= 0 else (UNTAGGED,):
             if st != 2:
                 entry = tag_trials[tag]
-                entry[0] += 1
-                entry[1] += st == 1
+                entry[0] += times
+                entry[1] += times if st == 1 else 0
             if st == 1 and rc >= 0 and causes[rc]:
-                by_tag[tag][causes[rc]] += 1
+                by_tag[tag][causes[rc]] += times
     return dict(by_tag), {t: (v[0], v[1]) for t, v in tag_trials.items()}
 
 
 def slices(records: Records) -> Slices:
     g = as_group(records)
     by_tag, tag_trials = _by_tag(g)
+    return Slices(by_tag=by_tag, tag_trials=tag_trials, by_tool=_by_tool(g), vetoes=_vetoes(g))
+
+
+def _vetoes(g: Group) -> list[VetoItem]:
+    """Each veto item of the group's rows, in row order (each row's names and trial id as
+    Trials.value and Trials.trial_id give them, taken out of the columns a block at a time)."""
+    t = g.t
+    by_row = t.vetoes
+    rows = np.fromiter(by_row.keys(), np.int64, count=len(by_row))
+    kept = np.isin(rows, g.rows) if len(g) != len(t) else np.ones(len(rows), bool)
+    scenarios, cells, odd_ids = t.vocab["scenario"], t.vocab["cell"], t.odd_ids
     vetoes: list[VetoItem] = []
-    wanted = set(g.rows.tolist()) if len(g) != len(g.t) else None
-    for row, items in g.t.vetoes.items():
-        if wanted is None or row in wanted:
-            tid, sc, cell = g.t.trial_id(row), g.t.value("scenario", row), g.t.value("cell", row)
-            vetoes += [VetoItem(kind, tid, sc, cell, detail) for kind, detail in items]
-    return Slices(by_tag=by_tag, tag_trials=tag_trials, by_tool=_by_tool(g), vetoes=vetoes)
+    items = iter(by_row.values())
+    for start in range(0, len(rows), _BLOCK):
+        at = rows[start : start + _BLOCK]
+        for row, keep, found, s, c, index in zip(
+            at.tolist(),
+            kept[start : start + _BLOCK].tolist(),
+            items,
+            t.col["scenario"][at].tolist(),
+            t.col["cell"][at].tolist(),
+            t.col["index"][at].tolist(),
+            strict=False,  # (items goes on past the block)
+        ):
+            if not keep:
+                continue
+            sc: Any = scenarios[s] if s >= 0 else None  # (as Trials.value gives it)
+            cell: Any = cells[c] if c >= 0 else None
+            tid = odd_ids.get(row)
+            if tid is None:
+                tid = f"{sc}/{cell}/{index}"
+            vetoes += [VetoItem(kind, tid, sc, cell, detail) for kind, detail in found]
+    return vetoes

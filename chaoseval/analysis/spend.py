@@ -3,10 +3,10 @@ without resilience, so ``compare`` shows each harness's budget next to its verdi
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from chaoseval.analysis.aggregate import Records
+from chaoseval.analysis.process import fsum
 from chaoseval.store.columns import as_group
 
 __all__ = ["Budget"]
@@ -36,11 +36,10 @@ class Budget:
             model_calls=int(g["model_calls"].sum()),
             tool_calls=int(g["tool_calls"].sum()),
             tokens=int(g["tokens"].sum()),
-            # math.fsum reads an array as it reads a list: the same exact sum, no list of
-            # a Python float per trial.
-            cost=math.fsum(g["cost"]),
-            wall_seconds=math.fsum(g["wall_seconds"]),
-            sim_seconds=math.fsum(g["sim_seconds"]),
+            # math.fsum's exact sums (process.fsum: from the arrays a block at a time).
+            cost=fsum(g["cost"]),
+            wall_seconds=fsum(g["wall_seconds"]),
+            sim_seconds=fsum(g["sim_seconds"]),
         )
 
     ROWS = (

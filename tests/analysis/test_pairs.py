@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from synthetic import manifest_for
 from test_analysis import record
 
-from chaoseval.analysis import pairs
+from chaoseval.analysis import pairs, pairtext
 from chaoseval.analysis.aggregate import (
     by_scenario_cell,
     groups,
@@ -26,11 +27,12 @@ from chaoseval.analysis.aggregate import (
     summary_of,
     task_counts,
 )
-from chaoseval.analysis.build import analyze
+from chaoseval.analysis.build import analysis_json, analyze
 from chaoseval.analysis.counts import CountsByTask
 from chaoseval.analysis.curves import heatmap
 from chaoseval.analysis.metrics import summarize_counts
 from chaoseval.analysis.pairs import pair_json
+from chaoseval.analysis.pairtext import heatmap_text, pair_text
 from chaoseval.analysis.verdict import build_verdict
 from chaoseval.model.records import PerturbationSpec, Veto
 from chaoseval.model.trajectory import Fault, Trajectory
@@ -44,14 +46,14 @@ CELLS = ("clean", "latency", "timeout")
 STATUSES = ("passed", "failed", "not_evaluable")
 
 
-def _journal(seed: int, tasks: int, ks: list[int]) -> Any:
+def _journal(seed: int, tasks: int, ks: list[int], prefix: str = "t") -> Any:
     """Tasks of 0 to 6 trials a cell (some cells missing for a task, clean too), statuses,
     root causes, vetoes, faults delivered or not (so some pairs did not land)."""
     rng = random.Random(seed)
     records = []
     counts: dict[str, dict[str, tuple[int, int]]] = {c: {} for c in CELLS}
     for t in range(tasks):
-        task = f"t{t:02d}"
+        task = f"{prefix}{t:02d}"
         for cell in CELLS:
             if t and rng.random() < 0.15:
                 continue  # this task never ran in this cell
@@ -85,14 +87,36 @@ def _per_pair(t: Any, ks: list[int]) -> list[dict[str, Any]]:
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10_000), st.integers(1, 12), st.sampled_from([[1], [1, 2], [1, 3, 5]]))
-def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) -> None:
-    t = _journal(seed, tasks, ks)
+@given(
+    st.integers(0, 10_000),
+    st.integers(1, 12),
+    st.sampled_from([[1], [1, 2], [1, 3, 5], [2, 1, 2]]),
+    st.sampled_from(["t", 't\u00e2che "\\\u2028\x01']),
+)
+def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int], prefix: str) -> None:
+    t = _journal(seed, tasks, ks, prefix)
     got = list(pair_json(t, ks))
     assert json.dumps(got) == json.dumps(_per_pair(t, ks))  # floats to the last bit, and order
-    with pytest.MonkeyPatch.context() as m:  # taken out of the arrays a few pairs at a time
-        m.setattr(pairs, "CHUNK", 5)
-        assert list(pair_json(t, ks)) == got
+    # Written as text from the numbers (the streamed report's cells): what encoding the
+    # objects writes, at any depth, in runs of any length.
+    for chunk in (pairs.CHUNK, 5):
+        with pytest.MonkeyPatch.context() as m:  # taken out of the arrays a few pairs at a time
+            m.setattr(pairs, "CHUNK", chunk)
+            assert list(pair_json(t, ks)) == got
+            for doc in ({"cells": got}, {"a": {"b": [{"cells": got}]}}):
+                out = io.StringIO()
+                write_json(_rendered(doc, t, ks), out)
+                assert out.getvalue() == json.dumps(doc, indent=2) + "\n"
+
+
+def _rendered(doc: Any, t: Any, ks: list[int]) -> Any:
+    """``doc`` with its "cells" list as the streamed report writes it."""
+    if isinstance(doc, dict):
+        return {
+            k: Streamed.rendered(partial(pair_text, t, ks)) if k == "cells" else
+            _rendered(v, t, ks) for k, v in doc.items()
+        }  # fmt: skip
+    return [_rendered(v, t, ks) for v in doc] if isinstance(doc, list) else doc
     # The heatmap (arrays, not a dict of pairs) is each pair's change in pass^1 against clean
     # on its task, as the per-pair CellResults give it, and lists its pairs by name.
     per = by_scenario_cell(t, ks)
@@ -100,6 +124,19 @@ def test_pairs_are_the_per_pair_results(seed: int, tasks: int, ks: list[int]) ->
     want = {key: r.delta.pass_hat[1] if r.delta else None for key, r in per.items()}
     assert dict(h.items()) == want and list(h) == list(per) and len(h) == len(want)
     assert list(h.sorted_items()) == sorted(want.items())
+    # Its list in the JSON report, written from its arrays: what encoding objects writes.
+    entries = [
+        {"scenario": s, "cell": c, "delta_pass^1": v} for (s, c), v in sorted(want.items())
+        if c != "clean"
+    ]  # fmt: skip
+    for chunk in (pairs.CHUNK, 3):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(pairtext, "CHUNK", chunk)
+            out = io.StringIO()
+            write_json(
+                {"heatmap": Streamed.rendered(partial(heatmap_text, h, "delta_pass^1"))}, out
+            )
+            assert out.getvalue() == json.dumps({"heatmap": entries}, indent=2) + "\n"
     assert all(h.get(key) == v and key in h for key, v in want.items())
     assert h.get(("nothing", "clean")) is None and ("t00", "nothing") not in h
     # A cell's per-task counts (arrays, not a dict of names) read as the dict did, and
@@ -158,3 +195,8 @@ def test_the_streamed_report_is_the_whole_one() -> None:
     out = io.StringIO()
     write_json(streamed, out)
     assert out.getvalue() == json.dumps(doc, indent=2) + "\n"
+    # The analysis' long lists (the heatmap's written from its arrays) as json writes them.
+    a = analyze(t, [1, 2], n_resamples=100)
+    out = io.StringIO()
+    write_json(analysis_json(a, lists=Streamed), out)
+    assert out.getvalue() == json.dumps(analysis_json(a), indent=2) + "\n"
