@@ -61,7 +61,8 @@ async def read_bounded(scope: Scope, receive: Receive, limit: int) -> tuple[byte
 
     Raises :class:`BodyTooLarge` once the rest of an oversized body has been dropped."""
     declared = _declared(scope)
-    size, chunks = 0, list[bytes]()
+    size = 0
+    chunks: list[bytes] = []  # (``list[bytes]()`` raised and swallowed an error per request)
     over = declared is not None and declared > limit
     while True:
         message = await receive()

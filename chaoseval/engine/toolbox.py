@@ -210,11 +210,7 @@ class ToolBox:
         record_oversized(self._state, self._world.clock, channel, path, error)
 
     async def call(self, name: str, /, **args: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return (await self._call(name, args))[0]
-        finally:
-            self.busy_seconds += time.perf_counter() - started
+        return (await self.call_json(name, args))[0]
 
     async def call_json(self, name: str, args: dict[str, Any]) -> tuple[Any, str | None]:
         """``call(name, **args)`` for a wire channel, and the result's ``json.dumps`` when the
