@@ -1,12 +1,13 @@
 """The trials' loop: the heap the process started it with is out of the collector's passes
-while it runs, and back in them (collectable) once it ends."""
+while it runs, and back in them (collectable) once it ends; the youngest generation waits for
+more new objects meanwhile."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from chaoseval.engine.loops import run_loop
+from chaoseval.engine.loops import YOUNG, run_loop
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.records import AgentOutput
@@ -56,3 +57,14 @@ def test_a_run_s_trials_run_on_that_loop() -> None:
                   references=False))  # fmt: skip
     assert agent.frozen > 0
     assert gc.get_freeze_count() == 0
+
+
+async def _thresholds() -> tuple[int, ...]:
+    return gc.get_threshold()
+
+
+def test_the_young_generation_waits_for_more_objects_while_the_loop_runs() -> None:
+    before = gc.get_threshold()
+    inside = run_loop(_thresholds)
+    assert inside == (max(YOUNG, before[0]), *before[1:])
+    assert gc.get_threshold() == before  # restored
