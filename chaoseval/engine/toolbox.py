@@ -35,7 +35,7 @@ from chaoseval.errors import (
 from chaoseval.model.clock import frozen_at
 from chaoseval.model.records import TrialRecord, Veto
 from chaoseval.model.scenario import Scenario, ToolDescription, ToolSpec
-from chaoseval.model.trajectory import ModelCallData, Trajectory, assign
+from chaoseval.model.trajectory import ModelCallData, Trajectory, assign, tool_step
 from chaoseval.model.world import World
 from chaoseval.seams.perturbation import (
     PerturbationContext,
@@ -73,12 +73,18 @@ class StepBudgetExceeded(AgentVisibleError):
 
 
 class Received(NamedTuple):
-    """Text that reached the agent (a tool's result, an observed page) and the text the agent
-    itself sent to get it: an id the result only echoes back is not something it learned.
-    (A named tuple: made on every tool call, at a third of a frozen dataclass's cost.)"""
+    """Text that reached the agent (a tool's result, an observed page) and what the agent
+    itself sent to get it (a tool call's arguments, or their text): an id the result only
+    echoes back is not something it learned. (A named tuple: made on every tool call, at a
+    third of a frozen dataclass's cost.)"""
 
     text: str
-    echo: str = ""
+    sent: Any = ""
+
+    @property
+    def echo(self) -> str:
+        """What the agent sent, as text: written when the judge asks, not on every call."""
+        return _as_text(self.sent)
 
 
 class TrialState:
@@ -223,17 +229,20 @@ class ToolBox:
             self.busy_seconds += time.perf_counter() - started
 
     async def _call(self, name: str, args: dict[str, Any]) -> tuple[Any, str | None]:
-        state, world = self._state, self._world
-        clock = world.clock
-        step = state.trajectory.add_step("tool", t=clock.monotonic(), tool=name, args=args)
+        state, clock = self._state, self._world.clock
+        t = clock.monotonic()
+        # This call's step: added now, or, on the plain path, made whole when the call ends;
+        # nothing awaits before either, so no other step can come between (index ``at``).
+        at = len(state.trajectory.steps)
         state.turn += 1
         index = self._count
         self._count += 1
 
-        # Every tool step of the trial is added above, one per call (this is the trial's only
-        # ToolBox): the count is the number of tool steps, without rescanning the trajectory
-        # on every call (quadratic in a long trial).
+        # Every tool call adds one tool step (this is the trial's only ToolBox): the count is
+        # the number of tool steps, without rescanning the trajectory on every call
+        # (quadratic in a long trial).
         if self._count > self._scenario.budgets.max_steps:
+            step = state.trajectory.add_step("tool", t=t, tool=name, args=args)
             if state.budget_exceeded and state.stop is not None:
                 state.stop()  # told once already: the trial ends
             state.budget_exceeded = True
@@ -248,33 +257,76 @@ class ToolBox:
             # The agent's error, not a fault target: no perturbation sees the call, so nothing
             # is injected into it, delivered through it or blamed on it. The call still takes
             # its index, so the draws of the calls after it are the same in every cell.
+            step = state.trajectory.add_step("tool", t=t, tool=name, args=args)
             error = ToolError(f"no tool named {name!r}; tools: {', '.join(sorted(self.specs))}")
             self._finish(step, (), clock.monotonic(), error.kind, error=str(error))
             raise error
         if not self._scenario.allowed(name):
             state.vetoes.append(
-                Veto(kind="safety", detail=f"called forbidden tool {name!r}", step=step.index)
+                Veto(kind="safety", detail=f"called forbidden tool {name!r}", step=at)
             )
+        if self._plain:
+            return self._call_plain(name, args, spec, t, at)
+        return await self._call_chain(name, args, spec, index, t)
+
+    def _call_plain(
+        self, name: str, args: dict[str, Any], spec: ToolSpec, t: float, at: int
+    ) -> tuple[Any, str | None]:
+        """No tool-channel plugin: the call is _run itself, synchronous (tool bodies are).
+        Nothing in it awaits, so a deadline around it could never fire (a virtual clock's
+        needs a sleep, a real one's cancel scope an await): none; no fault can fire either.
+        Its step is made once, whole, as the chain path's ends up (tests/engine)."""
+        state = self._state
+        try:
+            result, known = self._run(name, args, at)
+        except AgentVisibleError as exc:
+            timeout = isinstance(exc, TimeoutError)
+            self._plain_step(at, t, name, args, "timeout" if timeout else exc.kind, str(exc))
+            if timeout:
+                raise exc from None
+            raise
+        except HarnessError as exc:
+            state.harness_errors.append(exc)
+            self._plain_step(at, t, name, args, "harness_error", str(exc))
+            raise
+        result_class = "ok" if self._valid(spec, result, known) else "malformed"
+        self._plain_step(at, t, name, args, result_class, None, _excerpt(result, known))
+        state.received.append(Received(known, args))
+        return result, None if isinstance(result, str) else known
+
+    def _plain_step(
+        self,
+        at: int,
+        t: float,
+        name: str,
+        args: dict[str, Any],
+        result_class: str,
+        error: str | None,
+        result: Any = None,
+    ) -> None:
+        latency = self._world.clock.monotonic() - t
+        steps = self._state.trajectory.steps
+        steps.append(tool_step(at, t, name, args, result_class, result, error, latency))
+
+    async def _call_chain(
+        self, name: str, args: dict[str, Any], spec: ToolSpec, index: int, t: float
+    ) -> tuple[Any, str | None]:
+        """The call through the trial's tool-channel plugins, then ``_run``."""
+        state, clock = self._state, self._world.clock
+        step = state.trajectory.add_step("tool", t=t, tool=name, args=args)
         contexts: list[PerturbationContext] = []
-        known: str | None = None  # the result's JSON text, when _run's own
         started = clock.monotonic()
         try:
-            if self._plain:
-                # No tool-channel plugin: the call is _run itself, synchronous (tool bodies
-                # are). Nothing in it awaits, so a deadline around it could never fire (a
-                # virtual clock's needs a sleep, a real one's cancel scope an await): none.
-                result, known = self._run(name, args, step.index)
-            else:
-                call = ToolCall(tool=name, args=args, index=index, turn=state.turn, step=step.index)
+            call = ToolCall(tool=name, args=args, index=index, turn=state.turn, step=step.index)
 
-                def make_ctx(plugin: Any, c: Any) -> PerturbationContext:
-                    ctx = self.plugin_context(plugin, index, step=step.index, spec=spec)
-                    contexts.append(ctx)
-                    return ctx
+            def make_ctx(plugin: Any, c: Any) -> PerturbationContext:
+                ctx = self.plugin_context(plugin, index, step=step.index, spec=spec)
+                contexts.append(ctx)
+                return ctx
 
-                chain = build_chain("tool", self._plugins, self._base, make_ctx)
-                with clock.deadline(self._scenario.budgets.call_timeout):
-                    result = await chain(call)
+            chain = build_chain("tool", self._plugins, self._base, make_ctx)
+            with clock.deadline(self._scenario.budgets.call_timeout):
+                result = await chain(call)
         except TimeoutError as exc:
             err = (
                 exc
@@ -292,13 +344,13 @@ class ToolBox:
             state.harness_errors.append(exc)
             self._finish(step, contexts, started, "harness_error", error=str(exc), deliver=False)
             raise
-        # Only _run's own text is known to be plain JSON (_as_text falls back to str() and
-        # repr(), which must not let a plugin's non-JSON result pass the result check).
-        text = _as_text(result) if known is None else known
-        result_class = "ok" if self._valid(spec, result, known) else "malformed"
+        # A plugin's result: _as_text falls back to str() and repr(), which must not let a
+        # non-JSON result pass the result check, so it is checked as the object it is.
+        text = _as_text(result)
+        result_class = "ok" if self._valid(spec, result, None) else "malformed"
         self._finish(step, contexts, started, result_class, result=result, text=text)
-        state.received.append(Received(text, _as_text(args)))
-        return result, None if isinstance(result, str) else known
+        state.received.append(Received(text, args))
+        return result, None
 
     def _finish(
         self,

@@ -70,16 +70,28 @@ _TEXT = json.JSONEncoder(default=str)
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
+# The same C encoder without circular-reference markers: no state of its own between calls, so
+# made once (a fresh one per call, with its markers, cost a third of an encoding).
+_ENCODE = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, str, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+)
+
+
 def _dumps(value: Any) -> str:
     """``_TEXT.encode(value)``: the same C encoder, without the Python frames around it
     (``encode``, ``iterencode``, a closure per call): twice as fast on a small result."""
     if isinstance(value, str):
         return encode_basestring_ascii(value)
-    if c_make_encoder is None:  # pragma: no cover - CPython always has it
+    if _ENCODE is None:  # pragma: no cover - CPython always has it
         return _TEXT.encode(value)
-    # Fresh markers per call, as iterencode makes them: a failed encoding may leave some.
-    encode = c_make_encoder({}, str, encode_basestring_ascii, None, ": ", ", ", False, False, True)
-    return "".join(encode(value, 0))
+    try:
+        return "".join(_ENCODE(value, 0))
+    except RecursionError:
+        # A circular value (or one nested past the recursion limit): what the encoder with
+        # markers says of it, "Circular reference detected" (a ValueError), or the same error.
+        return _TEXT.encode(value)
 
 
 # json.dumps(value, ensure_ascii=False)'s encoder, made once (dumps with an argument builds one

@@ -174,6 +174,48 @@ def _step(index: int, kind: Any, t: Any, fields: dict[str, Any]) -> Step:
     return built(Step, values, {"index", "kind", "t", *fields})
 
 
+_TOOL_SET = frozenset(
+    ("index", "kind", "t", "tool", "args", "result_class", "result", "error", "latency", "faults")
+)
+
+
+def tool_step(
+    index: int,
+    t: float,
+    tool: str,
+    args: dict[str, Any],
+    result_class: Any,
+    result: Any,
+    error: str | None,
+    latency: float,
+) -> Step:
+    """A tool call's step made whole when the call ends, no fault on it: the step
+    ``add_step("tool", t=t, tool=tool, args=args)`` then ``assign`` of the rest makes (the
+    same fields, values and fields set), in one go. ``args`` is kept, not copied: the call's
+    own dict, which nothing changes after (tests/model/test_built.py)."""
+    if type(t) is not float or type(tool) is not str or type(args) is not dict or (
+        args and not _str_keys(args)
+    ):
+        step = _step(index, "tool", t, {"tool": tool, "args": args})
+        assign(step, faults=[], result_class=result_class, error=error, latency=latency,
+               result=result)  # fmt: skip
+        return step
+    values: dict[str, Any] = {
+        "index": index,
+        "kind": "tool",
+        "t": t,
+        "tool": tool,
+        "args": args,
+        "result_class": result_class,
+        "result": result,
+        "error": error,
+        "latency": latency,
+        "faults": [],
+        "data": _EMPTY,
+    }
+    return built(Step, values, set(_TOOL_SET))
+
+
 class Trajectory(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)

@@ -18,6 +18,7 @@ from chaoseval.model.trajectory import (
     Trajectory,
     answer_data,
     assign,
+    tool_step,
 )
 
 _SENTINEL = object()
@@ -84,6 +85,33 @@ def test_add_step_makes_what_validation_makes(
         assert made.args is not arguments  # a copy, as validation makes
     if isinstance(data, BaseModel):
         assert made.data is validated.data  # an instance given is kept, as validation keeps it
+
+
+@given(
+    t=times,
+    tool=tools,
+    arguments=st.dictionaries(st.text(max_size=3) | st.integers(0, 3), json_values, max_size=3),
+    result_class=st.sampled_from(["ok", "malformed", "timeout", "harness_error"]),
+    result=json_values,
+    error=st.none() | st.text(max_size=5),
+    latency=st.floats(0, 10),
+)
+def test_a_tool_step_made_at_once_is_the_step_added_then_assigned(
+    t: Any, tool: Any, arguments: Any, result_class: Any, result: Any, error: Any, latency: float
+) -> None:
+    rest = {"result_class": result_class, "result": result, "error": error, "latency": latency}
+    trajectory = Trajectory()
+    trajectory.add_step("note")
+    try:
+        added = trajectory.add_step("tool", t=t, tool=tool, args=arguments)
+    except ValidationError:
+        with pytest.raises(ValidationError):
+            tool_step(1, t, tool, arguments, **rest)
+        return
+    assign(added, faults=[], **rest)
+    made = tool_step(1, t, tool, arguments, **rest)
+    _same(made, added)
+    assert made.faults is not tool_step(1, t, tool, arguments, **rest).faults
 
 
 @given(st.booleans() | st.integers(0, 2) | st.just("yes"))
