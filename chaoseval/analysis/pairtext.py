@@ -17,21 +17,26 @@ import numpy as np
 
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.curves import Heatmap
-from chaoseval.analysis.pairs import CHUNK, Chunk, chunks, texts
+from chaoseval.analysis.pairs import Chunk, chunks, texts
 from chaoseval.store.columns import Trials
 
 __all__ = ["heatmap_text", "pair_text"]
+
+RUN = 512  # pairs' text written at once
 
 # A string as json.dumps writes it (what json.dumps calls for one).
 _string = json.encoder.encode_basestring_ascii
 
 
 def pair_text(t: Trials, ks: Sequence[int], pad: str) -> Iterator[str]:
-    """The pairs in runs (a chunk each), every pair as ``"\\n" + pad`` and its lines, joined
-    by "," (render.jsonstream.Streamed.rendered)."""
+    """The pairs in runs (:data:`RUN` pairs each), every pair as ``"\\n" + pad`` and its
+    lines, joined by "," (render.jsonstream.Streamed.rendered)."""
     text = _Text(pad)
     for chunk in chunks(t, ks):
-        yield ",".join(text.pairs(chunk))
+        written = text.pairs(chunk)
+        # Runs of a few hundred KB: the writer redacts and encodes each as a whole.
+        for start in range(0, len(written), RUN):
+            yield ",".join(written[start : start + RUN])
 
 
 def heatmap_text(h: Heatmap, key: str, pad: str) -> Iterator[str]:
@@ -40,19 +45,19 @@ def heatmap_text(h: Heatmap, key: str, pad: str) -> Iterator[str]:
     if h._t is None:
         return
     vocab = h._t.vocab
-    tasks, cells = list(map(_string, vocab["scenario"])), list(map(_string, vocab["cell"]))
+    tasks, cells = vocab["scenario"], list(map(_string, vocab["cell"]))
     scenario, cell, value = h.sorted_codes()
     keep = cell != h._t.code("cell", CLEAN)
     scenario, cell, value = scenario[keep], cell[keep], value[keep]
     p0, p1 = "\n" + pad, "\n" + pad + "  "
     named = f"{p1}{_string(key)}: "  # (after the cell's ",")
-    for start in range(0, len(value), CHUNK):
-        values = value[start : start + CHUNK]
+    for start in range(0, len(value), RUN):
+        values = value[start : start + RUN]
         yield ",".join(
-            f'{p0}{{{p1}"scenario": {tasks[s]},{p1}"cell": {cells[c]},{named}{v}{p0}}}'
+            f'{p0}{{{p1}"scenario": {_string(tasks[s])},{p1}"cell": {cells[c]},{named}{v}{p0}}}'
             for s, c, v in zip(
-                scenario[start : start + CHUNK].tolist(),
-                cell[start : start + CHUNK].tolist(),
+                scenario[start : start + RUN].tolist(),
+                cell[start : start + RUN].tolist(),
                 texts(values, ~np.isnan(values)),
                 strict=True,
             )
@@ -72,12 +77,12 @@ class _Text:
         return "{" + self.p2 + ("," + self.p2).join(entries) + self.p1 + "}"
 
     def _names_of(self, ch: Chunk) -> tuple[list[str], list[str]]:
-        """The tasks' and the cells' names as JSON (once per journal)."""
+        """The tasks' names, and the cells' as JSON (once per journal; a task's is written
+        when used: 100k of them held as JSON were ~7 MB more while the report was written)."""
         vocab = ch.p.t.vocab
         got = self._names.get(id(vocab))
         if got is None:
-            tasks = list(map(_string, vocab["scenario"]))
-            got = self._names[id(vocab)] = (tasks, list(map(_string, vocab["cell"])))
+            got = self._names[id(vocab)] = (vocab["scenario"], list(map(_string, vocab["cell"])))
         return got
 
     def _by_k(self, ch: Chunk, prefix: str) -> tuple[list[str], list[str]]:
@@ -109,7 +114,7 @@ class _Text:
         out = []
         for x, row in enumerate(ch.rows()):
             _, sc, cell, missed, n, trials, ne, hall, safety, injected, dlv, perturbed, clean = row
-            task = tasks[sc]
+            task = _string(tasks[sc])
             scored = not missed and n >= 1
             listed = "[" + self.p2 + task + p1 + "]"
             excluded = self._excluded(ch.ks, task, n) if scored and n < most else "{}"

@@ -131,7 +131,7 @@ def _rendered(doc: Any, t: Any, ks: list[int]) -> Any:
     ]  # fmt: skip
     for chunk in (pairs.CHUNK, 3):
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(pairtext, "CHUNK", chunk)
+            m.setattr(pairtext, "RUN", chunk)
             out = io.StringIO()
             write_json(
                 {"heatmap": Streamed.rendered(partial(heatmap_text, h, "delta_pass^1"))}, out
