@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from chaoseval.analysis.aggregate import Records
-from chaoseval.model.records import TrialRecord
+from chaoseval.model.records import TrialRecord, make_trial_id
 from chaoseval.store.columns import Group, as_group, trials_of
 from chaoseval.store.lite import summarize
 
@@ -145,6 +145,6 @@ def _vetoes(g: Group) -> list[VetoItem]:
             cell: Any = cells[c] if c >= 0 else None
             tid = odd_ids.get(row)
             if tid is None:
-                tid = f"{sc}/{cell}/{index}"
+                tid = make_trial_id(sc, cell, index)
             vetoes += [VetoItem(kind, tid, sc, cell, detail) for kind, detail in found]
     return vetoes

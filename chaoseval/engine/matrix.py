@@ -11,8 +11,8 @@ from array import array
 from collections.abc import Container, Iterable, Iterator, Sequence
 from typing import overload
 
-from chaoseval.engine.trial import TrialPlan, make_trial_id
-from chaoseval.model.records import Cell
+from chaoseval.engine.trial import TrialPlan
+from chaoseval.model.records import Cell, make_trial_id
 from chaoseval.model.scenario import Scenario
 
 

@@ -23,8 +23,15 @@ from chaoseval.engine.ui import render as render_page
 from chaoseval.engine.ui import ui_state
 from chaoseval.engine.walltime import WallLimit
 from chaoseval.errors import HarnessError, PluginError, ScenarioError
-from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock
-from chaoseval.model.records import AgentOutput, Cell, ModelSettings, TrialRecord, Usage
+from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock, round6
+from chaoseval.model.records import (
+    AgentOutput,
+    Cell,
+    ModelSettings,
+    TrialRecord,
+    Usage,
+    make_trial_id,
+)
 from chaoseval.model.scenario import Givens, Scenario, Tables
 from chaoseval.model.seeding import derive_seed, derive_seed_under
 from chaoseval.model.trajectory import Channel, ModelCallData, answer_data, assign, shallow_copy
@@ -59,11 +66,6 @@ class TrialPlan:
         _set(self, "cell", cell)
         _set(self, "index", index)
         _set(self, "trial_id", make_trial_id(scenario.id, cell.name, index))
-
-
-def make_trial_id(scenario: str, cell: str, index: int) -> str:
-    """``scenario/cell/index``: stable across runs of the same matrix."""
-    return f"{scenario}/{cell}/{index}"
 
 
 def trial_seed(run_seed: int, plan: TrialPlan) -> int:
@@ -378,7 +380,7 @@ def _record(
         steps=len(state.trajectory.tool_steps()),
         usage=output.usage if output else state_usage(state),
         clock=clock_mode,
-        sim_seconds=_round6(trial.sim_seconds),
+        sim_seconds=round6(trial.sim_seconds),
         wall_seconds=round(time.perf_counter() - t0, 6),
         started_at=started_at,
         channel_overhead=(
@@ -387,10 +389,6 @@ def _record(
         injection_followed=verdict.injection_followed,
         utility=verdict.utility,
     )
-
-
-def _round6(seconds: float) -> float:  # round(seconds, 6), not asked of a virtual 0.0
-    return seconds if seconds == 0.0 and type(seconds) is float else round(seconds, 6)
 
 
 def state_usage(state: TrialState) -> Usage:

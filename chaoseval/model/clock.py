@@ -175,3 +175,14 @@ def _import_public_names() -> None:
     package = sys.modules["chaoseval"]  # this module's own package (no import: no circle)
     for name in package.__all__:
         getattr(package, name)
+
+
+def round6(seconds: float) -> float:
+    """``round(seconds, 6)``, the same float, as records keep seconds (a step's latency, a
+    trial's simulated time): a virtual clock's 0.0 as it is, else the six-place digits read
+    back. Both take those digits from dtoa's mode 3, correctly rounded from the exact binary
+    value, and read them with its strtod; round() passes through C's snprintf between the two
+    (most of its cost, on every model request)."""
+    if seconds == 0.0 and type(seconds) is float:
+        return seconds
+    return float(f"{seconds:.6f}")

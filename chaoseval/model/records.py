@@ -181,7 +181,7 @@ class TrialRecord(BaseModel):
     type: Literal["trial"] = "trial"
     schema_version: int = SCHEMA_VERSION
     run_id: str
-    trial_id: str  # scenario/cell/index: stable across runs of the same matrix
+    trial_id: str  # make_trial_id's scenario/cell/index: stable across runs of the same matrix
     scenario: str
     scenario_tags: list[str] = Field(default_factory=list)
     cell: str
@@ -241,6 +241,12 @@ class TrialRecord(BaseModel):
 
     def faults_delivered(self) -> int:
         return sum(f.delivered for f in self.trajectory.faults)
+
+
+def make_trial_id(scenario: str, cell: str, index: int) -> str:
+    """``scenario/cell/index``: stable across runs of the same matrix (a record's
+    ``trial_id``; a journal's columns keep only the ids that differ from it)."""
+    return f"{scenario}/{cell}/{index}"
 
 
 def task_done(checks: list[Any], held: list[bool]) -> bool:

@@ -33,7 +33,7 @@ import msgspec
 import numpy as np
 
 from chaoseval.errors import JournalError
-from chaoseval.model.records import RunManifest, TrialRecord
+from chaoseval.model.records import RunManifest, TrialRecord, make_trial_id
 from chaoseval.store import colcache
 from chaoseval.store.journal import foreign_line, journal_file, parse_line
 from chaoseval.store.lines import read_range
@@ -140,7 +140,7 @@ class Trials:
         if odd is not None:
             return odd
         index = int(self.col["index"][row])
-        return f"{self.value('scenario', row)}/{self.value('cell', row)}/{index}"
+        return make_trial_id(self.value("scenario", row), self.value("cell", row), index)
 
     def code(self, column: str, name: Any) -> int:
         """The code of ``name`` in a coded ``column``, -2 when no row has it (a dict built
@@ -309,7 +309,7 @@ class _Builder:
 
     def _fill(self, row: int, r: Any, s: TrialSummary) -> None:
         t = self.t
-        if r.trial_id != f"{r.scenario}/{r.cell}/{r.index}":
+        if r.trial_id != make_trial_id(r.scenario, r.cell, r.index):
             t.odd_ids[row] = r.trial_id
         if r.error is not None and r.status != "passed":
             t.errors[row] = self.shared.setdefault(r.error, r.error)

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaoseval.channels.model.calls import ModelReply
-from chaoseval.channels.model.channel import _round6
 from chaoseval.channels.model.wire import answer_fields, decode_json, read_summary, with_members
+from chaoseval.model.clock import round6
 
 scalars = (
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=6)
@@ -141,6 +141,6 @@ def test_with_members_writes_each_value_as_json_does_even_from_its_cache(value: 
 @settings(max_examples=2000, deadline=None)
 @given(st.floats(allow_nan=False) | st.integers(0, 2**24).map(lambda k: k / 2**20))
 def test_a_steps_latency_is_rounded_as_round_rounds_it(seconds: float) -> None:
-    """The model step's latencies are written by channel._round6: round(x, 6)'s float,
+    """The model step's latencies are written by model.clock.round6: round(x, 6)'s float,
     exact binary ties (k / 2**20) included."""
-    assert repr(_round6(seconds)) == repr(round(seconds, 6))
+    assert repr(round6(seconds)) == repr(round(seconds, 6))

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from chaoseval.engine.tooljson import _checked_args, _dumps, _loads, utf8_json
-from chaoseval.engine.trial import TrialPlan, _round6, make_trial_id, trial_seed
-from chaoseval.model.records import Cell, ModelSettings
+from chaoseval.engine.trial import TrialPlan, trial_seed
+from chaoseval.model.clock import round6
+from chaoseval.model.records import Cell, ModelSettings, make_trial_id
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.seeding import derive_seed
 from chaoseval.model.trajectory import shallow_copy
@@ -158,4 +159,4 @@ def test_a_trial_plan_is_the_frozen_dataclass_it_was() -> None:
 
 @given(st.floats(allow_nan=False) | st.just(0.0) | st.just(-0.0))
 def test_round6_is_round(seconds: float) -> None:
-    assert repr(_round6(seconds)) == repr(round(seconds, 6))
+    assert repr(round6(seconds)) == repr(round(seconds, 6))

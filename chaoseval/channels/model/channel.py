@@ -22,6 +22,7 @@ from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import Prices, cost, current
 from chaoseval.channels.model.wire import answer_fields, request_hash, with_members
 from chaoseval.errors import HarnessError
+from chaoseval.model.clock import round6
 from chaoseval.model.records import ModelSettings
 from chaoseval.model.trajectory import ModelCallData, Step, assign, built
 from chaoseval.seams.agent import Episode, TrialLink
@@ -109,13 +110,6 @@ def _as_sent(
 
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
-
-
-def _round6(seconds: float) -> float:
-    """``round(seconds, 6)``, the same float: both take the six-place digits from dtoa's
-    mode 3 (correctly rounded from the exact binary value) and read them back with its
-    strtod; round() passes through C's snprintf between the two (most of its cost)."""
-    return float(f"{seconds:.6f}")
 
 
 class TrialModelChannel:
@@ -298,7 +292,7 @@ class TrialModelChannel:
         earlier = self._last_by_hash.get(exchange.request_hash)
         if earlier is not None and earlier.exchange is exchange:
             earlier.exchange, earlier.faults = None, ids  # the step's list: read, never changed
-        latency = _round6(time.perf_counter() - exchange.started)
+        latency = round6(time.perf_counter() - exchange.started)
         # The request in ``args``, the answer in ``result``, what it cost in ``data`` (the
         # same three numbers as any model step, so usage totals read every agent alike).
         args = {
@@ -319,7 +313,7 @@ class TrialModelChannel:
         answer: dict[str, Any] = {
             "status": status,
             # The rest of the step's latency is the channel's own overhead and injected delays.
-            "upstream_latency": _round6(exchange.upstream_seconds),
+            "upstream_latency": round6(exchange.upstream_seconds),
         }
         data = _NO_COST
         if reply is not None:
