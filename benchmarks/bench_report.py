@@ -7,7 +7,9 @@ whole trajectories of a small ``resilient`` and ``naive`` run, renamed into as m
 asked), written once into a cache and reused. ``compare`` and ``summary`` read the
 ``resilient`` journal against the ``naive`` one of the same tasks; the other commands the
 ``resilient`` one. Each command runs in its own process under a time cap; its peak memory is
-its own VmHWM (the process tree's peak, sampled, is printed beside it).
+its own VmHWM or its process tree's (the readers it forks included), whichever is larger: the
+tree's peak is sampled every 50 ms and summed by PSS, so the heap a forked reader shares with
+its parent counts once.
 
 ``CHAOSEVAL_BENCH_RECORDS`` (default 1,000,000) and ``CHAOSEVAL_BENCH_TASKS`` (default
 ``100,10000,100000``) change the sizes, e.g. for a quick look while developing;
@@ -104,10 +106,12 @@ def _line(what: str, r: dict[str, Any] | None, target: tuple[float, int], read: 
         print(f"    {what:<34} no figure (see above)")
         return False
     seconds, mb = target
-    ok = r["seconds"] < seconds and r["peak_rss"] < mb * 2**20
+    # The command's memory is its whole tree's: a forked reader's own pages count too.
+    peak = max(r["peak_rss"], r["tree_peak"])
+    ok = r["seconds"] < seconds and peak < mb * 2**20
     print(
         f"    {what:<34}{r['seconds']:6.1f} s (cpu {r['cpu']:5.1f} s) {_mb(r['peak_rss']):>8} "
-        f"(tree {_mb(r['tree_peak'])}; {'meets' if ok else 'MISSES'} < {seconds:.0f} s and "
+        f"(tree {_mb(r['tree_peak'])} PSS; {'meets' if ok else 'MISSES'} < {seconds:.0f} s and "
         f"< {mb} MB; read {read}; load {os.getloadavg()[0]:.1f})"
     )
     return ok
