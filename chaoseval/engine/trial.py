@@ -209,7 +209,7 @@ def record_unfinished(
     trial = _new_trial(plan, model, clock_mode, run_seed)
     verdict = judge(plan.scenario, None, trial.state, None, error)  # type: ignore[arg-type]
     record = _record(trial, verdict, agent_name, run_id, clock_mode, started_at, 0.0)
-    record.wall_seconds = round(wall_seconds, 6)
+    record.wall_seconds = round6(wall_seconds)
     return record
 
 
@@ -381,10 +381,10 @@ def _record(
         usage=output.usage if output else state_usage(state),
         clock=clock_mode,
         sim_seconds=round6(trial.sim_seconds),
-        wall_seconds=round(time.perf_counter() - t0, 6),
+        wall_seconds=round6(time.perf_counter() - t0),
         started_at=started_at,
         channel_overhead=(
-            None if state.channel_overhead is None else round(state.channel_overhead, 6)
+            None if state.channel_overhead is None else round6(state.channel_overhead)
         ),
         injection_followed=verdict.injection_followed,
         utility=verdict.utility,
