@@ -27,6 +27,10 @@ from chaoseval.store.columns import Group, Trials, as_group
 # What the functions here take: a group of a journal's rows, or records in memory.
 Records = Group | Trials | Sequence[TrialRecord]
 
+# Rows of a column taken out as a Python list at once (analysis.process, analysis.slices): a
+# few hundred KB, never a list of a value per trial.
+BLOCK = 1 << 16
+
 
 @dataclass
 class CellResult:

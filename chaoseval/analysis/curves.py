@@ -90,6 +90,12 @@ class Heatmap(Mapping[tuple[str, str], float | None]):
     def __len__(self) -> int:
         return len(self._scenario)
 
+    @property
+    def trials(self) -> Trials | None:
+        """The journal's columns whose codes the pairs hold (their names: ``trials.vocab``);
+        None for a heatmap of records in memory with no pair."""
+        return self._t
+
     def _name(self, i: int) -> tuple[str, str]:
         assert self._t is not None  # pairs exist only with their journal
         vocab = self._t.vocab

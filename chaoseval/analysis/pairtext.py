@@ -42,12 +42,13 @@ def pair_text(t: Trials, ks: Sequence[int], pad: str) -> Iterator[str]:
 def heatmap_text(h: Heatmap, key: str, pad: str) -> Iterator[str]:
     """The JSON report's heatmap (each perturbed pair's ``{"scenario", "cell", key: its
     value}`` by scenario, then cell) as :func:`pair_text` writes the pairs."""
-    if h._t is None:
+    t = h.trials
+    if t is None:
         return
-    vocab = h._t.vocab
+    vocab = t.vocab
     tasks, cells = vocab["scenario"], list(map(_string, vocab["cell"]))
     scenario, cell, value = h.sorted_codes()
-    keep = cell != h._t.code("cell", CLEAN)
+    keep = cell != t.code("cell", CLEAN)
     scenario, cell, value = scenario[keep], cell[keep], value[keep]
     p0, p1 = "\n" + pad, "\n" + pad + "  "
     named = f"{p1}{_string(key)}: "  # (after the cell's ",")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import Records
+from chaoseval.analysis.aggregate import BLOCK, Records
 from chaoseval.model.records import ToolCall
 from chaoseval.store.columns import Group, Trials, as_group, trials_of
 from chaoseval.store.lite import ILLEGAL_ERRORS, RefCalls, call_key
@@ -117,11 +117,9 @@ def fsum(xs: Sequence[float] | np.ndarray) -> float:
     a Python float per trial), all in one fsum (sums of blocks would round)."""
     if not isinstance(xs, np.ndarray):
         return math.fsum(xs)
-    blocks = (xs[i : i + _BLOCK].tolist() for i in range(0, len(xs), _BLOCK))
+    blocks = (xs[i : i + BLOCK].tolist() for i in range(0, len(xs), BLOCK))
     return math.fsum(chain.from_iterable(blocks))
 
-
-_BLOCK = 1 << 16
 
 
 def _defined(xs: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.aggregate import Records
+from chaoseval.analysis.aggregate import BLOCK, Records
 from chaoseval.model.records import TrialRecord, make_trial_id
 from chaoseval.store.columns import Group, as_group, trials_of
 from chaoseval.store.lite import summarize
@@ -75,8 +75,8 @@ def _combinations(g: Group, width: int) -> list[tuple[int, int, int, int]]:
     in the order of their first rows (taken a block of rows at a time: a few MB at most)."""
     tags, status, cause = g["tags"], g["status"], g["root_cause"]
     seen: dict[int, list[int]] = {}  # combination -> [its first row, its rows]
-    for start in range(0, len(tags), _BLOCK):
-        block = slice(start, start + _BLOCK)
+    for start in range(0, len(tags), BLOCK):
+        block = slice(start, start + BLOCK)
         key = (tags[block].astype(np.int64) + 1) * (3 * width)
         key += status[block].astype(np.int64) * width + cause[block] + 1
         combos, first, counts = np.unique(key, return_index=True, return_counts=True)
@@ -89,8 +89,6 @@ def _combinations(g: Group, width: int) -> list[tuple[int, int, int, int]]:
     ordered = sorted(seen.items(), key=lambda item: item[1][0])
     return [(c // (3 * width) - 1, c // width % 3, c % width - 1, n) for c, (_, n) in ordered]
 
-
-_BLOCK = 1 << 16
 
 
 def _by_tag(g: Group) -> tuple[dict[str, Counter[str]], dict[str, tuple[int, int]]]:
@@ -128,11 +126,11 @@ def _vetoes(g: Group) -> list[VetoItem]:
     scenarios, cells, odd_ids = t.vocab["scenario"], t.vocab["cell"], t.odd_ids
     vetoes: list[VetoItem] = []
     items = iter(by_row.values())
-    for start in range(0, len(rows), _BLOCK):
-        at = rows[start : start + _BLOCK]
+    for start in range(0, len(rows), BLOCK):
+        at = rows[start : start + BLOCK]
         for row, keep, found, s, c, index in zip(
             at.tolist(),
-            kept[start : start + _BLOCK].tolist(),
+            kept[start : start + BLOCK].tolist(),
             items,
             t.col["scenario"][at].tolist(),
             t.col["cell"][at].tolist(),
