@@ -211,7 +211,16 @@ def diverge_one(
     weights: Sequence[int] | None = None,
 ) -> Divergence:
     """Where ``failed`` left the ``successes`` (paths, each taken ``weights`` times)."""
-    steps = semantic_steps(failed)
+    return _diverge(failed, semantic_steps(failed), successes, weights)
+
+
+def _diverge(
+    failed: TrialRecord | LiteTrial,
+    steps: Sequence[SemStep],
+    successes: Sequence[Sequence[SemStep]],
+    weights: Sequence[int] | None = None,
+) -> Divergence:
+    """:func:`diverge_one` of a failure whose semantic steps are ``steps`` already."""
     d = max((common_prefix(s, steps) for s in successes), default=0)
     if d >= len(steps) and any(
         len(s) == len(steps) and common_prefix(s, steps) == d for s in successes
@@ -233,13 +242,14 @@ class _Interned:
         self.paths: list[Steps] = []
         self.of_row = np.full(size, -1, np.int32)
 
-    def add(self, row: int, record: Any) -> int:
+    def add(self, row: int, record: Any) -> Steps:
+        """The record's path (the one kept, when an equal one was met before)."""
         path = tuple(semantic_steps(record))
         i = self.ids.setdefault(path, len(self.paths))
         if i == len(self.paths):
             self.paths.append(path)
         self.of_row[row] = i
-        return i
+        return self.paths[i]
 
     def distinct(self, rows: np.ndarray) -> tuple[list[Steps], list[int]]:
         """The distinct paths of ``rows`` in first-seen order, with how often each was taken
@@ -321,25 +331,30 @@ class Analysed:
         labels: dict[tuple[str, int], int] = {}
         self.label_of = label_of = np.full(len(t), -1, np.int32)
         for row, record in t.scan(failed, DECODER):
-            paths.add(row, record)
+            steps = paths.add(row, record)  # (its steps made once: kept and compared)
             if task_of[row] >= 0:
-                div = diverge_one(record, *successes[keys[task_of[row]]])
+                div = _diverge(record, steps, *successes[keys[task_of[row]]])
                 label_of[row] = labels.setdefault((div.label, div.step), len(labels))
         self.names = {code: key for key, code in labels.items()}
+        self._consistencies: list[Consistency] | None = None
 
     def __iter__(self) -> Iterator[TaskAnalysis]:
-        for task, rows in self.tasks.items():
+        each: Sequence[Consistency | None] = self._consistencies or [None] * len(self.tasks)
+        for (task, rows), consistency in zip(self.tasks.items(), each, strict=True):
             yield _task(
                 self.t, task, rows, self.paths, self.label_of, self.names,
-                self.successes.get(task),
+                self.successes.get(task), consistency,
             )  # fmt: skip
 
     def consistency(self) -> Counter[str]:
-        """How many tasks of each consistency, in the order the tasks first show each."""
-        status = self.t.col["status"]
-        return Counter(
-            _consistency(self.t, status[rows], rows, self.paths) for rows in self.tasks.values()
-        )
+        """How many tasks of each consistency, in the order the tasks first show each (each
+        task's kept for the iteration after: to_json counts them, then writes the tasks)."""
+        if self._consistencies is None:
+            status = self.t.col["status"]
+            self._consistencies = [
+                _consistency(self.t, status[rows], rows, self.paths) for rows in self.tasks.values()
+            ]
+        return Counter(self._consistencies)
 
 
 def _consistency(t: Trials, status: np.ndarray, rows: np.ndarray, paths: _Interned) -> Consistency:
@@ -363,11 +378,13 @@ def _task(
     label_of: np.ndarray,
     names: dict[int, tuple[str, int]],
     successes: tuple[list[Steps], list[int]] | None,
+    consistency: Consistency | None = None,
 ) -> TaskAnalysis:
     scenario, cell = task
     status = t.col["status"][rows]
     passed, failed = rows[status == 0], rows[status == 1].tolist()
-    consistency = _consistency(t, status, rows, paths)
+    if consistency is None:
+        consistency = _consistency(t, status, rows, paths)
     reference = "same cell" if len(passed) else ""
     if not len(passed) and successes is not None and successes[0]:
         reference = CLEAN
