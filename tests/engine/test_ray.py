@@ -122,7 +122,10 @@ def test_a_killed_ray_worker_loses_no_trial(tmp_path, cluster):
         executor=RayExecutor(),
         agent=KillsItsWorker(),
         max_memory=350 * 2**20,  # a worker holds ~150 MB; the hog adds 400
-        wall_timeout=2.0,  # room for a loaded machine; the blocked trial waits it out
+        # The blocked trial waits it out. The hog's RSS is read by asking its actor, which a
+        # machine at load 13 left unanswered past 2 s (the hog then recorded as a timeout):
+        # 4 s leaves the watch a few ticks to see it, and the hog holds its memory for 5.
+        wall_timeout=4.0,
     )
     assert len(got) == len(behaviours)  # nothing lost, nothing twice
     for ok in ("ok", "ok2"):
