@@ -7,12 +7,12 @@ items, browser pages) are summed or kept beside them as the lines go by. A trial
 (its trajectory) is read again only when a view shows that trial (:meth:`Trials.record`: a seek
 to its line), so the memory of a report does not grow with the trajectories it never shows.
 
-The reader keeps :func:`chaoseval.store.journal.read_journal`'s rules: a manifest line first
-(the first one counts), every trial line carries the manifest's run id (a line of another run
-is an error), a trial appears twice only as ``--resume`` writes it (a not-evaluable attempt,
-then its re-run, which replaces it in the earlier line's place; any other repeat is an error
-naming both lines), a half-written last line is ignored with a warning, and every other error
-names ``file:line``.
+The reader keeps :func:`chaoseval.store.journal.read_journal`'s rules: a manifest line first (the
+first one counts), every trial line carries the manifest's run id (a line of another run is an
+error), a trial appears twice only as ``--resume`` writes it (a not-evaluable attempt, then its
+re-run, which replaces it in the earlier line's place; any other repeat is an error naming both
+lines), a half-written last line is ignored with a warning, and every other error names
+``file:line``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -44,16 +44,8 @@ from chaoseval.store.ranges import read_split
 from chaoseval.store.reread import remeasure, retally
 from chaoseval.store.reruns import merge_reruns
 
-__all__ = [
-    "NUMERIC",
-    "Group",
-    "ToolTally",
-    "Trials",
-    "as_group",
-    "as_trials",
-    "read_trials",
-    "trials_of",
-]
+__all__ = ["NUMERIC", "Group", "ToolTally", "Trials", "as_group", "as_trials", "read_trials",
+           "trials_of"]  # fmt: skip
 
 # The numeric columns, in TrialSummary.values order, with their dtypes (array typecodes).
 NUMERIC: tuple[tuple[str, str], ...] = (
@@ -243,8 +235,7 @@ class _Builder:
         self.scenarios = self.vocab["scenario"]  # scenario -> its code
         self.dedup = True  # a journal: a re-run trial's later line replaces its earlier one
         self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
-        # (offset, line, run id) of trials before the manifest
-        self.early: list[tuple[int, int, str]] = []
+        self.early: list[tuple[int, int, str]] = []  # (offset, line, run id): before manifest
         self.rerun = False
         self.offset = 0  # of the line being read
         self.chunk = bytearray()  # rows not yet in the arrays, each packed as a ``row`` record
@@ -253,6 +244,7 @@ class _Builder:
         self.row = np.dtype(fields)  # a chunk's rows (packed: no padding between fields)
         self.pack = struct.Struct("=" + "".join(code for _, code in fields)).pack
         self.full = 4096 * self.row.itemsize  # a chunk's bytes
+        self.spill: BinaryIO | None = None  # a forked reader's file: chunks go there (ranges)
 
     def set_manifest(self, manifest: RunManifest, references: ReferenceIndex | None = None) -> None:
         """The run's manifest; ``references``: its reference runs when read lean."""
@@ -300,11 +292,12 @@ class _Builder:
     def flush(self) -> None:
         """Rows gathered so far into the arrays, one column at a time (packed records that
         numpy reads: ~0.4 us a row, where converting tuples of Python values took ~2 us)."""
-        if not self.chunk:
-            return
-        rows = np.frombuffer(self.chunk, dtype=self.row)
-        for target, name in zip(self.arrays, self.row.names or (), strict=True):
-            target.frombytes(rows[name].tobytes())
+        if self.spill is not None:
+            self.spill.write(self.chunk)
+        elif self.chunk:
+            rows = np.frombuffer(self.chunk, dtype=self.row)
+            for target, name in zip(self.arrays, self.row.names or (), strict=True):
+                target.frombytes(rows[name].tobytes())
         self.chunk = bytearray()
 
     def _fill(self, row: int, r: Any, s: TrialSummary) -> None:

@@ -4,8 +4,9 @@ Reading a journal is decoding and summarising each line (store.lines, store.lite
 CPU a trial, all of it in one process, while the machine has more cores. Here the lines after
 the manifest are cut into as many ranges as there are cores (at line starts); a forked copy
 of the reader reads each range but the first, the reader itself reads the first, and the
-ranges' columns are joined in file order (each forked reader leaves its range in an unnamed
-temporary file and exits before it is joined: its memory is gone by then): the same columns,
+ranges' columns are joined in file order (each forked reader writes its range's rows into an
+unnamed temporary file as it reads them, holding none of its columns, and exits before it is
+joined: its memory is gone by then; the parent takes them a block at a time): the same columns,
 codes, side tables and sums as one pass front to back gives (each coded column's vocabulary
 in first-seen order, the side tables in row order, the tallies in first-seen order).
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import struct
 import tempfile
 import threading
 from contextlib import ExitStack
@@ -147,15 +149,18 @@ def _read_one(
     out: BinaryIO, path: Path, source: Path, b: Any, start: int, stop: int | None
 ) -> None:
     """In a forked reader: one range into its copy of the builder, written to ``out`` for the
-    parent: its tables, then each column's bytes (no pickle of the columns)."""
+    parent. Its rows go to ``out`` as they are read (packed as the builder packs a row,
+    :attr:`columns._Builder.row`), a chunk at a time: the reader never holds its range's
+    columns; then their offsets, its tables and the trailer (:func:`_send`)."""
     try:
         try:
             phase("reader: forked")
+            b.spill = out
             end, number = read_range(path, b, start, stop, source=source)
             b.flush()
             phase("reader: its range read")
         except BaseException as exc:  # the parent reads the journal again in one pass
-            pickle.dump(("failed", f"{type(exc).__name__}: {exc}"), out)
+            _tail(out, ("failed", f"{type(exc).__name__}: {exc}"))
             return
         _send(out, b, end, number)
         out.flush()
@@ -166,27 +171,52 @@ def _read_one(
         out.flush()  # (a forked process ends without flushing Python's buffers)
 
 
+# A reader's file ends with where its tables start and this mark: a reader that died before
+# it wrote them all leaves no such end (the parent then reads the journal in one pass).
+_TRAILER = struct.Struct("=q8s")
+_MARK = b"rangeend"
+
+
 def _send(out: BinaryIO, b: Any, end: int, number: int) -> None:
+    """After the rows: their offsets, then the range's tables, then the trailer."""
     t = b.t
-    columns = [b.offsets, *b.arrays]
-    pickle.dump({
+    out.write(b.offsets)
+    _tail(out, {
         "end": end, "lines": number - 1, "cut_off": t.cut_off_line, "rows": len(b.offsets),
         "vocab": {name: list(table) for name, table in b.vocab.items()},
         "by_row": {name: getattr(t, name) for name in _BY_ROW},
         "by_tool": t.by_tool, "sampling": t.sampling,
-        "sizes": [len(column) * column.itemsize for column in columns],
-    }, out, protocol=pickle.HIGHEST_PROTOCOL)  # fmt: skip
-    for column in columns:
-        out.write(column)
+    })  # fmt: skip
 
 
-def _take(out: BinaryIO, sizes: Any) -> bytes:
-    """The next column's bytes (EOFError: the reader did not write them all)."""
-    size = next(sizes)
+def _tail(out: BinaryIO, head: Any) -> None:
+    at = out.tell()
+    pickle.dump(head, out, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_TRAILER.pack(at, _MARK))
+
+
+def _head(out: BinaryIO) -> tuple[Any, int]:
+    """The tables a reader wrote after its rows and offsets, and where they start (EOFError:
+    the reader did not finish writing)."""
+    out.seek(0, os.SEEK_END)
+    if out.tell() < _TRAILER.size:
+        raise EOFError
+    out.seek(-_TRAILER.size, os.SEEK_END)
+    at, mark = _TRAILER.unpack(out.read(_TRAILER.size))
+    if mark != _MARK:
+        raise EOFError
+    out.seek(at)
+    return pickle.load(out), at
+
+
+def _exactly(out: BinaryIO, size: int) -> bytes:
     got = out.read(size)
     if len(got) != size:
         raise EOFError
     return got
+
+
+_JOIN_ROWS = 1 << 16  # rows taken from a reader's file at once (~10 MB)
 
 
 def _join(out: BinaryIO, b: Any, path: Path, number: int) -> tuple[int, int] | None:
@@ -194,24 +224,29 @@ def _join(out: BinaryIO, b: Any, path: Path, number: int) -> tuple[int, int] | N
     offset it reached and the next line's number; None when it failed (``b`` may then hold
     part of it)."""
     try:
-        out.seek(0)  # (the reader moved the offset the two of them share)
-        head = pickle.load(out)
+        head, at = _head(out)
         if isinstance(head, tuple):  # ("failed", why)
             return None
-        base = len(b.offsets)
-        sizes = iter(head["sizes"])
-        # Each column appended as it is read: never all of the range's columns at once beside
-        # the joined ones.
-        b.offsets.frombytes(_take(out, sizes))
-        for column in b.numeric.values():
-            column.frombytes(_take(out, sizes))
-        for name, column in b.coded.items():
-            # Its codes as the joined vocabulary numbers them (-1, no value, stays -1).
-            codes = [b._code(name, v) for v in head["vocab"][name]]
-            mapping = np.array([*codes, -1], dtype=np.int64)
-            local = np.frombuffer(_take(out, sizes), dtype=column.typecode)
-            column.frombytes(mapping[local].astype(column.typecode).tobytes())
-    except (EOFError, OSError, pickle.UnpicklingError, StopIteration):  # it died
+        base, rows, width = len(b.offsets), head["rows"], b.row.itemsize
+        if at != rows * (width + 8):
+            raise EOFError
+        # Each coded column's codes as the joined vocabulary numbers them (-1 stays -1).
+        mappings = {
+            name: np.array([*(b._code(name, v) for v in head["vocab"][name]), -1], np.int64)
+            for name in b.coded
+        }
+        out.seek(0)
+        # A block of rows at a time: never the range's columns at once beside the joined ones.
+        for start in range(0, rows, _JOIN_ROWS):
+            n = min(_JOIN_ROWS, rows - start)
+            block = np.frombuffer(_exactly(out, n * width), dtype=b.row)
+            for column, name in zip(b.arrays, b.row.names or (), strict=True):
+                values = block[name]
+                if name in mappings:
+                    values = mappings[name][values].astype(column.typecode)
+                column.frombytes(values.tobytes())
+        b.offsets.frombytes(_exactly(out, rows * 8))
+    except (EOFError, OSError, ValueError, struct.error, pickle.UnpicklingError):  # it died
         return None
     t = b.t
     by_row = head["by_row"]
