@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import serve_asgi
-from chaoseval.channels.limits import BodyTooLarge, bounded_body
+from chaoseval.channels.limits import BOUNDED, BodyTooLarge, read_bounded
 from chaoseval.channels.mcp.wire import TrialEndpoint
 from chaoseval.engine.http import ToolsApp, too_large_tools
 from chaoseval.engine.toolbox import ToolBox
@@ -103,8 +103,10 @@ class ToolHub:
         toolbox = trial.mcp.tools.toolbox
         started, busy, held = time.perf_counter(), toolbox.busy_seconds, trial.mcp.held_seconds
         mcp = rest.rstrip("/") == "/mcp"
+        limit = toolbox.request_limit
         try:
-            receive = await bounded_body(scope, receive, toolbox.request_limit)
+            if scope.get(BOUNDED, limit + 1) > limit:  # limits.bounded_body, one frame less
+                receive = (await read_bounded(scope, receive, limit))[1]
         except BodyTooLarge as exc:
             toolbox.note_oversized("mcp" if mcp else "tools", rest, exc)
             await (too_large_rpc(exc) if mcp else too_large_tools(exc))(scope, receive, send)

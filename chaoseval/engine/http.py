@@ -46,7 +46,7 @@ from starlette.types import Receive, Scope, Send
 from chaoseval import redact
 from chaoseval.channels.asgi import drop_connection, serve_asgi
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, bounded_body
-from chaoseval.engine.listing import http_listing
+from chaoseval.engine.listing import http_listing, rewrites
 from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
 from chaoseval.engine.tooljson import utf8_json
 from chaoseval.errors import (
@@ -151,6 +151,9 @@ class ToolsApp:
 
     def __init__(self, toolbox: ToolChannel):
         self.toolbox = toolbox
+        # GET /tools's reply while no plugin rewrites listings: the same bytes every time
+        # (the scenario's tools), so made once, not decoded and encoded anew per request.
+        self._listed: Reply | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -183,8 +186,15 @@ class ToolsApp:
         poisoned description, a drifted schema); its faults delivered once it is written."""
         if not isinstance(self.toolbox, ToolBox):
             return encode_result(self.toolbox.describe()), []
+        plain = not rewrites(self.toolbox)
+        if plain and self._listed is not None:
+            self.toolbox.listings += 1  # counted as http_listing counts it
+            return self._listed, []
         tools, fired = http_listing(self.toolbox)
-        return encode_result(tools), fired
+        reply = encode_result(tools)
+        if plain:
+            self._listed = reply
+        return reply, fired
 
     async def _call(self, name: str, raw: bytes) -> tuple[Reply, list[int]]:
         """The call's answer, and its faults: delivered once the answer is written."""

@@ -37,6 +37,11 @@ def base_listing(toolbox: ToolBox) -> list[dict[str, Any]]:
     ]
 
 
+def rewrites(toolbox: ToolBox) -> bool:
+    """Whether a plugin of the trial rewrites its listings (else each is the scenario's own)."""
+    return any(isinstance(plugin, ListingPerturbation) for plugin in toolbox.plugins)
+
+
 def listing(toolbox: ToolBox) -> tuple[list[dict[str, Any]], list[int]]:
     """The tools as listed now (MCP's shape), and the faults that shaped this listing."""
     tools = base_listing(toolbox)

@@ -6,6 +6,7 @@ Faults are marked delivered only when the call's outcome actually returns to the
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, record_oversized
 from chaoseval.engine.tooljson import (
+    EXCERPT,
     _as_text,
     _brief,
     _checked_args,
@@ -87,6 +89,11 @@ class Received(NamedTuple):
         return _as_text(self.sent)
 
 
+# ``Received(text, sent)`` without the named tuple's Python ``__new__`` frame (a tool call's
+# received text is made on every call): the same tuple of the same class.
+_received: Callable[[tuple[str, Any]], Received] = functools.partial(tuple.__new__, Received)
+
+
 class TrialState:
     """Mutable bookkeeping shared by the channels of one trial."""
 
@@ -149,6 +156,9 @@ class ToolBox:
         # subtracts them from its handler's time to find its own overhead.
         self.busy_seconds = 0.0
         self.listings = 0  # tool listings served so far, over any wire (engine.listing)
+        # A wire channel's own time for one request (TrialRecord.channel_overhead): the
+        # state's method itself, one frame less on every request.
+        self.add_overhead: Callable[[float], None] = state.add_overhead
 
     def describe(self) -> list[ToolDescription]:
         return [t.describe() for t in self._scenario.tools]
@@ -201,10 +211,6 @@ class ToolBox:
     def deliver(self, fault_ids: list[int]) -> None:
         """Mark faults delivered: a wire channel calls this when their bytes are written."""
         self._state.deliver(fault_ids)
-
-    def add_overhead(self, seconds: float) -> None:
-        """A wire channel's own time for one request (TrialRecord.channel_overhead)."""
-        self._state.add_overhead(seconds)
 
     @property
     def request_limit(self) -> int:
@@ -289,9 +295,11 @@ class ToolBox:
             state.harness_errors.append(exc)
             self._plain_step(at, t, name, args, "harness_error", str(exc))
             raise
-        result_class = "ok" if self._valid(spec, result, known) else "malformed"
-        self._plain_step(at, t, name, args, result_class, None, _excerpt(result, known))
-        state.received.append(Received(known, args))
+        # (No declared result model, the common case: valid without the call.)
+        valid = spec.returns is None or self._valid(spec, result, known)
+        self._plain_step(at, t, name, args, "ok" if valid else "malformed", None,
+                         result if len(known) <= EXCERPT else _excerpt(result, known))  # fmt: skip
+        state.received.append(_received((known, args)))
         return result, None if isinstance(result, str) else known
 
     def _plain_step(

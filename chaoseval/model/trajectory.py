@@ -177,6 +177,10 @@ def _step(index: int, kind: Any, t: Any, fields: dict[str, Any]) -> Step:
 _TOOL_SET = frozenset(
     ("index", "kind", "t", "tool", "args", "result_class", "result", "error", "latency", "faults")
 )
+_TOOL_FIELDS = set(_TOOL_SET)
+# tool_step's values before its own: every field of Step in field order, "kind" and "data" as
+# every plain tool step has them.
+_TOOL_VALUES: dict[str, Any] = dict.fromkeys(Step.model_fields) | {"kind": "tool", "data": _EMPTY}
 
 
 def tool_step(
@@ -200,20 +204,19 @@ def tool_step(
         assign(step, faults=[], result_class=result_class, error=error, latency=latency,
                result=result)  # fmt: skip
         return step
-    values: dict[str, Any] = {
-        "index": index,
-        "kind": "tool",
-        "t": t,
-        "tool": tool,
-        "args": args,
-        "result_class": result_class,
-        "result": result,
-        "error": error,
-        "latency": latency,
-        "faults": [],
-        "data": _EMPTY,
-    }
-    return built(Step, values, set(_TOOL_SET))
+    # A copy of a dict of the step's keys in field order, then its values: a copy takes the
+    # keys' table whole where a dict display inserts (and hashes) each key anew.
+    values = _TOOL_VALUES.copy()
+    values["index"] = index
+    values["t"] = t
+    values["tool"] = tool
+    values["args"] = args
+    values["result_class"] = result_class
+    values["result"] = result
+    values["error"] = error
+    values["latency"] = latency
+    values["faults"] = []
+    return built(Step, values, _TOOL_FIELDS.copy())
 
 
 class Trajectory(BaseModel):

@@ -22,6 +22,7 @@ from mcp import Client
 from chaoseval.bundled.perturbations.injection import PAGE_PLACEMENTS, catalogue
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
+from chaoseval.engine.listing import http_listing
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.engine.toolbox import ToolBox, TrialState
 from chaoseval.engine.trial import instantiate
@@ -225,7 +226,7 @@ async def _http_listings(cell: str, times: int, mcp_first: bool = False) -> dict
                 args = {"order_id": givens["order_id"]}
                 order = await http.post(f"{urls.tools}/tools/get_order", json=args)
         return {"raw": raw, "seen": seen, "faults": state.trajectory.faults, "givens": givens,
-                "order": order}  # fmt: skip
+                "order": order, "listings": toolbox.listings}  # fmt: skip
 
 
 def _http_poisoned(raw: bytes, fault: Fault) -> str:
@@ -263,6 +264,18 @@ def test_a_rug_pull_reaches_the_http_listing_after_a_first_one_over_mcp() -> Non
     # Listed only over MCP, once: the rug pull never comes, nothing landed.
     alone = anyio.run(_http_listings, "injection_mcp:placements=rug_pull", 0, True)
     assert alone["faults"] == [] and alone["seen"] == [[]]
+
+
+def test_a_plain_http_listing_is_the_tools_listed_and_counted_every_time() -> None:
+    """With no plugin rewriting listings, ``GET /tools`` is made once a trial (ToolsApp): every
+    listing the same bytes, the tools as http_listing lists them, and each one counted."""
+    got = anyio.run(_http_listings, "latency", 3, True)  # no listing plugin
+    assert got["raw"][0] == got["raw"][1] == got["raw"][2]
+    assert got["listings"] == 4  # the one over MCP and three over HTTP
+    with trial("latency") as (toolbox, _, _):
+        tools, fired = http_listing(toolbox)
+    assert json.loads(got["raw"][0]) == tools and fired == []
+    assert got["raw"][0] == json.dumps(tools, ensure_ascii=False).encode()
 
 
 # An exec: agent on the openai SDK: it reads the order over the HTTP tools, then hands the tool's

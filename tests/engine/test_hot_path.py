@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from chaoseval.engine.toolbox import Received, _received
 from chaoseval.engine.tooljson import _checked_args, _dumps, _loads, utf8_json
 from chaoseval.engine.trial import TrialPlan, trial_seed
 from chaoseval.model.clock import round6
@@ -32,6 +33,13 @@ values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
     max_leaves=8,
 )
+
+
+@given(st.text(max_size=8), values)
+def test_received_made_without_its_new_is_the_named_tuple(text: str, sent: Any) -> None:
+    made = _received((text, sent))
+    assert type(made) is Received and made == Received(text, sent)
+    assert made.text is text and made.sent is sent and made.echo == Received(text, sent).echo
 
 
 @given(values)

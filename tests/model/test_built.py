@@ -111,7 +111,10 @@ def test_a_tool_step_made_at_once_is_the_step_added_then_assigned(
     assign(added, faults=[], **rest)
     made = tool_step(1, t, tool, arguments, **rest)
     _same(made, added)
-    assert made.faults is not tool_step(1, t, tool, arguments, **rest).faults
+    other = tool_step(1, t, tool, arguments, **rest)
+    assert made.faults is not other.faults
+    assert made.__dict__ is not other.__dict__
+    assert made.model_fields_set is not other.model_fields_set
 
 
 @given(st.booleans() | st.integers(0, 2) | st.just("yes"))

@@ -139,18 +139,11 @@ class TrialTools:
         self, name: str, arguments: dict[str, Any], exchange: Exchange | None = None
     ) -> dict[str, Any]:
         """Run one ``tools/call`` through the ToolBox and encode the outcome (a
-        ``CallToolResult`` in its wire form)."""
-        if exchange is None:  # in process: handing the outcome over is delivery
-            return await self._call(name, arguments, exchange)
-        with held_faults() as held:  # over HTTP: delivered when the response is written
-            try:
-                return await self._call(name, arguments, exchange)
-            finally:
-                exchange.on_written.extend(held)
-
-    async def _call(
-        self, name: str, arguments: dict[str, Any], exchange: Exchange | None
-    ) -> dict[str, Any]:
+        ``CallToolResult`` in its wire form). Over HTTP (an ``exchange``) the call's faults
+        are held, and delivered when the response is written; in process handing the outcome
+        over is delivery. (One frame: every MCP request runs it.)"""
+        holding = None if exchange is None else held_faults()
+        held = None if holding is None else holding.__enter__()
         try:
             result, text = await self.toolbox.call_json(name, arguments)
         except AgentVisibleError as exc:
@@ -159,6 +152,10 @@ class TrialTools:
             return error_result(exc)
         except HarnessError as exc:
             raise MCPError(types.INTERNAL_ERROR, f"chaoseval harness error: {exc}") from exc
+        finally:
+            if holding is not None:
+                holding.__exit__(None, None, None)
+                exchange.on_written.extend(held)  # type: ignore[union-attr,arg-type]
         return ok_result(result, text)
 
 
