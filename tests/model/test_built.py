@@ -87,6 +87,26 @@ def test_add_step_makes_what_validation_makes(
         assert made.data is validated.data  # an instance given is kept, as validation keeps it
 
 
+@given(kind=kinds, t=times)
+def test_a_bare_step_is_what_validation_makes(kind: str, t: Any) -> None:
+    trajectory = Trajectory()
+    trajectory.add_step("note")
+    try:
+        validated = Step(index=1, kind=kind, t=t)  # type: ignore[arg-type]
+    except ValidationError:
+        validated = None
+    try:
+        made = trajectory.add_bare_step(kind, t)  # type: ignore[arg-type]
+    except ValidationError:
+        assert validated is None
+        return
+    assert validated is not None
+    _same(made, validated)
+    assert trajectory.steps[-1] is made
+    other = trajectory.add_bare_step("model", 0.0)
+    assert other.faults is not made.faults  # no list shared between steps
+
+
 @given(
     t=times,
     tool=tools,

@@ -19,11 +19,11 @@ from typing import Any, Protocol
 import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
-from chaoseval.channels.model.prices import Prices, cost, current
+from chaoseval.channels.model.prices import Prices, current
 from chaoseval.channels.model.wire import answer_fields, request_hash, with_members
 from chaoseval.errors import HarnessError
 from chaoseval.model.clock import round6
-from chaoseval.model.records import ModelSettings
+from chaoseval.model.records import ModelSettings, Usage
 from chaoseval.model.trajectory import ModelCallData, Step, assign, built
 from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
@@ -90,18 +90,18 @@ class _Earlier:
 
 
 def _as_sent(
-    raw: bytes, body: dict[str, Any], absent: list[str], sent: dict[str, Any]
+    raw: bytes, body: dict[str, Any], absent: tuple[bool, bool], sent: dict[str, Any]
 ) -> bytes | None:
     """The agent's request bytes as the upstream gets the body: the sampling settings the
-    channel added (names in ``absent`` before, now in ``body``) at their end. None when they
-    cannot be: a setting the agent sent as null was replaced in place, or the body asks for a
-    stream (the upstream is asked for a whole completion: the body is written anew without
-    ``stream`` and ``stream_options``)."""
+    channel added (``absent``: whether each of SAMPLED was missing before, now in ``body``)
+    at their end. None when they cannot be: a setting the agent sent as null was replaced in
+    place, or the body asks for a stream (the upstream is asked for a whole completion: the
+    body is written anew without ``stream`` and ``stream_options``)."""
     if "stream_options" in body or body.get("stream", False) is not False:
         return None
     members: dict[str, Any] = {}
-    for key in SAMPLED:
-        if key in absent:
+    for key, missing in zip(SAMPLED, absent, strict=True):
+        if missing:
             if key in body:
                 members[key] = body[key]
         elif sent[key] is None and body[key] is not None:
@@ -110,6 +110,16 @@ def _as_sent(
 
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
+_FREE = (0.0, 0.0)  # prices.cost's price of a model the table does not name
+_USAGE_FIELDS = ("model_calls", "input_tokens", "output_tokens", "cost")
+_DATA_FIELDS = frozenset(("input_tokens", "output_tokens", "cost"))
+# Usage, when its plain update (_account: assign's, inline) is what pydantic's would do: it
+# neither validates assignments nor is frozen.
+_PLAIN_USAGE = (
+    None
+    if Usage.model_config.get("validate_assignment") or Usage.model_config.get("frozen")
+    else Usage
+)
 
 
 class TrialModelChannel:
@@ -175,22 +185,23 @@ class TrialModelChannel:
         elif by_header:
             attempt = int(header) + 1
         state.turn += 1
-        step = state.trajectory.add_step("model", t=clock.monotonic())
+        step = state.trajectory.add_bare_step("model", clock.monotonic())
+        stream = bool(body.get("stream"))  # (the settings applied below never add it)
+        passes = raw is not None and self._passes_bytes
+        absent = ("temperature" not in body, "seed" not in body) if passes else (False, False)
+        sent = self._apply_settings(body)
         call = ModelCall(
             endpoint=endpoint,
             body=body,
-            stream=bool(body.get("stream")),
+            stream=stream,
             index=self._count,
             attempt=attempt,
             turn=state.turn,
             step=step.index,
+            sent=sent,  # given, not the default's dict made and replaced
         )
-        if raw is not None and self._passes_bytes:
-            absent = [key for key in SAMPLED if key not in body]
-            call.sent = self._apply_settings(body)
-            call.raw = _as_sent(raw, body, absent, call.sent)
-        else:
-            call.sent = self._apply_settings(body)
+        if passes and raw is not None:
+            call.raw = _as_sent(raw, body, absent, sent)
         self._count += 1
         exchange = Exchange(call, digest, step, time.perf_counter())
         self._last_by_hash[digest] = _Earlier(call.index, attempt, exchange)
@@ -293,22 +304,23 @@ class TrialModelChannel:
         if earlier is not None and earlier.exchange is exchange:
             earlier.exchange, earlier.faults = None, ids  # the step's list: read, never changed
         latency = round6(time.perf_counter() - exchange.started)
+        get, sent = call.body.get, call.sent.get
         # The request in ``args``, the answer in ``result``, what it cost in ``data`` (the
         # same three numbers as any model step, so usage totals read every agent alike).
         args = {
             "endpoint": call.endpoint,
             "request_hash": exchange.request_hash,
             "attempt": call.attempt,
-            "model": call.body.get("model"),
-            "messages": len(call.body.get("messages") or []),
-            "tools": len(call.body.get("tools") or []),
+            "model": get("model"),
+            "messages": len(get("messages") or ()),
+            "tools": len(get("tools") or ()),
             "stream": call.stream,
             # As the upstream got them (configured, the agent's own, or the sampling
             # plugin's), and as the agent sent them (None: it sent none).
-            "temperature": call.body.get("temperature"),
-            "seed": call.body.get("seed"),
-            "sent_temperature": call.sent.get("temperature"),
-            "sent_seed": call.sent.get("seed"),
+            "temperature": get("temperature"),
+            "seed": get("seed"),
+            "sent_temperature": sent("temperature"),
+            "sent_seed": sent("seed"),
         }
         answer: dict[str, Any] = {
             "status": status,
@@ -336,21 +348,31 @@ class TrialModelChannel:
             data=data,
             result=answer,
         )
-        self.link.state.deliver(ids)
+        if ids:
+            self.link.state.deliver(ids)
 
     def _account(self, model: str, tin: int, tout: int) -> ModelCallData:
-        spent = cost(self.prices, model, tin, tout)
+        price_in, price_out = self.prices.get(model, _FREE)  # prices.cost's, inline
+        spent = (tin * price_in + tout * price_out) / 1_000_000
         usage = self.link.usage
-        assign(
-            usage,
-            model_calls=usage.model_calls + 1,
-            input_tokens=usage.input_tokens + tin,
-            output_tokens=usage.output_tokens + tout,
-            cost=usage.cost + spent,
-        )
+        if type(usage) is _PLAIN_USAGE:  # assign's case, without its call and keywords
+            values = usage.__dict__
+            values["model_calls"] += 1
+            values["input_tokens"] += tin
+            values["output_tokens"] += tout
+            values["cost"] += spent
+            usage.__pydantic_fields_set__.update(_USAGE_FIELDS)
+        else:  # a subclass (validating assignments, say) is set as pydantic sets it
+            assign(
+                usage,
+                model_calls=usage.model_calls + 1,
+                input_tokens=usage.input_tokens + tin,
+                output_tokens=usage.output_tokens + tout,
+                cost=usage.cost + spent,
+            )
         # Two ints and a float (true division), as validation would have them.
         values = {"input_tokens": tin, "output_tokens": tout, "cost": spent}
-        return built(ModelCallData, values, {"input_tokens", "output_tokens", "cost"})
+        return built(ModelCallData, values, set(_DATA_FIELDS))
 
     def _absorb(self, fault_ids: list[int]) -> None:
         for i in fault_ids:

@@ -171,10 +171,9 @@ class ModelServer:
         # A trial's request to an endpoint: its body (read above) translated and run at once
         # (the app's middleware and routing only add work here: errors inside are answered by
         # exchange_response; a 404, 405 or /v1/models takes the app).
-        request = Request(scope, receive)
         if raw is None:  # the client went away mid-body: starlette's ClientDisconnect, as ever
-            raw = await request.body()
-        opened = _open(request, raw)
+            raw = await Request(scope, receive).body()
+        opened = _open(path, raw)
         if isinstance(opened, Response):
             await opened(scope, receive, send)
             return
@@ -186,7 +185,8 @@ class ModelServer:
         # forwarding upstream as characters, never escapes: docs/ADVERSARIAL.md, Through
         # the wire). Else the body is encoded anew.
         sent = raw if plain and raw.find(b"\\u") < 0 else None  # find: wire.request_hash
-        response = await exchange_response(channel, endpoint, chat, request, shape, sent, plain)
+        response = await exchange_response(channel, endpoint, chat, scope, receive, shape, sent,
+                                           plain)  # fmt: skip
         await response(scope, receive, send)
 
     async def _refused(self, request: Request) -> Response:
@@ -220,9 +220,9 @@ def _messages(body: dict[str, Any]) -> Translated:
     return "messages", anthropic.to_chat(body), ANTHROPIC
 
 
-def _open(request: Request, raw: bytes) -> tuple[dict[str, Any], bool] | Response:
+def _open(path: str, raw: bytes) -> tuple[dict[str, Any], bool] | Response:
     """The request's JSON body and whether msgspec read it (wire.read_json), or the refusal
-    to answer with."""
+    to answer with (``path``: the request's, for its API's error shape)."""
     try:
         body, plain = read_json(raw)
     except ValueError:
@@ -233,7 +233,7 @@ def _open(request: Request, raw: bytes) -> tuple[dict[str, Any], bool] | Respons
         if bad is None:
             return body, plain
         problem = bad
-    if request.url.path.endswith("/messages"):
+    if path.endswith("/messages"):
         return JSONResponse(anthropic.error_body(400, problem), 400)
     return JSONResponse(error_body(problem, "invalid_request_error"), 400)
 
@@ -313,19 +313,22 @@ async def exchange_response(
     channel: TrialModelChannel,
     endpoint: Endpoint,
     body: dict[str, Any],
-    request: Request,
+    scope: Scope,
+    receive: Receive,
     shape: Shape,
     raw: bytes | None = None,
     plain: bool = False,
 ) -> Response:
-    """Run one request through the channel and write what the agent gets (``raw``: the
-    bytes the body was read from, where they can stand for it; ``plain``: the body is a plain
-    read; TrialModelChannel.begin)."""
-    retry = request.scope.get(RETRY)
+    """Run one request through the channel and write what the agent gets (``scope`` and
+    ``receive``: the request's, its body read; ``raw``: the bytes the body was read from,
+    where they can stand for it; ``plain``: the body is a plain read;
+    TrialModelChannel.begin). No starlette Request is made unless a hang must watch for the
+    client's going (a few thousand instructions a request)."""
+    retry = scope.get(RETRY)
     if retry is None:  # read from the scope's headers in ModelServer.__call__, else here
-        retry = request.headers.get(RETRY_HEADER, "")
+        retry = Headers(scope=scope).get(RETRY_HEADER, "")
     exchange = channel.begin(endpoint, body, retry, raw, plain)
-    request.scope.setdefault(EXCHANGES, []).append(exchange)  # for ModelServer's timing
+    scope.setdefault(EXCHANGES, []).append(exchange)  # for ModelServer's timing
     try:
         reply = await channel.run(exchange)
     except ModelHTTPFault as fault:
@@ -333,7 +336,7 @@ async def exchange_response(
         return JSONResponse(shape.error(fault), fault.status, headers=fault.headers)
     except ModelHang as fault:
         held = time.perf_counter()
-        await _hold(channel, request)
+        await _hold(channel, Request(scope, receive))
         exchange.injected_seconds += time.perf_counter() - held
         channel.finish(exchange, status=0, result_class="timeout", error=str(fault))
         return Response(status_code=504)
