@@ -110,7 +110,7 @@ def _as_sent(
 
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
-_FREE = (0.0, 0.0)  # prices.cost's price of a model the table does not name
+_FREE = (0.0, 0.0)  # the price of a model the table does not name
 _USAGE_FIELDS = ("model_calls", "input_tokens", "output_tokens", "cost")
 _DATA_FIELDS = frozenset(("input_tokens", "output_tokens", "cost"))
 # Usage, when its plain update (_account: assign's, inline) is what pydantic's would do: it
@@ -352,7 +352,8 @@ class TrialModelChannel:
             self.link.state.deliver(ids)
 
     def _account(self, model: str, tin: int, tout: int) -> ModelCallData:
-        price_in, price_out = self.prices.get(model, _FREE)  # prices.cost's, inline
+        # USD per million tokens (prices.DEFAULT_PRICES); priced here alone
+        price_in, price_out = self.prices.get(model, _FREE)
         spent = (tin * price_in + tout * price_out) / 1_000_000
         usage = self.link.usage
         if type(usage) is _PLAIN_USAGE:  # assign's case, without its call and keywords

@@ -28,11 +28,6 @@ DEFAULT_PRICES: Prices = {
 _run: Prices | None = None  # the run's table (--prices), over the defaults
 
 
-def cost(prices: Prices, model: str, input_tokens: int, output_tokens: int) -> float:
-    price_in, price_out = prices.get(model, (0.0, 0.0))
-    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
-
-
 def configure(table: Prices | None) -> None:
     """The run's prices (None: the built-in table); entries replace the defaults they name."""
     global _run
