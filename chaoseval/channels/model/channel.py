@@ -23,7 +23,7 @@ from chaoseval.channels.model.prices import Prices, current
 from chaoseval.channels.model.wire import answer_fields, request_hash, with_members
 from chaoseval.errors import HarnessError
 from chaoseval.model.clock import round6
-from chaoseval.model.records import ModelSettings, Usage
+from chaoseval.model.records import ModelSettings
 from chaoseval.model.trajectory import ModelCallData, Step, assign, built
 from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
@@ -111,15 +111,7 @@ def _as_sent(
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
 _FREE = (0.0, 0.0)  # the price of a model the table does not name
-_USAGE_FIELDS = ("model_calls", "input_tokens", "output_tokens", "cost")
 _DATA_FIELDS = frozenset(("input_tokens", "output_tokens", "cost"))
-# Usage, when its plain update (_account: assign's, inline) is what pydantic's would do: it
-# neither validates assignments nor is frozen.
-_PLAIN_USAGE = (
-    None
-    if Usage.model_config.get("validate_assignment") or Usage.model_config.get("frozen")
-    else Usage
-)
 
 
 class TrialModelChannel:
@@ -356,21 +348,13 @@ class TrialModelChannel:
         price_in, price_out = self.prices.get(model, _FREE)
         spent = (tin * price_in + tout * price_out) / 1_000_000
         usage = self.link.usage
-        if type(usage) is _PLAIN_USAGE:  # assign's case, without its call and keywords
-            values = usage.__dict__
-            values["model_calls"] += 1
-            values["input_tokens"] += tin
-            values["output_tokens"] += tout
-            values["cost"] += spent
-            usage.__pydantic_fields_set__.update(_USAGE_FIELDS)
-        else:  # a subclass (validating assignments, say) is set as pydantic sets it
-            assign(
-                usage,
-                model_calls=usage.model_calls + 1,
-                input_tokens=usage.input_tokens + tin,
-                output_tokens=usage.output_tokens + tout,
-                cost=usage.cost + spent,
-            )
+        assign(
+            usage,
+            model_calls=usage.model_calls + 1,
+            input_tokens=usage.input_tokens + tin,
+            output_tokens=usage.output_tokens + tout,
+            cost=usage.cost + spent,
+        )
         # Two ints and a float (true division), as validation would have them.
         values = {"input_tokens": tin, "output_tokens": tout, "cost": spent}
         return built(ModelCallData, values, set(_DATA_FIELDS))
