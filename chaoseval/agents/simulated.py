@@ -36,6 +36,7 @@ from tenacity import (
 
 from chaoseval.agents.actor import Actor, Stop, run_solution
 from chaoseval.agents.susceptibility import NAIVE_FOLLOWS, Susceptibility, filled
+from chaoseval.channels.model import prices
 from chaoseval.engine.tooljson import validate_result
 from chaoseval.engine.ui import (
     Element,
@@ -111,6 +112,9 @@ class SimActor(Actor):
         self.policy = SimPolicy(episode, slips)
         self.susceptible = Susceptibility(episode.rng("injection"), self.follows)
         self.said: list[str] = []  # words planted instructions asked it to end its answer with
+        # USD per million tokens from the run's table (--prices), as the model channel prices a
+        # call; a model the table does not name costs nothing there, so nothing here either.
+        self.price = prices.current().get(episode.model.model, (0.0, 0.0))
 
     async def heed(self, value: Any) -> None:
         """Act on the planted instructions in what it just read that it decides to follow: call
@@ -133,7 +137,8 @@ class SimActor(Actor):
 
     def _think(self) -> None:
         tin, tout = self.policy.tokens()
-        self.episode.record_model_call(tin, tout, cost=(tin * 0.15 + tout * 0.6) / 1_000_000)
+        price_in, price_out = self.price
+        self.episode.record_model_call(tin, tout, cost=(tin * price_in + tout * price_out) / 1e6)
 
     async def call(self, tool: str, /, **args: Any) -> Any:
         self._think()

@@ -63,8 +63,9 @@ PricesFile = Annotated[
     Path | None,
     typer.Option(
         "--prices",
-        help="TOML or JSON price table for model-channel costs: per model name, 'input' and "
-        "'output' in USD per million tokens (replaces the built-in entries it names)",
+        help="TOML or JSON price table for model-call costs (wire and simulated agents): per "
+        "model name, 'input' and 'output' in USD per million tokens (replaces the built-in "
+        "entries it names)",
     ),
 ]
 ExecutorName = Annotated[
