@@ -130,7 +130,9 @@ class ExecStatus:
                 data += chunk
         except BlockingIOError:
             pass
-        return b'"exit-code"' in data
+        # find, not `in`: bytes' `in` tries its needle as an int first, a TypeError raised and
+        # dropped in C on every call (tests/cerrors.py)
+        return data.find(b'"exit-code"') >= 0
 
     def close(self) -> None:
         self.started()

@@ -26,6 +26,7 @@ from chaoseval.errors import IsolationWarning
 from chaoseval.loading.files import installed, select
 from chaoseval.model.records import TrialRecord
 from chaoseval.store.journal import read_journal
+from tests.cerrors import raised_in
 from tests.engine.test_executor_orphans import carrying, gone
 
 SCENARIO = "vending-refund-not-dispensed"
@@ -416,3 +417,20 @@ def test_a_script_whose_interpreter_is_under_tmp_runs_in_the_sandbox(
     records = read_journal(journal).records
     assert [r.root_cause for r in records if r.root_cause in ("crash", "harness_error")] == []
     assert all(f"hi from {interpreter}" in (r.answer or "") for r in records), records
+
+
+def test_reading_bwrap_s_status_raises_nothing(tmp_path, bwrap):
+    """ExecStatus.ran() after a command bwrap started: it says so, and no exception is made
+    and dropped on the way (before, ``b'"exit-code"' in data`` made a TypeError in C each
+    time: bytes' ``in`` tries its needle as an int first)."""
+    setup = f"""
+    import subprocess
+    from pathlib import Path
+    from chaoseval.agents.sandbox import ExecStatus, resolve
+    status = ExecStatus()
+    trial = Path({str(tmp_path)!r})
+    argv = resolve("bwrap").command(["/bin/true"], trial, trial, status)
+    subprocess.run(argv, pass_fds=(status.writer,), check=True)
+    status.started()
+    """
+    assert raised_in(setup, "assert status.ran()", tmp_path) == []

@@ -227,7 +227,9 @@ def read_text(path: Path) -> str:
     for bom, name in _BOMS.items():  # UTF-32 first: its LE BOM starts with UTF-16's
         if raw.startswith(bom):
             raise ScenarioError(f"the file is {name} text; save it as UTF-8", source=source)
-    if b"\x00" in raw:
+    # find, not `in`: bytes' `in` tries its needle as an int first, a TypeError raised and
+    # dropped in C on every call (tests/cerrors.py)
+    if raw.find(b"\x00") >= 0:
         raise ScenarioError("binary data, not a YAML text file", source=source)
     try:
         return raw.decode("utf-8-sig")
