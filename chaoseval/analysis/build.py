@@ -5,7 +5,7 @@ module). A pure function of the journal: it reads the records and the manifest, 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -26,7 +26,7 @@ from chaoseval.analysis.curves import Curve, Heatmap, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
 from chaoseval.analysis.measures import Measures, graceful_by_cell, measure
 from chaoseval.analysis.noise import RunNoise, run_noise
-from chaoseval.analysis.pairtext import heatmap_text
+from chaoseval.analysis.pairtext import heatmap_text, long_list
 from chaoseval.analysis.primary import DEFAULT_PRIMARY, parse_primary, recorded_primary
 from chaoseval.analysis.process import (
     NOT_USED,
@@ -182,12 +182,13 @@ def _heatmap(a: Analysis, lists: Callable[[Iterable[Any]], Any]) -> Any:
     """The heatmap's list: its text written from the arrays when ``lists`` can take text
     (render.jsonstream.Streamed), else an object per perturbed pair."""
     key = f"delta_{a.primary}"
-    rendered = getattr(lists, "rendered", None)
-    if rendered is not None:
-        return rendered(partial(heatmap_text, a.heatmap, key))
-    return lists(
-        {"scenario": s, "cell": c, key: v} for (s, c), v in a.heatmap.sorted_items() if c != CLEAN
-    )
+
+    def items() -> Iterator[dict[str, Any]]:
+        for (s, c), v in a.heatmap.sorted_items():
+            if c != CLEAN:
+                yield {"scenario": s, "cell": c, key: v}
+
+    return long_list(lists, partial(heatmap_text, a.heatmap, key), items)
 
 
 def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> dict[str, Any]:

@@ -11,7 +11,8 @@ objects' encoding.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,12 +21,27 @@ from chaoseval.analysis.curves import Heatmap
 from chaoseval.analysis.pairs import Chunk, chunks, texts
 from chaoseval.store.columns import Trials
 
-__all__ = ["heatmap_text", "pair_text"]
+__all__ = ["heatmap_text", "long_list", "pair_text"]
 
 RUN = 512  # pairs' text written at once
 
 # A string as json.dumps writes it (what json.dumps calls for one).
 _string = json.encoder.encode_basestring_ascii
+
+
+def long_list(
+    lists: Callable[[Iterable[Any]], Any],
+    text: Callable[[str], Iterable[str]],
+    items: Callable[[], Iterable[Any]],
+) -> Any:
+    """One of the JSON report's long lists, made by ``lists``: from its ``text`` (as
+    :func:`pair_text` writes it) when ``lists`` can take text (render.jsonstream.Streamed,
+    whose ``rendered`` does), else of its ``items()`` (asked for only then). The one place
+    that tells the two apart."""
+    rendered = getattr(lists, "rendered", None)
+    if rendered is not None:
+        return rendered(text)
+    return lists(items())
 
 
 def pair_text(t: Trials, ks: Sequence[int], pad: str) -> Iterator[str]:

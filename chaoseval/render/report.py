@@ -13,10 +13,9 @@ from rich.table import Table
 from chaoseval.analysis.aggregate import CLEAN, CellResult, by_cell
 from chaoseval.analysis.build import Analysis, analyze
 from chaoseval.analysis.pairs import pair_json
-from chaoseval.analysis.pairtext import pair_text
+from chaoseval.analysis.pairtext import long_list, pair_text
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
-from chaoseval.render.jsonstream import Streamed
 from chaoseval.render.printable import escape
 from chaoseval.render.tables import attack_table, cell_notes, delta_cell
 from chaoseval.render.terminal import print_table
@@ -92,11 +91,7 @@ def json_report(
         "perturbations": [_cell_json(r, r.cell) for r in cells],
         # Streamed: the pairs' text written from their numbers, not an object each (300k at
         # 100k tasks).
-        "cells": (
-            Streamed.rendered(partial(pair_text, journal, ks))
-            if lists is Streamed
-            else lists(pair_json(journal, ks))
-        ),
+        "cells": long_list(lists, partial(pair_text, journal, ks), partial(pair_json, journal, ks)),
     }
 
 
