@@ -50,7 +50,7 @@ def trial_link(episode: Episode) -> TrialLink:
     return episode.link
 
 
-@dataclass
+@dataclass(slots=True)  # made per request: no __dict__ to allocate
 class Exchange:
     """One request and what was written back for it."""
 

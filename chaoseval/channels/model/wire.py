@@ -154,7 +154,11 @@ def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
     end = len(head) - 1  # the closing brace
     if end < 0 or head[end] != _CLOSE:
         raise ValueError("not the bytes of a JSON object")
-    added = b", ".join([_member(k, v) for k, v in members.items()])
+    if len(members) == 1:  # the usual case (a configured temperature): no list to join
+        [(key, value)] = members.items()
+        added = _member(key, value)
+    else:
+        added = b", ".join([_member(k, v) for k, v in members.items()])
     # The byte before the closing brace is "{" only in an empty object (a member's value
     # ends with a quote, a digit, a letter, "]" or "}").
     before = end - 1
