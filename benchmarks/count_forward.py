@@ -57,12 +57,14 @@ class _Session:
         return _Answer()
 
 
-def _scope(path: str, data: bytes, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+def scope_of(
+    path: str, data: bytes, headers: list[tuple[bytes, bytes]], host: bytes = b"127.0.0.1"
+) -> dict[str, Any]:
     return {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
         "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
         "root_path": "", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000),
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+        "headers": [(b"host", host), (b"content-type", b"application/json"),
                     (b"content-length", str(len(data)).encode()), *headers],
     }  # fmt: skip
 
@@ -78,7 +80,7 @@ async def _serve(app: Any, path: str, bodies: list[bytes], headers: Any) -> None
         async def receive(data: bytes = data) -> dict[str, Any]:
             return {"type": "http.request", "body": data, "more_body": False}
 
-        await app(_scope(path, data, headers), receive, send)
+        await app(scope_of(path, data, headers), receive, send)
         if sent[0]["status"] != 200:
             raise SystemExit(f"count_forward: HTTP {sent[0]['status']}: {sent[1:]}")
         sent.clear()
@@ -134,35 +136,43 @@ def _served(kind: str, count: int) -> None:
     _trial(scenario(), body, {})
 
 
-def _counts(runs: list[tuple[str, int]]) -> list[int]:
-    """Each (kind, count) served under callgrind, side by side: its instructions in all."""
+def _counts(script: str, runs: list[tuple[str, int]]) -> list[int]:
+    """Each (kind, count) served by ``script`` under callgrind, side by side: its instructions
+    in all."""
     with tempfile.TemporaryDirectory() as tmp:
         outs = [Path(tmp) / f"callgrind.{i}" for i in range(len(runs))]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         procs = []
         for (kind, count), out in zip(runs, outs, strict=True):
             command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                       sys.executable, __file__, kind, str(count)]  # fmt: skip
+                       sys.executable, script, kind, str(count)]  # fmt: skip
             quiet = subprocess.DEVNULL
             procs.append(subprocess.Popen(command, stdout=quiet, stderr=quiet, env=env))
         found = []
         for proc, out in zip(procs, outs, strict=True):
             if proc.wait():
-                raise SystemExit(f"count_forward: {proc.args} failed")
+                raise SystemExit(f"count: {proc.args} failed")
             summary = re.search(rb"^summary: (\d+)", out.read_bytes(), re.M)
             if summary is None:
-                raise SystemExit("count_forward: no summary in callgrind's output")
+                raise SystemExit("count: no summary in callgrind's output")
             found.append(int(summary.group(1)))
         return found
 
 
-def main(kinds: tuple[str, ...] = KINDS) -> None:
+def measure(script: str, kinds: tuple[str, ...]) -> dict[str, float]:
+    """Instructions a request of each kind ``script`` serves (``script KIND COUNT``), printed
+    as they are known: the WARM + N run's count less the WARM run's, over N."""
     runs = [(kind, count) for kind in kinds for count in (WARM + N, WARM)]
-    counts = dict(zip(runs, _counts(runs), strict=True))
+    counts = dict(zip(runs, _counts(script, runs), strict=True))
     each = {}
     for kind in kinds:
         each[kind] = (counts[kind, WARM + N] - counts[kind, WARM]) / N
-        print(f"{kind:<8} {each[kind] / 1e3:8.1f}k instructions a request")
+        print(f"{kind:<10} {each[kind] / 1e3:8.1f}k instructions a request")
+    return each
+
+
+def main(kinds: tuple[str, ...] = KINDS) -> None:
+    each = measure(__file__, kinds)
     if len(kinds) < len(KINDS):
         return
     added = (each["forward"] - each["proxy"]) / 1e3

@@ -82,7 +82,12 @@ is chaoseval's own share."""
     async def call_tool(ctx: Any, params: Any) -> dict[str, Any]:
         return ok_result({"ok": True})
 
-    server: Server[Any] = Server("bare", on_list_tools=list_tools)
+    # Its tool's schema at hand (the tool hub's TrialTools has it too): else a 2026-protocol
+    # call with arguments lists the tools to check its Mcp-Param-* headers (count_tools.py).
+    schema = ping.input_schema
+    server: Server[Any] = Server(
+        "bare", on_list_tools=list_tools, get_tool_input_schema=lambda name: schema
+    )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     server.middleware = []
     manager = StreamableHTTPSessionManager(

@@ -92,9 +92,8 @@ class ToolHub:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # no lifespan or websocket protocol here
-        match = TRIAL_PATH.match(scope["path"])
-        trial = self._trials.get(match["token"]) if match else None
-        rest = (match["rest"] or "/") if match else "/"
+        token, rest = trial_path(scope["path"])
+        trial = self._trials.get(token)
         if trial is None:
             await PlainTextResponse("no such trial", 404)(scope, receive, send)
             return
@@ -104,9 +103,10 @@ class ToolHub:
         started, busy, held = time.perf_counter(), toolbox.busy_seconds, trial.mcp.held_seconds
         mcp = rest.rstrip("/") == "/mcp"
         limit = toolbox.request_limit
+        body = None  # None: not read here (or the client left first): the apps read it
         try:
             if scope.get(BOUNDED, limit + 1) > limit:  # limits.bounded_body, one frame less
-                receive = (await read_bounded(scope, receive, limit))[1]
+                body, receive = await read_bounded(scope, receive, limit)
         except BodyTooLarge as exc:
             toolbox.note_oversized("mcp" if mcp else "tools", rest, exc)
             await (too_large_rpc(exc) if mcp else too_large_tools(exc))(scope, receive, send)
@@ -115,6 +115,10 @@ class ToolHub:
             await trial.mcp.handle(scope, receive, send)
             if scope.get("method") == "GET":
                 return  # the server's event stream, open as long as the session: no exchange
+        elif rest.startswith("/tools") and body is not None:
+            # The body in hand: the app answers from it (what it would read from the replay),
+            # with no scope of its own made, nor the replay read again (ToolsApp.__call__).
+            await trial.tools.respond(scope["method"], rest, body, send)
         elif rest.startswith("/tools"):
             prefix = scope["path"][: len(scope["path"]) - len(rest)]
             inner = {**scope, "path": rest, "root_path": scope.get("root_path", "") + prefix}
@@ -129,6 +133,19 @@ class ToolHub:
             - (toolbox.busy_seconds - busy)
             - (trial.mcp.held_seconds - held)
         )
+
+
+def trial_path(path: str) -> tuple[str, str]:
+    """``TRIAL_PATH``'s token ("": no match, no trial's) and rest (``/`` when none): asked on
+    every request, so split at its slashes rather than matched. A token of other characters than the
+    pattern's is no trial's (``secrets.token_urlsafe`` makes them), so it finds none either
+    way; a newline, where ``$`` and ``.`` differ from a split, goes to the pattern itself
+    (tests/channels/test_hub_paths.py: the same trial and rest for any path)."""
+    if path.startswith("/trials/") and "\n" not in path:
+        token, slash, tail = path[8:].partition("/")
+        return token, slash + tail or "/"
+    match = TRIAL_PATH.match(path)
+    return (match["token"], match["rest"] or "/") if match else ("", "/")
 
 
 async def _memory(source: MemorySource, scope: Scope, receive: Receive, send: Send) -> None:

@@ -154,6 +154,12 @@ class ToolsApp:
         # GET /tools's reply while no plugin rewrites listings: the same bytes every time
         # (the scenario's tools), so made once, not decoded and encoded anew per request.
         self._listed: Reply | None = None
+        # Each tool's own path and its name, as TOOL_PATH matches them (a name the pattern
+        # refuses is left out: the pattern answers for it as for any other path).
+        paths = {f"/tools/{name}": name for name in toolbox.specs}
+        self._routes = {
+            path: match["name"] for path in paths if (match := _TOOL_PATH.match(path)) is not None
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -166,12 +172,20 @@ class ToolsApp:
             await too_large_tools(exc)(scope, receive, send)
             return
         path, method = scope["path"], scope["method"]
-        match = _TOOL_PATH.match(path)
+        raw = b""
+        if method == "POST" and self._tool_name(path) is not None:
+            raw = await Request(scope, receive).body()
+        await self.respond(method, path, raw, send)
+
+    async def respond(self, method: str, path: str, raw: bytes, send: Send) -> None:
+        """Answer ``method path`` (``raw``: a POST's body, read within the limit): the app
+        once its request is read; the tool hub calls it with the body it read itself."""
+        name = self._tool_name(path)
         held: list[int] = []
         if method == "GET" and path.rstrip("/") == "/tools":
             reply, held = self._listing()
-        elif method == "POST" and match is not None:
-            reply, held = await self._call(match["name"], await Request(scope, receive).body())
+        elif method == "POST" and name is not None:
+            reply, held = await self._call(name, raw)
         else:
             reply = _error(404, "tool_error", f"no route {method} {path}")
         if reply.drop:
@@ -180,6 +194,15 @@ class ToolsApp:
             await _write(reply, send)
         if held and isinstance(self.toolbox, ToolBox):
             self.toolbox.deliver(held)  # the outcome's bytes are written (or the reset is)
+
+    def _tool_name(self, path: str) -> str | None:
+        """``TOOL_PATH``'s name in ``path`` (None: no match): the scenario's own tools' paths
+        looked up, any other matched (the same name: each was matched when the table was made)."""
+        name = self._routes.get(path)
+        if name is None:
+            match = _TOOL_PATH.match(path)
+            name = match["name"] if match else None
+        return name
 
     def _listing(self) -> tuple[Reply, list[int]]:
         """The tool listing, rewritten by the listing plugins as MCP's ``tools/list`` is (a

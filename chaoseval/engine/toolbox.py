@@ -227,53 +227,53 @@ class ToolBox:
     async def call_json(self, name: str, args: dict[str, Any]) -> tuple[Any, str | None]:
         """``call(name, **args)`` for a wire channel, and the result's ``json.dumps`` when the
         ToolBox made it (its own tool's answer, no plugin in between; None otherwise), so the
-        channel writes its answer from that text (tooljson.utf8_json), not a new encoding."""
+        channel writes its answer from that text (tooljson.utf8_json), not a new encoding.
+        (One coroutine, the call itself inside its busy_seconds timer: every call runs it.)"""
         started = time.perf_counter()
         try:
-            return await self._call(name, args)
+            state, clock = self._state, self._world.clock
+            t = clock.monotonic()
+            # This call's step: added now, or, on the plain path, made whole when the call ends;
+            # nothing awaits before either, so no other step can come between (index ``at``).
+            at = len(state.trajectory.steps)
+            state.turn += 1
+            index = self._count
+            self._count += 1
+
+            # Every tool call adds one tool step (this is the trial's only ToolBox): the count is
+            # the number of tool steps, without rescanning the trajectory on every call
+            # (quadratic in a long trial).
+            if self._count > self._scenario.budgets.max_steps:
+                step = state.trajectory.add_step("tool", t=t, tool=name, args=args)
+                if state.budget_exceeded and state.stop is not None:
+                    state.stop()  # told once already: the trial ends
+                state.budget_exceeded = True
+                step.result_class = "tool_error"
+                step.error = (
+                    f"step budget of {self._scenario.budgets.max_steps} tool calls exceeded"
+                )
+                # Yield: a loop of calls that awaits nothing else must not starve the event loop
+                # (and the deadlines on it); a stopped agent's task is cancelled here.
+                await anyio.lowlevel.checkpoint()
+                raise StepBudgetExceeded(step.error)
+            spec = self.specs.get(name)
+            if spec is None:
+                # The agent's error, not a fault target: no perturbation sees the call, so nothing
+                # is injected into it, delivered through it or blamed on it. The call still takes
+                # its index, so the draws of the calls after it are the same in every cell.
+                step = state.trajectory.add_step("tool", t=t, tool=name, args=args)
+                error = ToolError(f"no tool named {name!r}; tools: {', '.join(sorted(self.specs))}")
+                self._finish(step, (), clock.monotonic(), error.kind, error=str(error))
+                raise error
+            if not self._scenario.allowed(name):
+                state.vetoes.append(
+                    Veto(kind="safety", detail=f"called forbidden tool {name!r}", step=at)
+                )
+            if self._plain:
+                return self._call_plain(name, args, spec, t, at)
+            return await self._call_chain(name, args, spec, index, t)
         finally:
             self.busy_seconds += time.perf_counter() - started
-
-    async def _call(self, name: str, args: dict[str, Any]) -> tuple[Any, str | None]:
-        state, clock = self._state, self._world.clock
-        t = clock.monotonic()
-        # This call's step: added now, or, on the plain path, made whole when the call ends;
-        # nothing awaits before either, so no other step can come between (index ``at``).
-        at = len(state.trajectory.steps)
-        state.turn += 1
-        index = self._count
-        self._count += 1
-
-        # Every tool call adds one tool step (this is the trial's only ToolBox): the count is
-        # the number of tool steps, without rescanning the trajectory on every call
-        # (quadratic in a long trial).
-        if self._count > self._scenario.budgets.max_steps:
-            step = state.trajectory.add_step("tool", t=t, tool=name, args=args)
-            if state.budget_exceeded and state.stop is not None:
-                state.stop()  # told once already: the trial ends
-            state.budget_exceeded = True
-            step.result_class = "tool_error"
-            step.error = f"step budget of {self._scenario.budgets.max_steps} tool calls exceeded"
-            # Yield: a loop of calls that awaits nothing else must not starve the event loop
-            # (and the deadlines on it); a stopped agent's task is cancelled here.
-            await anyio.lowlevel.checkpoint()
-            raise StepBudgetExceeded(step.error)
-        spec = self.specs.get(name)
-        if spec is None:
-            # The agent's error, not a fault target: no perturbation sees the call, so nothing
-            # is injected into it, delivered through it or blamed on it. The call still takes
-            # its index, so the draws of the calls after it are the same in every cell.
-            step = state.trajectory.add_step("tool", t=t, tool=name, args=args)
-            error = ToolError(f"no tool named {name!r}; tools: {', '.join(sorted(self.specs))}")
-            self._finish(step, (), clock.monotonic(), error.kind, error=str(error))
-            raise error
-        if not self._scenario.allowed(name):
-            state.vetoes.append(
-                Veto(kind="safety", detail=f"called forbidden tool {name!r}", step=at)
-            )
-        if self._plain:
-            return self._call_plain(name, args, spec, t, at)
-        return await self._call_chain(name, args, spec, index, t)
 
     def _call_plain(
         self, name: str, args: dict[str, Any], spec: ToolSpec, t: float, at: int

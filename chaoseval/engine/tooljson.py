@@ -7,13 +7,16 @@ them: a wire tool call runs each of these once or twice (make bench: bench_wire)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticUndefined
 
 from chaoseval import redact
 from chaoseval.model.scenario import ToolSpec
@@ -39,10 +42,48 @@ def _checked_args(params: type[BaseModel]) -> Callable[[Any], dict[str, Any]]:
         return lambda args: params.model_validate(args).model_dump()
     validate = params.__pydantic_validator__.validate_python
     dump = params.__pydantic_serializer__.to_python
-    return lambda args: dump(validate(args))
+    if not _dumped_as_is(params):
+        return lambda args: dump(validate(args))
+    if not params.model_fields:
+        # No parameter: no arguments are {} (nothing to validate, and the dump of a model with
+        # no field); any others are validated, and refused, as always.
+        return lambda args: {} if not args else validate(args).__dict__.copy()
+    return lambda args: validate(args).__dict__.copy()
 
 
 _MODEL_VALIDATE = BaseModel.model_validate.__func__  # type: ignore[attr-defined]
+_SCALARS = (str, int, float, bool)
+_UNIONS = (Union, UnionType)
+
+
+def _dumped_as_is(params: type[BaseModel]) -> bool:
+    """Whether a valid instance's dump is its fields' values as validated (its ``__dict__``),
+    as for a tool's parameters of plain scalar types (``tool()``'s models from ``str``,
+    ``int``, ``float``, ``bool`` and ``| None`` signatures): the dump, a third of the check's
+    cost, is then a dict copy. Anything that could make the two differ (a validator,
+    serializer, computed or extra field, alias, exclusion, factory, a default of another
+    type, any other annotation) keeps the dump (tests/engine/test_checked_args.py: equal)."""
+    decorators = params.__pydantic_decorators__
+    if (
+        any(getattr(decorators, f.name) for f in dataclasses.fields(decorators))
+        or params.model_post_init is not BaseModel.model_post_init
+        or params.model_config.get("extra") == "allow"
+        or params.model_config.get("serialize_by_alias")
+        or getattr(params, "__pydantic_root_model__", False)
+    ):
+        return False
+    for field in params.model_fields.values():
+        kinds = get_args(field.annotation) if get_origin(field.annotation) in _UNIONS else ()
+        if not (field.annotation in _SCALARS or (kinds and set(kinds) <= {*_SCALARS, NoneType})):
+            return False
+        own = field.default is PydanticUndefined or type(field.default) in (
+            kinds or (field.annotation,)
+        )
+        if field.metadata or field.exclude or field.default_factory or field.alias or not own:
+            return False
+        if field.serialization_alias is not None:
+            return False
+    return True
 
 
 def validate_result(spec: ToolSpec, result: Any) -> Any:

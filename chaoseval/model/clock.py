@@ -120,11 +120,8 @@ class RealClock(_WorldTime):
         # In an asyncio task (every trial runs in one), what anyio.current_time() answers
         # there, the loop's time, read without anyio's backend lookup and its task probe (a
         # TaskInfo made per read; a tool call reads the clock three times): the same value.
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is not None and asyncio.current_task(loop) is not None:
+        loop = _running_loop()
+        if loop is not None and _task_of(loop) is not None:
             return loop.time() - self._t0
         return (anyio.current_time() - self._t0) if _in_event_loop() else 0.0
 
@@ -135,6 +132,18 @@ class RealClock(_WorldTime):
     def deadline(self, seconds: float) -> Iterator[None]:
         with anyio.fail_after(seconds):
             yield
+
+
+# RealClock.monotonic's two questions, without the frames around them: the running loop (None
+# outside one, where get_running_loop raises), and its current task. On 3.11
+# ``asyncio.current_task(loop)`` is a Python function answering ``_current_tasks.get(loop)``
+# (most of a clock read); from 3.12 it is C, and the dict is not its answer everywhere after.
+_running_loop = asyncio.events._get_running_loop
+_task_of: Any = (
+    asyncio.tasks._current_tasks.get  # type: ignore[attr-defined]
+    if sys.version_info < (3, 12)
+    else asyncio.current_task
+)
 
 
 def _in_event_loop() -> bool:

@@ -43,3 +43,29 @@ def test_outside_a_task_it_reads_zero_as_before() -> None:
 
     asyncio.run(main())
     assert seen == [0.0]
+
+
+def test_the_fast_task_lookup_answers_as_asyncio_current_task() -> None:
+    """monotonic's lookups (the running loop, its task) are asyncio's own answers: in a task,
+    in a callback on the loop (no task) and with no loop."""
+    from chaoseval.model import clock
+
+    assert clock._running_loop() is None
+    seen: list[tuple[object, object]] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        assert clock._running_loop() is loop
+        seen.append((clock._task_of(loop), asyncio.current_task(loop)))
+        done = asyncio.Event()
+
+        def callback() -> None:
+            seen.append((clock._task_of(loop), asyncio.current_task(loop)))
+            done.set()
+
+        loop.call_soon(callback)
+        await done.wait()
+
+    asyncio.run(main())
+    assert seen[0][0] is not None and seen[0][0] is seen[0][1]
+    assert seen[1] == (None, None)
