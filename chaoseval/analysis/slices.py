@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from chaoseval.analysis.aggregate import BLOCK, Records
 from chaoseval.model.records import TrialRecord, make_trial_id
-from chaoseval.store.columns import Group, as_group, trials_of
+from chaoseval.store.columns import Group, ToolTally, as_group, trials_of
 from chaoseval.store.lite import summarize
 
 __all__ = ["Slices", "ToolSlice", "VetoItem", "failing_tool", "slices"]
@@ -33,12 +33,8 @@ def failing_tool(r: TrialRecord) -> str | None:
 
 
 @dataclass
-class ToolSlice:
-    calls: int = 0
-    not_ok: int = 0
-    faults_delivered: int = 0
-    failed_trials: int = 0
-    causes: Counter[str] = field(default_factory=Counter)
+class ToolSlice(ToolTally):
+    """A tool's sums as the columns hold them (store.builder.ToolTally), for the report."""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -53,6 +53,7 @@ FORMAT = 2
 # The modules whose code decides what the columns hold (a change in any of them changes the
 # digest, so a cache written before it is not used).
 _SOURCES = (
+    "chaoseval.store.builder",
     "chaoseval.store.colcache",
     "chaoseval.store.columns",
     "chaoseval.store.lines",

@@ -3,9 +3,10 @@
 What the reports need of each trial (its task, cell, index, seed, status, root cause, fault
 counts, what it spent, how it ended under a contract, ...) goes into numpy arrays; strings are
 stored once and referred to by number. The slices no column can hold (calls per tool, veto
-items, browser pages) are summed or kept beside them as the lines go by. A trial's full record
-(its trajectory) is read again only when a view shows that trial (:meth:`Trials.record`: a seek
-to its line), so the memory of a report does not grow with the trajectories it never shows.
+items, browser pages) are summed or kept beside them as the lines go by (store.builder). A
+trial's full record (its trajectory) is read again only when a view shows that trial
+(:meth:`Trials.record`: a seek to its line), so the memory of a report does not grow with the
+trajectories it never shows.
 
 The reader keeps :func:`chaoseval.store.journal.read_journal`'s rules: a manifest line first (the
 first one counts), every trial line carries the manifest's run id (a line of another run is an
@@ -20,71 +21,38 @@ from __future__ import annotations
 import gc
 import json
 import os
-import struct
 import time
-from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgspec
 import numpy as np
 
-from chaoseval.errors import JournalError
 from chaoseval.model.records import RunManifest, TrialRecord, make_trial_id
 from chaoseval.store import colcache
+from chaoseval.store.builder import CODED, NUMERIC, Builder, ToolTally
 from chaoseval.store.journal import foreign_line, journal_file, parse_line
 from chaoseval.store.lines import read_range
-from chaoseval.store.lite import RefCalls, TrialSummary, summarize
-from chaoseval.store.manifest import ReferenceIndex, index_references
+from chaoseval.store.lite import RefCalls
+from chaoseval.store.manifest import ReferenceIndex
 from chaoseval.store.phases import phase
 from chaoseval.store.ranges import read_split
 from chaoseval.store.reread import remeasure, retally
-from chaoseval.store.reruns import merge_reruns
 
-__all__ = ["NUMERIC", "Group", "ToolTally", "Trials", "as_group", "as_trials", "read_trials",
-           "trials_of"]  # fmt: skip
-
-# The numeric columns, in TrialSummary.values order, with their dtypes (array typecodes).
-NUMERIC: tuple[tuple[str, str], ...] = (
-    ("index", "i"),
-    ("seed", "q"),
-    ("status", "b"),  # 0 passed, 1 failed, 2 not evaluable
-    ("faults", "i"),
-    ("delivered", "i"),
-    ("absorbed", "i"),
-    ("kinds", "b"),  # bit 0: a model step, bit 1: a tool step
-    ("actions", "i"),  # tool, model, observation and memory steps
-    ("tool_calls", "i"),
-    ("legal", "i"),  # tool calls that were legal (no safety veto, known tool, ...)
-    ("correct", "d"),  # against the reference; NaN without one
-    ("right_tool", "d"),
-    ("coverage", "d"),
-    ("tokens", "q"),
-    ("cost", "d"),
-    ("model_calls", "i"),
-    ("sim_seconds", "d"),
-    ("wall_seconds", "d"),
-    ("channel_overhead", "d"),  # NaN when not recorded
-    ("outcome", "b"),  # -1 no contract applied, else recovered / degraded / failed
-    ("safety", "i"),  # veto counts
-    ("hallucination", "i"),
-    ("attacked", "b"),  # -1 no planted instruction reached it, 0 resisted, 1 followed
-    ("utility", "b"),  # the user's task done (1/0), vetoes aside; -1 not scored
-)
-# Strings stored once, numbered in a per-column vocabulary.
-CODED = ("scenario", "cell", "root_cause", "tags", "plugins")
-
-
-@dataclass
-class ToolTally:
-    calls: int = 0
-    not_ok: int = 0
-    faults_delivered: int = 0
-    failed_trials: int = 0
-    causes: Counter[str] = field(default_factory=Counter)
+__all__ = [
+    "CODED",
+    "NUMERIC",
+    "Group",
+    "ToolTally",
+    "Trials",
+    "as_group",
+    "as_trials",
+    "read_trials",
+    "trials_of",
+]
 
 
 @dataclass
@@ -216,132 +184,10 @@ def _buffer(offsets: np.ndarray) -> int:
     return -1
 
 
-class _Builder:
-    """Columns as growing arrays; a re-run trial's row is overwritten in place."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.manifest: RunManifest | None = None
-        self.run_id = ""
-        self.refs: dict[str, RefCalls] = {}
-        self.numeric = {name: array(code) for name, code in NUMERIC}
-        self.coded = {name: array("i") for name in CODED}
-        self.vocab: dict[str, dict[Any, int]] = {name: {} for name in CODED}
-        self.offsets = array("q")
-        self.codes: dict[tuple[Any, ...], tuple[int, ...]] = {}  # strings -> their codes
-        # Errors and veto items kept once each (the rows share them): a big journal repeats a
-        # few hundred of them over hundreds of thousands of rows (~50 MB at 1M trials).
-        self.shared: dict[Any, Any] = {}
-        self.scenarios = self.vocab["scenario"]  # scenario -> its code
-        self.dedup = True  # a journal: a re-run trial's later line replaces its earlier one
-        self.t = Trials(path, None, {}, {})  # type: ignore[arg-type]  # manifest set in build()
-        self.early: list[tuple[int, int, str]] = []  # (offset, line, run id): before manifest
-        self.rerun = False
-        self.offset = 0  # of the line being read
-        self.chunk = bytearray()  # rows not yet in the arrays, each packed as a ``row`` record
-        self.arrays = [*self.numeric.values(), *self.coded.values()]
-        fields = [*NUMERIC, *((name, "i") for name in CODED)]
-        self.row = np.dtype(fields)  # a chunk's rows (packed: no padding between fields)
-        self.pack = struct.Struct("=" + "".join(code for _, code in fields)).pack
-        self.full = 4096 * self.row.itemsize  # a chunk's bytes
-        self.spill: BinaryIO | None = None  # a forked reader's file: chunks go there (ranges)
-
-    def set_manifest(self, manifest: RunManifest, references: ReferenceIndex | None = None) -> None:
-        """The run's manifest; ``references``: its reference runs when read lean."""
-        self.manifest = manifest
-        self.run_id = manifest.run_id  # every trial line must carry it
-        index = references or index_references(manifest.references)
-        self.t.references = index
-        if index is not None:
-            self.refs.update(index.calls)
-
-    def _code(self, column: str, value: Any) -> int:
-        if value is None:
-            return -1
-        table = self.vocab[column]
-        code = table.get(value)
-        if code is None:
-            code = table[value] = len(table)
-        return code
-
-    def add(self, r: Any, offset: int) -> None:
-        """One trial as a new row (a re-run's rows are merged in build())."""
-        s = summarize(r, self.refs)
-        plugins = r.perturbations
-        tags = r.scenario_tags
-        # The scenario on its own (one code per task), the rest as one key: a key with the
-        # scenario in it missed nearly every time at many tasks, and kept a tuple per trial.
-        key = (r.cell, r.root_cause, tuple(tags) if tags else (),
-               tuple(p.name for p in plugins) if plugins else ())  # fmt: skip
-        codes = self.codes.get(key)
-        if codes is None:
-            codes = self.codes[key] = tuple(
-                self._code(name, v) for name, v in zip(CODED[1:], key, strict=True)
-            )
-        scenario = self.scenarios.get(r.scenario)
-        if scenario is None:
-            scenario = self._code("scenario", r.scenario)
-        row = len(self.offsets)
-        self.offsets.append(offset)
-        self.chunk += self.pack(*s.values, scenario, *codes)  # one C call a row
-        if len(self.chunk) >= self.full:
-            self.flush()
-        self._fill(row, r, s)
-        self._tally(s, r)
-
-    def flush(self) -> None:
-        """Rows gathered so far into the arrays, one column at a time (packed records that
-        numpy reads: ~0.4 us a row, where converting tuples of Python values took ~2 us)."""
-        if self.spill is not None:
-            self.spill.write(self.chunk)
-        elif self.chunk:
-            rows = np.frombuffer(self.chunk, dtype=self.row)
-            for target, name in zip(self.arrays, self.row.names or (), strict=True):
-                target.frombytes(rows[name].tobytes())
-        self.chunk = bytearray()
-
-    def _fill(self, row: int, r: Any, s: TrialSummary) -> None:
-        t = self.t
-        if r.trial_id != make_trial_id(r.scenario, r.cell, r.index):
-            t.odd_ids[row] = r.trial_id
-        if r.error is not None and r.status != "passed":
-            t.errors[row] = self.shared.setdefault(r.error, r.error)
-        if s.vetoes:
-            shared = self.shared
-            t.vetoes[row] = [shared.setdefault(v, v) for v in s.vetoes]
-        if s.cls is not None and s.browser is not None:
-            t.browser[row] = (s.cls, *s.browser)
-
-    def _tally(self, s: TrialSummary, r: Any) -> None:
-        if s.sampling:
-            self.t.sampling.update(s.sampling)
-        by_tool = self.t.by_tool
-        for tool, calls, not_ok, dlv in s.tools:
-            tally = by_tool.get(tool) or by_tool.setdefault(tool, ToolTally())
-            tally.calls += calls
-            tally.not_ok += not_ok
-            tally.faults_delivered += dlv
-        if r.status == "failed" and s.failing_tool is not None:
-            tally = by_tool.get(s.failing_tool) or by_tool.setdefault(s.failing_tool, ToolTally())
-            tally.failed_trials += 1
-            if r.root_cause:
-                tally.causes[r.root_cause] += 1
-
-    def build(self, need_manifest: bool = True) -> Trials:
-        if self.manifest is None and need_manifest:
-            raise JournalError(f"{self.path}: no manifest line; this is not a chaoseval journal")
-        self.flush()
-        t = self.t
-        t.manifest = self.manifest  # type: ignore[assignment]  # None only for bare records
-        t.col = {name: np.frombuffer(a, dtype=a.typecode) for name, a in self.numeric.items()}
-        t.col.update({n: np.frombuffer(a, dtype=a.typecode) for n, a in self.coded.items()})
-        t.vocab = {name: list(table) for name, table in self.vocab.items()}
-        t.offsets = np.frombuffer(self.offsets, dtype=np.int64)
-        t.refs = self.refs
-        if self.dedup:
-            self.rerun = merge_reruns(t)
-        t.vetoes = dict(sorted(t.vetoes.items()))
-        return t
+def _builder(path: Path) -> Builder:
+    """An empty :class:`~chaoseval.store.builder.Builder` of the columns of the journal at
+    ``path`` (store.builder: what a row holds and how rows are added)."""
+    return Builder(path, Trials(path, None, {}, {}))  # type: ignore[arg-type]  # set in build()
 
 
 def read_trials(path: str | Path) -> Trials:
@@ -388,7 +234,7 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
 
 def _read_lines(path: Path) -> tuple[Trials, int]:
     """The columns, and the bytes read to make them."""
-    b = _Builder(path)
+    b = _builder(path)
     # The lines decode into acyclic objects that die young; the collector's full passes
     # would walk everything alive (a 100k-task manifest's millions of objects) again and
     # again for no garbage: it is off while reading, as it was before when done.
@@ -397,12 +243,12 @@ def _read_lines(path: Path) -> tuple[Trials, int]:
     try:
         size = read_split(path, b)
         if size is None:  # not split (or a range failed): one pass, front to back
-            b = _Builder(path)
+            b = _builder(path)
             size = _read(path, b)
     finally:
         if collecting:
             gc.enable()
-    t = b.build()
+    t: Trials = b.build()
     phase("columns built")
     if b.early and b.refs:
         remeasure(b, t, [name for name, _ in NUMERIC])
@@ -411,7 +257,7 @@ def _read_lines(path: Path) -> tuple[Trials, int]:
     return t, size
 
 
-def _read(path: Path, b: _Builder) -> int:
+def _read(path: Path, b: Builder) -> int:
     """Every line into ``b`` in one pass; the bytes read."""
     end, _ = read_range(path, b)
     if b.manifest is not None:
@@ -429,7 +275,7 @@ def trials_of(
     refs: dict[str, RefCalls] | None = None,
 ) -> Trials:
     """Columns of records already in memory (an imported results file, a test's records)."""
-    b = _Builder(path)
+    b = _builder(path)
     if manifest is not None:
         b.set_manifest(manifest)
     b.refs.update(refs or {})
@@ -440,7 +286,7 @@ def trials_of(
     b.dedup = False
     for i, r in enumerate(kept.values()):
         b.add(r, i)
-    t = b.build(need_manifest=manifest is not None)  # records alone: only columns are read
+    t: Trials = b.build(need_manifest=manifest is not None)  # records alone: only columns read
     t.records = list(kept.values())
     t.warnings = list(warnings or [])
     return t

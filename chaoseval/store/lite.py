@@ -153,7 +153,7 @@ class RefCalls:
 class TrialSummary:
     """One trial as the columns hold it, plus the parts kept beside them."""
 
-    values: tuple[Any, ...]  # in the order of columns.NUMERIC
+    values: tuple[Any, ...]  # in the order of builder.NUMERIC
     tools: list[tuple[str, int, int, int]] = field(default_factory=list)  # tool, calls, !ok, dlv
     failing_tool: str | None = None
     vetoes: list[tuple[str, str]] = field(default_factory=list)  # kind, detail
@@ -278,7 +278,7 @@ def _all_passed(checks: Sequence[Any]) -> bool:
 
 
 def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
-    """The per-trial values of one record (see columns.NUMERIC for their order)."""
+    """The per-trial values of one record (see builder.NUMERIC for their order)."""
     faults = r.trajectory.faults
     tool_steps, tools, actions, kinds, legal, note, failing, sampling = _walk(r, faults)
     status = r.status

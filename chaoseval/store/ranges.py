@@ -150,7 +150,7 @@ def _read_one(
 ) -> None:
     """In a forked reader: one range into its copy of the builder, written to ``out`` for the
     parent. Its rows go to ``out`` as they are read (packed as the builder packs a row,
-    :attr:`columns._Builder.row`), a chunk at a time: the reader never holds its range's
+    :attr:`builder.Builder.row`), a chunk at a time: the reader never holds its range's
     columns; then their offsets, its tables and the trailer (:func:`_send`)."""
     try:
         try:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from chaoseval.store import colcache, columns
+from chaoseval.store.builder import Builder
 from chaoseval.store.columns import Trials, read_trials
 from tests.analysis.report_golden import unpack
 
@@ -170,7 +171,7 @@ def test_a_journal_appended_to_while_it_is_read_is_not_cached(
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:-5]))
     _age(path)
-    add = columns._Builder.add
+    add = Builder.add
     appended: list[bool] = []
 
     def appending(self: Any, r: Any, offset: int) -> None:  # a writer's lines land mid-read
@@ -180,10 +181,10 @@ def test_a_journal_appended_to_while_it_is_read_is_not_cached(
             appended.append(True)
         add(self, r, offset)
 
-    monkeypatch.setattr(columns._Builder, "add", appending)
+    monkeypatch.setattr(Builder, "add", appending)
     read_trials(path)
     assert not colcache.cache_file(path).exists()
-    monkeypatch.setattr(columns._Builder, "add", add)
+    monkeypatch.setattr(Builder, "add", add)
     assert len(read_trials(path)) == len(lines) - 1
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from chaoseval.errors import ConfigError, JournalError
 from chaoseval.store import ranges
-from chaoseval.store.columns import Trials, _Builder, read_trials
+from chaoseval.store.columns import Trials, _builder, read_trials
 from tests.analysis.report_golden import unpack
 from tests.store.test_colcache import _same
 
@@ -142,7 +142,7 @@ def test_no_split_beside_another_thread(tmp_path: Path, monkeypatch: pytest.Monk
     other.start()
     try:
         assert not ranges._single_threaded()
-        assert ranges.read_split(path, _Builder(path)) is None
+        assert ranges.read_split(path, _builder(path)) is None
     finally:
         stop.set()
         other.join()
