@@ -13,12 +13,15 @@ setup taken out. ``count_tools.py KIND...`` counts those kinds alone; ``count_to
 COUNT`` serves COUNT requests and exits. Kinds: mcp, bare_mcp; mcp26, bare_mcp26 (the same
 call from a client on the 2026 protocol: no session, and the SDK checks ``Mcp-Param-*``
 headers against the tool's input schema on every call with arguments); http, bare; toolbox
-(a ToolBox call alone, as the hub makes it, in process).
+(a ToolBox call alone, as the hub makes it, in process). ``COUNT_GC=off``: with the collector
+off while the requests are served.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -103,6 +106,16 @@ def _served(kind: str, count: int) -> None:
     from chaoseval.seams.agent import Episode
 
     async def body(episode: Episode, seen: Any) -> None:
+        if os.environ.get("COUNT_GC") == "off":
+            # The requests' own instructions: a change that moves the collector's passes in or
+            # out of the N requests' window moves a count with them by ~10k a request.
+            gc.disable()
+        try:
+            await serve(episode)
+        finally:
+            gc.enable()
+
+    async def serve(episode: Episode) -> None:
         if kind == "bare":
             await _http(bare, "/x", [{"q": i} for i in range(count)])
             return

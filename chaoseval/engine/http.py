@@ -35,6 +35,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import httpx
@@ -65,13 +66,19 @@ TOOL_PATH = r"^/tools/(?P<name>[a-z][a-z0-9_]*)$"
 _TOOL_PATH = re.compile(TOOL_PATH)
 
 
+# A JSON answer's headers, as every tool result has them: one read-only mapping, written by
+# _write as the bytes it makes of it once (not made and encoded anew per call).
+_JSON: Mapping[str, str] = MappingProxyType({"Content-Type": "application/json; charset=utf-8"})
+_JSON_RAW = (b"content-type", b"application/json; charset=utf-8")
+
+
 @dataclass
 class Reply:
     """One tool outcome as an HTTP answer (or as the absence of one)."""
 
     status: int
     body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
     drop: bool = False  # close the connection without answering
     timeout: bool = False  # the tool did not answer in time
 
@@ -113,7 +120,7 @@ def encode_result(result: Any, text: str | None = None) -> Reply:
     # UTF-8 as a real API sends it: an agent that relays the body's text to its model relays the
     # characters themselves, never \u escapes of them.
     body = utf8_json(result, text).encode()
-    return Reply(200, body, {"Content-Type": "application/json; charset=utf-8"})
+    return Reply(200, body, _JSON)
 
 
 async def answer(toolbox: ToolChannel, name: str, args: Any) -> Reply:
@@ -234,7 +241,12 @@ class ToolsApp:
 async def _write(reply: Reply, send: Send) -> None:
     """What ``Response(reply.body, reply.status, reply.headers)`` sends (its headers, then a
     Content-Length), without building one per call."""
-    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+    if reply.headers is _JSON:
+        headers = [_JSON_RAW]
+    else:
+        headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()
+        ]
     if not (reply.status < 200 or reply.status in (204, 304)):
         headers.append((b"content-length", b"%d" % len(reply.body)))
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})

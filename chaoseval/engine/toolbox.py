@@ -297,8 +297,12 @@ class ToolBox:
             raise
         # (No declared result model, the common case: valid without the call.)
         valid = spec.returns is None or self._valid(spec, result, known)
-        self._plain_step(at, t, name, args, "ok" if valid else "malformed", None,
-                         result if len(known) <= EXCERPT else _excerpt(result, known))  # fmt: skip
+        excerpt = result if len(known) <= EXCERPT else _excerpt(result, known)
+        # _plain_step's step, made here: one frame less on every call.
+        latency = self._world.clock.monotonic() - t
+        state.trajectory.steps.append(
+            tool_step(at, t, name, args, "ok" if valid else "malformed", excerpt, None, latency)
+        )
         state.received.append(_received((known, args)))
         return result, None if isinstance(result, str) else known
 

@@ -1,6 +1,6 @@
-"""The tool hub's and the HTTP tools' path shortcuts find what their patterns find: the same
+"""The tool hub's and the HTTP tools' shortcuts give what the general paths give: the same
 trial and rest (hub.trial_path against TRIAL_PATH), the same tool name (ToolsApp's table of
-its tools' paths against TOOL_PATH), for any path."""
+its tools' paths against TOOL_PATH), for any path; a tool result's header bytes."""
 
 from __future__ import annotations
 
@@ -53,3 +53,13 @@ def test_a_tool_s_name_is_the_pattern_s(pieces: list[str]) -> None:
     for path in ("".join(pieces), "/tools/" + "".join(pieces)):
         match = _TOOL_PATH.match(path)
         assert app._tool_name(path) == (match["name"] if match else None)
+
+
+def test_a_json_answer_s_header_bytes_are_its_headers_encoded() -> None:
+    """_write sends _JSON_RAW for a tool result's headers: the bytes it makes of any other."""
+    from chaoseval.engine.http import _JSON, _JSON_RAW, encode_result
+
+    assert encode_result({"ok": True}).headers is _JSON
+    assert [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in _JSON.items()] == [
+        _JSON_RAW
+    ]

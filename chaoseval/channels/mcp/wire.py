@@ -98,7 +98,11 @@ class TrialEndpoint:
                 self._deliver(exchange.on_written)  # written, or the hang is over
                 return
             await send(message)
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
+            if (
+                exchange.on_written  # (most answers deliver nothing: no call then)
+                and message["type"] == "http.response.body"
+                and not message.get("more_body", False)
+            ):
                 self._deliver(exchange.on_written)
 
         with self.log.bound():
