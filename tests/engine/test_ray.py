@@ -18,12 +18,14 @@ from typing import Any
 import anyio
 import pytest
 
+from chaoseval.channels.model import prices
 from chaoseval.engine.executors.base import Finished, TrialJob
 from chaoseval.engine.executors.ray import RayExecutor, _Pool
 from chaoseval.model.records import ModelSettings
 from chaoseval.seams.agent import Episode
 from chaoseval.store import artifacts
 from chaoseval.store.journal import read_journal
+from tests.agents.test_budgets import _run as run_naive
 from tests.e2e.golden_journal import normalize
 from tests.engine.test_executor_orphans import run_stubborn
 from tests.engine.test_executors import Misbehaving, _run
@@ -258,3 +260,19 @@ def test_a_trial_s_shipped_artifacts_replace_what_an_earlier_attempt_left(tmp_pa
     assert sink.done_ids == [trial_id]
     assert sorted(p.name for p in earlier.iterdir()) == ["stdout.txt"]
     assert (earlier / "stdout.txt").read_bytes() == b"new"
+
+
+def test_ray_workers_price_calls_from_the_runs_table(tmp_path, cluster):
+    """--prices is the driver's setting; the actors, new interpreters, price by it too (they
+    priced by the built-in table before)."""
+    prices.configure({"sim-1": (1000.0, 2000.0)})
+    try:  # (the naive agent on vending-*, two trials each)
+        run_naive(tmp_path / "j.jsonl", executor=RayExecutor(), references=False,
+                  model=ModelSettings(model="sim-1"), keep_records=False)  # fmt: skip
+    finally:
+        prices.configure(None)
+    records = read_journal(tmp_path / "j.jsonl").records
+    assert records and all(r.usage.input_tokens > 0 for r in records)
+    for r in records:
+        table = (r.usage.input_tokens * 1000 + r.usage.output_tokens * 2000) / 1e6
+        assert r.usage.cost == pytest.approx(table), r.trial_id

@@ -44,6 +44,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from chaoseval.channels.model import prices
 from chaoseval.engine.executors.base import AgentCrashed, Finished, Sink, TrialJob
 from chaoseval.engine.executors.one import Flight, kill_grace, overdue
 from chaoseval.engine.executors.queue import TrialQueue
@@ -174,7 +175,10 @@ class _Pool:
         store = self.job.store
         _by_value(self.ray)
         self.remote = self.ray.remote(concurrency_groups={WATCH: 4})(TrialActor)
-        payload = self.ray.cloudpickle.dumps((self.plans, self.job), protocol=5)
+        # The run's price table (--prices) goes with them: it is this process's setting, and
+        # an actor is a new interpreter that would otherwise price with the built-in table.
+        table = prices.current()
+        payload = self.ray.cloudpickle.dumps((self.plans, self.job, table), protocol=5)
         temp_root = f"chaoseval-ray-run-{self.job.run_id}"  # the actors' files, per node
         self.shared = (
             self.ray.put(payload),

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from chaoseval.channels.model import prices
+from chaoseval.channels.model.prices import Prices
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import Finished, TrialJob
 from chaoseval.engine.executors.one import agent_session, run_one
@@ -74,7 +76,9 @@ class TrialActor:
                 sys.path.append(path)
         plans: Sequence[TrialPlan]
         job: TrialJob
-        plans, job = pickle.loads(payload)
+        table: Prices
+        plans, job, table = pickle.loads(payload)
+        prices.configure(table)  # the driver's (--prices): the table every call is priced by
         self.plans = plans
         _warm(plans)
         # Under the run's root on this node: the driver removes the root at the end, so a
