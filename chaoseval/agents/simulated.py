@@ -114,7 +114,7 @@ class SimActor(Actor):
         self.said: list[str] = []  # words planted instructions asked it to end its answer with
         # USD per million tokens from the run's table (--prices), as the model channel prices a
         # call; a model the table does not name costs nothing there, so nothing here either.
-        self.price = prices.current().get(episode.model.model, (0.0, 0.0))
+        self.price = prices.current().get(episode.model.model, prices.FREE)
 
     async def heed(self, value: Any) -> None:
         """Act on the planted instructions in what it just read that it decides to follow: call
@@ -137,8 +137,7 @@ class SimActor(Actor):
 
     def _think(self) -> None:
         tin, tout = self.policy.tokens()
-        price_in, price_out = self.price
-        self.episode.record_model_call(tin, tout, cost=(tin * price_in + tout * price_out) / 1e6)
+        self.episode.record_model_call(tin, tout, cost=prices.cost(self.price, tin, tout))
 
     async def call(self, tool: str, /, **args: Any) -> Any:
         self._think()

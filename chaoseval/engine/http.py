@@ -69,7 +69,7 @@ _TOOL_PATH = re.compile(TOOL_PATH)
 # A JSON answer's headers, as every tool result has them: one read-only mapping, written by
 # _write as the bytes it makes of it once (not made and encoded anew per call).
 _JSON: Mapping[str, str] = MappingProxyType({"Content-Type": "application/json; charset=utf-8"})
-_JSON_RAW = (b"content-type", b"application/json; charset=utf-8")
+_JSON_RAW = (b"content-type", _JSON["Content-Type"].encode("latin-1"))
 
 
 @dataclass
@@ -163,7 +163,7 @@ class ToolsApp:
         self._listed: Reply | None = None
         # Each tool's own path and its name, as TOOL_PATH matches them (a name the pattern
         # refuses is left out: the pattern answers for it as for any other path).
-        paths = {f"/tools/{name}": name for name in toolbox.specs}
+        paths = [f"/tools/{name}" for name in toolbox.specs]
         self._routes = {
             path: match["name"] for path in paths if (match := _TOOL_PATH.match(path)) is not None
         }

@@ -298,11 +298,7 @@ class ToolBox:
         # (No declared result model, the common case: valid without the call.)
         valid = spec.returns is None or self._valid(spec, result, known)
         excerpt = result if len(known) <= EXCERPT else _excerpt(result, known)
-        # _plain_step's step, made here: one frame less on every call.
-        latency = self._world.clock.monotonic() - t
-        state.trajectory.steps.append(
-            tool_step(at, t, name, args, "ok" if valid else "malformed", excerpt, None, latency)
-        )
+        self._plain_step(at, t, name, args, "ok" if valid else "malformed", None, excerpt)
         state.received.append(_received((known, args)))
         return result, None if isinstance(result, str) else known
 

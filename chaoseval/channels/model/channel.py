@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
-from chaoseval.channels.model.prices import Prices, current
+from chaoseval.channels.model.prices import FREE, Prices, cost, current
 from chaoseval.channels.model.wire import answer_fields, request_hash, with_members
 from chaoseval.errors import HarnessError
 from chaoseval.model.clock import round6
@@ -110,7 +110,6 @@ def _as_sent(
 
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
-_FREE = (0.0, 0.0)  # the price of a model the table does not name
 _DATA_FIELDS = frozenset(("input_tokens", "output_tokens", "cost"))
 
 
@@ -344,9 +343,7 @@ class TrialModelChannel:
             self.link.state.deliver(ids)
 
     def _account(self, model: str, tin: int, tout: int) -> ModelCallData:
-        # USD per million tokens (prices.DEFAULT_PRICES); priced here alone
-        price_in, price_out = self.prices.get(model, _FREE)
-        spent = (tin * price_in + tout * price_out) / 1_000_000
+        spent = cost(self.prices.get(model, FREE), tin, tout)
         usage = self.link.usage
         assign(
             usage,

@@ -26,6 +26,14 @@ DEFAULT_PRICES: Prices = {
 }
 
 _run: Prices | None = None  # the run's table (--prices), over the defaults
+FREE = (0.0, 0.0)  # the price of a model the table does not name
+
+
+def cost(price: tuple[float, float], input_tokens: int, output_tokens: int) -> float:
+    """USD for a call's tokens at ``price`` (USD per million input and output tokens): the
+    model channel's and the simulated agents' one formula."""
+    price_in, price_out = price
+    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
 
 
 def configure(table: Prices | None) -> None:
