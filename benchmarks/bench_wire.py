@@ -11,7 +11,11 @@ chaoseval's percentile less the bare app's in the same rounds; for forwarding th
 bare proxy to the same upstream (uvicorn, starlette, aiohttp; wire_upstream.bare_proxy), so the
 upstream's own exchange is in both and "added" is chaoseval's share of the hop, as the sim's
 compute is taken out of the sim's kind; the whole hop (less the upstream called directly) is
-printed below the table. MCP likewise: its bare app is the ``mcp`` SDK alone serving the same
+printed below the table. Forwarding is measured twice: with a one-message request (~0.2 kB), and
+with one the size of a tool-using agent's tenth turn (~20 kB: its history and tool schemas, which
+every chat API resends each turn), against the bare proxy passing the same bodies on; the
+channel reads and fingerprints each body whole, so its share grows with the body. MCP
+likewise: its bare app is the ``mcp`` SDK alone serving the same
 tools/call (wire_upstream.bare_mcp, the tool hub's transport settings: stateful streamable
 HTTP in JSON-response mode, no OpenTelemetry middleware), so "added" is chaoseval's share; the
 SDK's own cost over the bare uvicorn app is printed below the table, as information (chaoseval
@@ -70,12 +74,17 @@ BARE = "bare uvicorn app"
 DIRECT = "trivial upstream, called directly"
 PROXY = "bare uvicorn+aiohttp proxy to it"
 FORWARD = "model channel, forwarding"
+# The same two with a request the size of an agent's tenth turn (TURN_KB, its history and tool
+# schemas resent, as every chat API has it): chaoseval reads the whole body, the proxy only
+# passes it on, so this is what the channel adds to a real agent's request.
+PROXY_BIG = "bare proxy, a tenth turn's request"
+FORWARD_BIG = "model channel, forwarding it"
 MCP = "tool hub, MCP tools/call"
 BARE_MCP = "bare mcp SDK server, tools/call"
 PAGES = "page server (GET the page)"
 BARE_PAGES = "bare uvicorn app, beside the pages"
-BASELINE = {FORWARD: PROXY, MCP: BARE_MCP, PAGES: BARE_PAGES}
-UNCOMPARED = (BARE, BARE_PAGES, DIRECT, PROXY, BARE_MCP)
+BASELINE = {FORWARD: PROXY, FORWARD_BIG: PROXY_BIG, MCP: BARE_MCP, PAGES: BARE_PAGES}
+UNCOMPARED = (BARE, BARE_PAGES, DIRECT, PROXY, PROXY_BIG, BARE_MCP)
 # Printed under the table: a kind less another, for where its cost lies.
 BESIDE = {
     FORWARD: (DIRECT, "forwarding's whole hop (less the upstream called directly)"),
@@ -125,6 +134,37 @@ def _chat(i: int) -> dict[str, Any]:
             "tools": [PING]}  # fmt: skip
 
 
+TURN_KB = 20  # about the size of a tool-using agent's request after nine tool calls
+
+
+def _turn(i: int) -> dict[str, Any]:
+    """A request as an agent sends it at its tenth turn: a system prompt, eight tools with their
+    schemas, and nine rounds of a question, a tool call and the tool's JSON result (each
+    request its own, ``i`` in its last message), about TURN_KB kB of JSON."""
+    params = {"type": "object", "required": ["order_id"], "properties": {
+        "order_id": {"type": "string", "description": "The order's id, as the customer gave it."},
+        "reason": {"type": "string", "description": "Why, in the customer's words."}}}  # fmt: skip
+    what = "looks up or changes one order."
+    tools = [{"type": "function", "function": {"name": f"tool_{t}", "parameters": params,
+              "description": f"Tool {t}: {what}"}} for t in range(8)]  # fmt: skip
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a support agent. Use the tools. " * 12}
+    ]
+    for k in range(9):
+        result = {"order_id": f"A-{k}", "status": "shipped", "history": [
+            {"at": f"2026-11-{d + 1:02d}T10:00:00Z", "event": f"step {d}", "note": "on time"}
+            for d in range(18)]}  # fmt: skip
+        messages += [
+            {"role": "user", "content": f"What happened to order A-{k}? It is late."},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{k}",
+             "type": "function", "function": {"name": f"tool_{k % 8}",
+                                              "arguments": json.dumps({"order_id": f"A-{k}"})}}]},
+            {"role": "tool", "tool_call_id": f"call_{k}", "content": json.dumps(result)},
+        ]  # fmt: skip
+    messages.append({"role": "user", "content": f"Call ping ({i})"})
+    return {"model": "chaoseval-sim", "messages": messages, "tools": tools}
+
+
 # Every kind's request bodies, made before the trials (main): the bench's own data is then part
 # of the startup heap the run's loop freezes out of the collector's full passes
 # (engine/loops.run_loop), not ~100k objects each full pass walks on the servers' time.
@@ -140,6 +180,8 @@ def _bodies() -> None:
         direct=[_chat(i) for i in range(N)],
         forward=[_chat(N + i) for i in range(N)],
         proxy=[_chat(2 * N + i) for i in range(N)],
+        forward_big=[_turn(i) for i in range(N)],
+        proxy_big=[_turn(N + i) for i in range(N)],
     )  # fmt: skip
 
 
@@ -190,6 +232,9 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
             _kind(PROXY, f"{proxy}/v1/chat/completions", BODIES["proxy"]),
             _kind(FORWARD, f"{forward.base_url}/chat/completions",
                   BODIES["forward"], headers=forward_auth),
+            _kind(PROXY_BIG, f"{proxy}/v1/chat/completions", BODIES["proxy_big"]),
+            _kind(FORWARD_BIG, f"{forward.base_url}/chat/completions",
+                  BODIES["forward_big"], headers=forward_auth),
         ])  # fmt: skip
     upstream_ms = {
         s.args["request_hash"]: s.result["upstream_latency"] * 1e3
@@ -312,7 +357,8 @@ def main(concurrency: int = J) -> None:
     print("    added: the channel's percentile less the bare app's in the same rounds (the sim's")
     print("    compute taken out request by request; forwarding less a bare proxy to the same")
     print("    upstream; MCP less the mcp SDK alone serving the same call, both stateful")
-    print("    streamable HTTP with JSON responses; the pages less a bare app beside them); target")
+    print("    streamable HTTP with JSON responses; the pages less a bare app beside them; a tenth")
+    print(f"    turn's request: ~{TURN_KB} kB, an agent's history and tool schemas); target")
     print(f"    on an idle machine: added p50 < {TARGET_P50} ms, added p99 < {TARGET_P99:g} ms."
           " CPU/req: the servers' process")  # fmt: skip
     print("    time per request (the sim's compute in, the upstream's and the client's out); at")
