@@ -12,9 +12,10 @@ bare proxy to the same upstream (uvicorn, starlette, aiohttp; wire_upstream.bare
 upstream's own exchange is in both and "added" is chaoseval's share of the hop, as the sim's
 compute is taken out of the sim's kind; the whole hop (less the upstream called directly) is
 printed below the table. Forwarding is measured twice: with a one-message request (~0.2 kB), and
-with one the size of a tool-using agent's tenth turn (~20 kB: its history and tool schemas, which
-every chat API resends each turn), against the bare proxy passing the same bodies on; the
-channel reads and fingerprints each body whole, so its share grows with the body. MCP
+with requests as a tool-using agent sends them over its first ten turns (3.5 to 20 kB: its
+history and tool schemas, which every chat API resends each turn; _turn), against the bare
+proxy passing the same bodies on. The channel decodes each body whole, for its step's record
+and fingerprint, so its share grows with the conversation. MCP
 likewise: its bare app is the ``mcp`` SDK alone serving the same
 tools/call (wire_upstream.bare_mcp, the tool hub's transport settings: stateful streamable
 HTTP in JSON-response mode, no OpenTelemetry middleware), so "added" is chaoseval's share; the
@@ -74,11 +75,11 @@ BARE = "bare uvicorn app"
 DIRECT = "trivial upstream, called directly"
 PROXY = "bare uvicorn+aiohttp proxy to it"
 FORWARD = "model channel, forwarding"
-# The same two with a request the size of an agent's tenth turn (TURN_KB, its history and tool
-# schemas resent, as every chat API has it): chaoseval reads the whole body, the proxy only
-# passes it on, so this is what the channel adds to a real agent's request.
-PROXY_BIG = "bare proxy, a tenth turn's request"
-FORWARD_BIG = "model channel, forwarding it"
+# The same two with requests as a tool-using agent sends them over its first ten turns (_turn:
+# each resends the conversation's last request one round longer, 3.5 to 20 kB): chaoseval reads
+# each body, the proxy only passes it on, so this is what the channel adds to a real agent's.
+PROXY_BIG = "bare proxy, an agent's turns 1-10"
+FORWARD_BIG = "model channel, forwarding them"
 MCP = "tool hub, MCP tools/call"
 BARE_MCP = "bare mcp SDK server, tools/call"
 PAGES = "page server (GET the page)"
@@ -134,13 +135,17 @@ def _chat(i: int) -> dict[str, Any]:
             "tools": [PING]}  # fmt: skip
 
 
-TURN_KB = 20  # about the size of a tool-using agent's request after nine tool calls
+TURNS = 10  # a conversation's requests in the bench: a tool-using agent's first ten turns
 
 
 def _turn(i: int) -> dict[str, Any]:
-    """A request as an agent sends it at its tenth turn: a system prompt, eight tools with their
-    schemas, and nine rounds of a question, a tool call and the tool's JSON result (each
-    request its own, ``i`` in its last message), about TURN_KB kB of JSON."""
+    """Request ``i`` of the conversations the client's threads hold, one at a time each (its
+    thread ``i % J`` sends it as its ``i // J``-th): a system prompt, eight tools with their
+    schemas and, at turn k, k - 1 rounds of a question, a tool call and the tool's JSON
+    result before the k-th question. Each request resends its conversation's last one, one
+    round longer, as chat APIs have it: ~3.5 kB at the first turn, ~20 kB at the tenth."""
+    thread, n = i % J, i // J
+    talk, turn = f"{thread}.{n // TURNS}", n % TURNS
     params = {"type": "object", "required": ["order_id"], "properties": {
         "order_id": {"type": "string", "description": "The order's id, as the customer gave it."},
         "reason": {"type": "string", "description": "Why, in the customer's words."}}}  # fmt: skip
@@ -150,18 +155,19 @@ def _turn(i: int) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a support agent. Use the tools. " * 12}
     ]
-    for k in range(9):
+    for k in range(turn + 1):
+        messages.append({"role": "user", "content": f"What happened to order A-{k} ({talk})?"})
+        if k == turn:
+            break
         result = {"order_id": f"A-{k}", "status": "shipped", "history": [
             {"at": f"2026-11-{d + 1:02d}T10:00:00Z", "event": f"step {d}", "note": "on time"}
             for d in range(18)]}  # fmt: skip
         messages += [
-            {"role": "user", "content": f"What happened to order A-{k}? It is late."},
             {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{k}",
              "type": "function", "function": {"name": f"tool_{k % 8}",
                                               "arguments": json.dumps({"order_id": f"A-{k}"})}}]},
             {"role": "tool", "tool_call_id": f"call_{k}", "content": json.dumps(result)},
         ]  # fmt: skip
-    messages.append({"role": "user", "content": f"Call ping ({i})"})
     return {"model": "chaoseval-sim", "messages": messages, "tools": tools}
 
 
@@ -181,7 +187,7 @@ def _bodies() -> None:
         forward=[_chat(N + i) for i in range(N)],
         proxy=[_chat(2 * N + i) for i in range(N)],
         forward_big=[_turn(i) for i in range(N)],
-        proxy_big=[_turn(N + i) for i in range(N)],
+        proxy_big=[_turn(i) for i in range(N)],
     )  # fmt: skip
 
 
@@ -357,8 +363,8 @@ def main(concurrency: int = J) -> None:
     print("    added: the channel's percentile less the bare app's in the same rounds (the sim's")
     print("    compute taken out request by request; forwarding less a bare proxy to the same")
     print("    upstream; MCP less the mcp SDK alone serving the same call, both stateful")
-    print("    streamable HTTP with JSON responses; the pages less a bare app beside them; a tenth")
-    print(f"    turn's request: ~{TURN_KB} kB, an agent's history and tool schemas); target")
+    print("    streamable HTTP with JSON responses; the pages less a bare app beside them; an")
+    print(f"    agent's turns: {TURNS} a conversation, each resending the last, 3-20 kB); target")
     print(f"    on an idle machine: added p50 < {TARGET_P50} ms, added p99 < {TARGET_P99:g} ms."
           " CPU/req: the servers' process")  # fmt: skip
     print("    time per request (the sim's compute in, the upstream's and the client's out); at")
