@@ -2,8 +2,9 @@
 
 ``ModelServer._channel_of`` picks the trial's key and the retry header from one dict of the
 scope's headers; ``limits.read_bounded`` takes a body that came in one message without its
-loop. Each must give what the general reading gives: starlette's ``Headers`` (the first of
-each name) for the key, and the loop's outcome (the body, or the same refusal) for a body.
+loop; a body's ``\\u`` escapes are looked for with a regex. Each must give what the general
+reading gives: starlette's ``Headers`` (the first of each name) for the key, the loop's outcome
+(the body, or the same refusal) for a body, ``bytes.find`` for an escape.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from starlette.datastructures import Headers
 
 from chaoseval.channels.limits import BodyTooLarge, read_bounded
 from chaoseval.channels.model.channel import RETRY_HEADER
-from chaoseval.channels.model.server import ModelServer
+from chaoseval.channels.model.server import _ESCAPED, ModelServer
 
 NAMES = st.sampled_from([b"authorization", b"x-api-key", RETRY_HEADER.encode(), b"host", b"accept"])
 VALUES = st.sampled_from([b"Bearer t1", b"bearer t2", b"BEARER t1", b"Basic x", b"t1", b"t2",
@@ -32,6 +33,12 @@ def test_the_key_and_retry_read_as_starlette_headers_read_them(headers: Any) -> 
     read = Headers(raw=headers)
     expected = (server._channel(read), read.get(RETRY_HEADER, ""))
     assert server._channel_of(headers) == expected
+
+
+@given(st.lists(st.sampled_from([b"\\", b"u", b"\\u", b'"', b"a", b"\xc3\xa9", b"\\\\u"])))
+def test_an_escape_is_found_where_bytes_find_finds_it(parts: list[bytes]) -> None:
+    raw = b"".join(parts)
+    assert (_ESCAPED(raw) is None) == (raw.find(b"\\u") < 0)
 
 
 def _read(messages: list[dict[str, Any]], limit: int, declared: int | None) -> Any:

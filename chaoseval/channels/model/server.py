@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -55,6 +56,10 @@ CHANNEL = "chaoseval.model.channel"  # scope key: the trial channel the request'
 RETRY = "chaoseval.model.retry"  # scope key: the request's retry-count header ("" if none)
 _RETRY = RETRY_HEADER.encode()
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
+# Where a body holds a \u escape: ``raw.find(b"\\u")``'s answer in a third to a half of its
+# time (the needle's last byte, "u", is common in text, and bytes.find checks from it; 19 us
+# against 9 at 20 kB, an agent's tenth turn: make bench-wire).
+_ESCAPED = re.compile(rb"\\u").search
 
 
 class ConnectionDropped(Exception):
@@ -181,7 +186,7 @@ class ModelServer:
         # reader takes alike) and they hold no \u escape (what the agent relays reaches a
         # forwarding upstream as characters, never escapes: docs/ADVERSARIAL.md, Through
         # the wire). Else the body is encoded anew.
-        sent = raw if plain and raw.find(b"\\u") < 0 else None  # find: wire.request_hash
+        sent = raw if plain and _ESCAPED(raw) is None else None
         response = await exchange_response(channel, endpoint, chat, scope, receive, shape, sent,
                                            plain)  # fmt: skip
         await response(scope, receive, send)
