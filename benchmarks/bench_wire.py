@@ -15,16 +15,15 @@ printed below the table. Forwarding is measured twice: with a one-message reques
 with requests as a tool-using agent sends them over its first ten turns (3.5 to 20 kB: its
 history and tool schemas, which every chat API resends each turn; _turn), against the bare
 proxy passing the same bodies on. The channel decodes each body whole, for its step's record
-and fingerprint, so its share grows with the conversation. MCP
-likewise: its bare app is the ``mcp`` SDK alone serving the same
-tools/call (wire_upstream.bare_mcp, the tool hub's transport settings: stateful streamable
-HTTP in JSON-response mode, no OpenTelemetry middleware), so "added" is chaoseval's share; the
-SDK's own cost over the bare uvicorn app is printed below the table, as information (chaoseval
-keeps the SDK rather than speak the protocol itself). Target on an
-idle machine: p50 added < 0.5 ms, p99 added < 5 ms (reported with the load average, not
-asserted; `make bench-wire` runs this part alone). Then
-the held-out style check: an exec: agent timing 150 requests to its own tool hub and model
-channel (benchmarks/wire_agent.py).
+and fingerprint, so its share grows with the conversation. MCP likewise: its bare app is the
+``mcp`` SDK alone serving the same tools/call (wire_upstream.bare_mcp, the tool hub's transport
+settings: stateful streamable HTTP in JSON-response mode, no OpenTelemetry middleware), so
+"added" is chaoseval's share; the SDK's own cost over the bare uvicorn app is printed below
+the table, as information (chaoseval keeps the SDK rather than speak the protocol itself).
+Target on an idle machine: p50 added < 0.5 ms, p99 added < 5 ms (reported with the load
+average, not asserted; `make bench-wire` runs this part alone). Then the held-out style check:
+an exec: agent timing 150 requests to its own tool hub and model channel
+(benchmarks/wire_agent.py).
 """
 
 from __future__ import annotations
@@ -364,7 +363,7 @@ def main(concurrency: int = J) -> None:
     print("    compute taken out request by request; forwarding less a bare proxy to the same")
     print("    upstream; MCP less the mcp SDK alone serving the same call, both stateful")
     print("    streamable HTTP with JSON responses; the pages less a bare app beside them; an")
-    print(f"    agent's turns: {TURNS} a conversation, each resending the last, 3-20 kB); target")
+    print(f"    agent's turns: {TURNS} a conversation, each resending the last, 3.5-20 kB); target")
     print(f"    on an idle machine: added p50 < {TARGET_P50} ms, added p99 < {TARGET_P99:g} ms."
           " CPU/req: the servers' process")  # fmt: skip
     print("    time per request (the sim's compute in, the upstream's and the client's out); at")
