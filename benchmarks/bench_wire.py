@@ -2,8 +2,8 @@
 the same machine, at -j 8 from a client process of its own (benchmarks/wire_load.py).
 
 Kinds: the tool hub's HTTP tools and its MCP endpoint (a trivial tool), the model channel
-answering from chaoseval-sim (the sim's own compute, each step's ``upstream_latency``, taken
-out request by request) and forwarding to a trivial upstream in a process of its own
+answering from chaoseval-sim (the sim's own compute taken out: the median ``upstream_latency``
+of its requests served alone, at -j 1) and forwarding to a trivial upstream in a process of its own
 (``--model-endpoint``; benchmarks/wire_upstream.py), and the page server (a bundled UI page).
 All kinds run side by side from one client process, in rounds (the machine is shared: each
 kind meets the same spells of others' load as the bare app it is compared with). "added" is
@@ -80,6 +80,9 @@ FORWARD = "model channel, forwarding"
 PROXY_BIG = "bare proxy, an agent's turns 1-10"
 FORWARD_BIG = "model channel, forwarding them"
 MCP = "tool hub, MCP tools/call"
+SIM = "model channel, chaoseval-sim"
+SIM_ALONE = "the sim alone, -j 1"  # its compute a request: taken out of SIM's latencies
+SIM_COMPUTE_MS: list[float] = []  # (the median, once known)
 BARE_MCP = "bare mcp SDK server, tools/call"
 PAGES = "page server (GET the page)"
 BARE_PAGES = "bare uvicorn app, beside the pages"
@@ -101,7 +104,7 @@ ROUNDS = 10  # the kinds take turns, N / ROUNDS requests each a turn
 CPU_MS: dict[str, float] = {}
 
 
-async def _load(kinds: list[dict[str, Any]]) -> dict[str, list[list[float]]]:
+async def _load(kinds: list[dict[str, Any]], j: int | None = None) -> dict[str, list[list[float]]]:
     """Every kind from one client process, side by side: in rounds, the order turning each
     round, so each kind meets the same spells of others' load as the bare app beside it."""
     out: dict[str, list[list[float]]] = {k["name"]: [] for k in kinds}
@@ -110,7 +113,7 @@ async def _load(kinds: list[dict[str, Any]]) -> dict[str, list[list[float]]]:
     async with await anyio.open_process(client) as p:
         assert p.stdin is not None and p.stdout is not None
         lines = BufferedByteReceiveStream(p.stdout)
-        await p.stdin.send(json.dumps({"concurrency": J, "kinds": kinds}).encode() + b"\n")
+        await p.stdin.send(json.dumps({"concurrency": j or J, "kinds": kinds}).encode() + b"\n")
         await lines.receive_until(b"\n", 16)  # ready: every connection and session open
         for r in range(ROUNDS):
             turn = kinds[r % len(kinds) :] + kinds[: r % len(kinds)]
@@ -185,6 +188,7 @@ def _bodies() -> None:
         direct=[_chat(i) for i in range(N)],
         forward=[_chat(N + i) for i in range(N)],
         proxy=[_chat(2 * N + i) for i in range(N)],
+        alone=[_chat(3 * N + i) for i in range(N // 6)],
         forward_big=[_turn(i) for i in range(N)],
         proxy_big=[_turn(i) for i in range(N)],
     )  # fmt: skip
@@ -231,8 +235,7 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
             _kind("tool hub, HTTP tools", f"{urls.tools}/tools/ping", [{}] * N),
             _kind(BARE_MCP, f"{sdk}/mcp", calls, mcp=True),
             _kind(MCP, urls.mcp, calls, mcp=True),
-            _kind("model channel, chaoseval-sim", f"{sim.base_url}/chat/completions", chats,
-                  headers=auth),
+            _kind(SIM, f"{sim.base_url}/chat/completions", chats, headers=auth),
             _kind(DIRECT, f"{upstream}/v1/chat/completions", BODIES["direct"]),
             _kind(PROXY, f"{proxy}/v1/chat/completions", BODIES["proxy"]),
             _kind(FORWARD, f"{forward.base_url}/chat/completions",
@@ -241,14 +244,23 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
             _kind(FORWARD_BIG, f"{forward.base_url}/chat/completions",
                   BODIES["forward_big"], headers=forward_auth),
         ])  # fmt: skip
+        # The sim's own compute, alone: one request at a time (below).
+        await _load([_kind(SIM_ALONE, f"{sim.base_url}/chat/completions", BODIES["alone"],
+                           headers=auth)], j=1)  # fmt: skip
     upstream_ms = {
         s.args["request_hash"]: s.result["upstream_latency"] * 1e3
         for s in episode.link.state.trajectory.steps  # type: ignore[union-attr]
         if s.kind == "model" and s.args and isinstance(s.result, dict)
     }
+    # What the sim's kind has taken out: its compute a request, the median of its requests
+    # served alone. Not each request's own time in the sim at -j 8, which also holds the
+    # others' it waited for (one conversation a trial, answered in turn, and the sim's policy
+    # task scheduled behind them): taking that out made the kind faster than the bare app.
+    SIM_COMPUTE_MS.append(statistics.median(
+        upstream_ms[request_hash(body)] for body in BODIES["alone"]))  # fmt: skip
     for name, rows in timed.items():
-        if name == "model channel, chaoseval-sim":  # the sim's own compute taken out
-            seen[name] = [ms - upstream_ms.get(request_hash(chats[int(i)]), 0.0) for i, ms in rows]
+        if name == SIM:  # the sim's own compute taken out
+            seen[name] = [ms - SIM_COMPUTE_MS[0] for _, ms in rows]
         else:
             seen[name] = [ms for _, ms in rows]
 
@@ -341,6 +353,9 @@ def _table(seen: dict[str, list[float]]) -> None:
                 f" {_pct(one, 0.99) - _pct(two, 0.99):.2f} ms, CPU"
                 f" {CPU_MS.get(name, 0.0) - CPU_MS.get(other, 0.0):.3f} ms a request"
             )
+    if SIM_COMPUTE_MS:
+        print(f"    the sim's compute taken out of its kind: {SIM_COMPUTE_MS[0]:.2f} ms a request"
+              " (the median of its requests served alone, at -j 1)")  # fmt: skip
 
 
 def main(concurrency: int = J) -> None:
@@ -360,7 +375,7 @@ def main(concurrency: int = J) -> None:
     )
     _table(seen)
     print("    added: the channel's percentile less the bare app's in the same rounds (the sim's")
-    print("    compute taken out request by request; forwarding less a bare proxy to the same")
+    print("    compute taken out as measured alone; forwarding less a bare proxy to the same")
     print("    upstream; MCP less the mcp SDK alone serving the same call, both stateful")
     print("    streamable HTTP with JSON responses; the pages less a bare app beside them; an")
     print(f"    agent's turns: {TURNS} a conversation, each resending the last, 3.5-20 kB); target")
