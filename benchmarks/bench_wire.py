@@ -138,6 +138,16 @@ def _chat(i: int) -> dict[str, Any]:
 
 
 TURNS = 10  # a conversation's requests in the bench: a tool-using agent's first ten turns
+_PARAMS = {"type": "object", "required": ["order_id"], "properties": {
+    "order_id": {"type": "string", "description": "The order's id, as the customer gave it."},
+    "reason": {"type": "string", "description": "Why, in the customer's words."}}}  # fmt: skip
+# The eight tools' schemas and each round's tool result: the same in every request (made once).
+_TOOLS = [{"type": "function", "function": {"name": f"tool_{t}", "parameters": _PARAMS,
+           "description": f"Tool {t}: looks up or changes one order."}}
+          for t in range(8)]  # fmt: skip
+_RESULTS = [json.dumps({"order_id": f"A-{k}", "status": "shipped", "history": [
+    {"at": f"2026-11-{d + 1:02d}T10:00:00Z", "event": f"step {d}", "note": "on time"}
+    for d in range(18)]}) for k in range(TURNS)]  # fmt: skip
 
 
 def _turn(i: int) -> dict[str, Any]:
@@ -148,12 +158,6 @@ def _turn(i: int) -> dict[str, Any]:
     round longer, as chat APIs have it: ~3.5 kB at the first turn, ~20 kB at the tenth."""
     thread, n = i % J, i // J
     talk, turn = f"{thread}.{n // TURNS}", n % TURNS
-    params = {"type": "object", "required": ["order_id"], "properties": {
-        "order_id": {"type": "string", "description": "The order's id, as the customer gave it."},
-        "reason": {"type": "string", "description": "Why, in the customer's words."}}}  # fmt: skip
-    what = "looks up or changes one order."
-    tools = [{"type": "function", "function": {"name": f"tool_{t}", "parameters": params,
-              "description": f"Tool {t}: {what}"}} for t in range(8)]  # fmt: skip
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a support agent. Use the tools. " * 12}
     ]
@@ -161,16 +165,13 @@ def _turn(i: int) -> dict[str, Any]:
         messages.append({"role": "user", "content": f"What happened to order A-{k} ({talk})?"})
         if k == turn:
             break
-        result = {"order_id": f"A-{k}", "status": "shipped", "history": [
-            {"at": f"2026-11-{d + 1:02d}T10:00:00Z", "event": f"step {d}", "note": "on time"}
-            for d in range(18)]}  # fmt: skip
         messages += [
             {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{k}",
              "type": "function", "function": {"name": f"tool_{k % 8}",
                                               "arguments": json.dumps({"order_id": f"A-{k}"})}}]},
-            {"role": "tool", "tool_call_id": f"call_{k}", "content": json.dumps(result)},
+            {"role": "tool", "tool_call_id": f"call_{k}", "content": _RESULTS[k]},
         ]  # fmt: skip
-    return {"model": "chaoseval-sim", "messages": messages, "tools": tools}
+    return {"model": "chaoseval-sim", "messages": messages, "tools": _TOOLS}
 
 
 # Every kind's request bodies, made before the trials (main): the bench's own data is then part
@@ -180,6 +181,7 @@ BODIES: dict[str, list[Any]] = {}
 
 
 def _bodies() -> None:
+    turns = [_turn(i) for i in range(N)]  # the agent kinds' (the proxy's and forwarding's)
     BODIES.update(
         calls=[{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
                 "params": {"name": "ping", "arguments": {}}} for i in range(N)],
@@ -189,8 +191,8 @@ def _bodies() -> None:
         forward=[_chat(N + i) for i in range(N)],
         proxy=[_chat(2 * N + i) for i in range(N)],
         alone=[_chat(3 * N + i) for i in range(N // 6)],
-        forward_big=[_turn(i) for i in range(N)],
-        proxy_big=[_turn(i) for i in range(N)],
+        forward_big=turns,
+        proxy_big=turns,
     )  # fmt: skip
 
 
