@@ -1,29 +1,29 @@
-"""The wire's own cost per request: each server chaoseval runs against a bare uvicorn app on
-the same machine, at -j 8 from a client process of its own (benchmarks/wire_load.py).
+"""The wire's own cost per request: each server chaoseval runs against a bare uvicorn app on the
+same machine, at -j 8 from a client process of its own (benchmarks/wire_load.py).
 
 Kinds: the tool hub's HTTP tools and its MCP endpoint (a trivial tool), the model channel
 answering from chaoseval-sim (the sim's own compute taken out: the median ``upstream_latency``
-of its requests served alone, at -j 1) and forwarding to a trivial upstream in a process of its own
-(``--model-endpoint``; benchmarks/wire_upstream.py), and the page server (a bundled UI page).
-All kinds run side by side from one client process, in rounds (the machine is shared: each
-kind meets the same spells of others' load as the bare app it is compared with). "added" is
-chaoseval's percentile less the bare app's in the same rounds; for forwarding the bare app is a
-bare proxy to the same upstream (uvicorn, starlette, aiohttp; wire_upstream.bare_proxy), so the
-upstream's own exchange is in both and "added" is chaoseval's share of the hop, as the sim's
-compute is taken out of the sim's kind; the whole hop (less the upstream called directly) is
-printed below the table. Forwarding is measured twice: with a one-message request (~0.2 kB), and
-with requests as a tool-using agent sends them over its first ten turns (3.5 to 20 kB: its
+of its requests served alone, at -j 1) and forwarding to a trivial upstream in a process of its
+own (``--model-endpoint``; benchmarks/wire_upstream.py), and the page server (a bundled UI
+page). All kinds run side by side from one client process, in rounds (the machine is shared:
+each kind meets the same spells of others' load as the bare app it is compared with). "added"
+is chaoseval's percentile less the bare app's in the same rounds; for forwarding the bare app
+is a bare proxy to the same upstream (uvicorn, starlette, aiohttp; wire_upstream.bare_proxy),
+so the upstream's own exchange is in both and "added" is chaoseval's share of the hop, as the
+sim's compute is taken out of the sim's kind; the whole hop (less the upstream called directly)
+is printed below the table. Forwarding is measured twice: with a one-message request (~0.2 kB),
+and with requests as a tool-using agent sends them over its first ten turns (3.5 to 20 kB: its
 history and tool schemas, which every chat API resends each turn; _turn), against the bare
-proxy passing the same bodies on. The channel decodes each body whole, for its step's record
-and fingerprint, so its share grows with the conversation. MCP likewise: its bare app is the
-``mcp`` SDK alone serving the same tools/call (wire_upstream.bare_mcp, the tool hub's transport
-settings: stateful streamable HTTP in JSON-response mode, no OpenTelemetry middleware), so
-"added" is chaoseval's share; the SDK's own cost over the bare uvicorn app is printed below
-the table, as information (chaoseval keeps the SDK rather than speak the protocol itself).
-Target on an idle machine: p50 added < 0.5 ms, p99 added < 5 ms (reported with the load
-average, not asserted; `make bench-wire` runs this part alone). Then the held-out style check:
-an exec: agent timing 150 requests to its own tool hub and model channel
-(benchmarks/wire_agent.py).
+proxy passing the same bodies on. The channel reads of such a body only what its step records
+(wire.read_top: the messages and tools counted, not decoded) and fingerprints its bytes. MCP
+likewise: its bare app is the ``mcp`` SDK alone serving the same tools/call
+(wire_upstream.bare_mcp, the tool hub's transport settings: stateful streamable HTTP in
+JSON-response mode, no OpenTelemetry middleware), so "added" is chaoseval's share; the SDK's
+own cost over the bare uvicorn app is printed below the table, as information (chaoseval keeps
+the SDK rather than speak the protocol itself). Target on an idle machine: p50 added < 0.5 ms,
+p99 added < 5 ms (reported with the load average, not asserted; `make bench-wire` runs this
+part alone). Then the held-out style check: an exec: agent timing 150 requests to its own tool
+hub and model channel (benchmarks/wire_agent.py).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
 from chaoseval.channels.model.session import UpstreamConfig, run_channels, trial_endpoint
-from chaoseval.channels.model.wire import request_hash
+from chaoseval.channels.model.wire import fingerprint
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.records import AgentOutput, Budgets
@@ -258,8 +258,8 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
     # served alone. Not each request's own time in the sim at -j 8, which also holds the
     # others' it waited for (one conversation a trial, answered in turn, and the sim's policy
     # task scheduled behind them): taking that out made the kind faster than the bare app.
-    SIM_COMPUTE_MS.append(statistics.median(
-        upstream_ms[request_hash(body)] for body in BODIES["alone"]))  # fmt: skip
+    sent = (json.dumps(body).encode() for body in BODIES["alone"])  # as wire_load sends them
+    SIM_COMPUTE_MS.append(statistics.median(upstream_ms[fingerprint(raw)] for raw in sent))
     for name, rows in timed.items():
         if name == SIM:  # the sim's own compute taken out
             seen[name] = [ms - SIM_COMPUTE_MS[0] for _, ms in rows]

@@ -105,13 +105,16 @@ def _proxy(session: _Session) -> Any:
 def _served(kind: str, count: int) -> None:
     """COUNT requests of KIND in a trial (bench_wire's probe agent, the real clock)."""
     sys.path.insert(0, str(HERE))
-    from bench_wire import _chat, _trial
+    from bench_wire import _chat, _trial, _turn
     from trivial import scenario
 
     from chaoseval.channels.model.session import UpstreamConfig, run_channels, trial_endpoint
     from chaoseval.seams.agent import Episode
 
-    bodies = [json.dumps(_chat(i)).encode() for i in range(count)]
+    # "-turns": bench_wire's agent's turns 1-10 (3.5 to 20 kB) rather than one message.
+    make = _turn if kind.endswith("-turns") else _chat
+    bodies = [json.dumps(make(i)).encode() for i in range(count)]
+    kind = kind.removesuffix("-turns")
     path = "/v1/chat/completions"
 
     async def body(episode: Episode, seen: Any) -> None:

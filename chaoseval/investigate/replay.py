@@ -55,6 +55,10 @@ WALL_CLOCK = (
     Timed("result.upstream_latency", kind="model", always=True),
 )
 WALL_FIELDS = frozenset(t.path for t in WALL_CLOCK)  # every one, whatever the clock
+# A model step's request fingerprint was taken over a canonical text of the body's parse
+# before schema 7, over its bytes since: a replay cannot reproduce an older one.
+FINGERPRINT = "model:args.request_hash"
+BYTES_FINGERPRINTS = 7  # the schema version since which it is over the bytes
 
 
 @dataclass
@@ -71,20 +75,30 @@ class Replay:
     def same_steps(self) -> bool:
         """Everything but step timings matched: the agent waited differently, e.g. jitter drawn
         from an unseeded random source, though it took the same steps."""
-        return not compare(self.original, self.replayed, ignore=WALL_FIELDS)
+        ignore = WALL_FIELDS | unreproducible(self.original)
+        return not compare(self.original, self.replayed, ignore=ignore)
 
     def same_step(self, i: int) -> bool:
         """Step ``i`` is in both runs and equal but for wall-clock fields."""
         a, b = self.original.trajectory.steps, self.replayed.trajectory.steps
         if i >= len(a) or i >= len(b):
             return False
-        ignore = wall_fields(self.original.clock)
+        ignore = unreproducible(self.original)
         return step_view(a[i], ignore) == step_view(b[i], ignore)
 
 
 def wall_fields(clock: str) -> frozenset[str]:
     """The ``kind:path`` keys of :data:`WALL_CLOCK` that are wall time on ``clock``."""
     return frozenset(f"{t.kind or '*'}:{t.path}" for t in WALL_CLOCK if t.always or clock == "real")
+
+
+def unreproducible(original: TrialRecord) -> frozenset[str]:
+    """What a run of ``original``'s trial today cannot be expected to repeat: its wall-clock
+    fields, and a fingerprint taken the way an older schema took it."""
+    ignore = wall_fields(original.clock)
+    if original.schema_version < BYTES_FINGERPRINTS:
+        ignore |= {FINGERPRINT}
+    return ignore
 
 
 def find_record(journal: Journal, trial_id: str) -> TrialRecord:
@@ -143,7 +157,7 @@ def compare(
 ) -> list[str]:
     """What differs between two runs of one trial, ignoring wall-clock fields."""
     if ignore is None:
-        ignore = wall_fields(original.clock)
+        ignore = unreproducible(original)
     diffs: list[str] = []
     for name in ("seed", "world_seed", "status", "root_cause", "answer", "error"):
         a, b = getattr(original, name), getattr(replayed, name)

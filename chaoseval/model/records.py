@@ -26,7 +26,10 @@ from chaoseval.model.trajectory import Trajectory, built
 # 6: a trial under adversarial content records ``injection_followed`` (the planted
 #    instruction's goal was reached) and ``utility`` (the user's task was still done), both only
 #    where such content reached the agent; 1 to 5 still read (utility derived from the checks).
-SCHEMA_VERSION = 6
+# 7: a model step's ``request_hash`` is sha256 of the request's bytes as the agent sent them
+#    (channels.model.wire.fingerprint), not of a canonical text of their parse; 1 to 6 still
+#    read (replay then leaves the field out of its comparison: investigate.replay).
+SCHEMA_VERSION = 7
 CLEAN = "clean"  # the name of the clean cell: the matrix column with no perturbation
 
 Status = Literal["passed", "failed", "not_evaluable"]

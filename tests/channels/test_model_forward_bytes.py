@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
-from chaoseval.channels.model.wire import request_hash
+from chaoseval.channels.model.wire import fingerprint
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
@@ -39,6 +39,9 @@ WITH_TEMPERATURE = b'{"model":"m","temperature":0.1,"messages":[{"role":"user","
 STREAM = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}'
 ESCAPED = b'{"model":"m","messages":[{"role":"user","content":"a\\u200bb"}]}'
 NULL_TEMPERATURE = b'{"model":"m","temperature":null,"messages":[{"role":"user","content":"x"}]}'
+TOOLS = (b'{"model":"m","tools":[{"type":"function","function":{"name":"a"}},{"type":"function",'
+         b'"function":{"name":"b"}}],"messages":[{"role":"user","content":"x"},{"role":"user",'
+         b'"content":"y"}],"temperature":0.5}')  # fmt: skip
 
 
 def _send_all(bodies: list[bytes], got: list[bytes]) -> Any:
@@ -71,13 +74,14 @@ def _send_all(bodies: list[bytes], got: list[bytes]) -> Any:
 
 def test_the_agents_own_bytes_reach_the_upstream_where_nothing_could_change_them() -> None:
     got: list[bytes] = []
-    bodies = [OWN, WITH_TEMPERATURE, STREAM, ESCAPED, NULL_TEMPERATURE]
+    bodies = [OWN, WITH_TEMPERATURE, STREAM, ESCAPED, NULL_TEMPERATURE, TOOLS]
     record = probe_trial(_send_all(bodies, got))  # temperature 0.7 configured, no seed
     assert record.status != "not_evaluable", record.error
-    own, with_temperature, stream, escaped, null_temperature = got
+    own, with_temperature, stream, escaped, null_temperature, tools = got
     # The agent's bytes, the configured temperature it sent none of added at the end.
     assert own == OWN.rstrip()[:-1] + b', "temperature": 0.7}'
     assert with_temperature == WITH_TEMPERATURE  # nothing to add: as it came
+    assert tools == TOOLS
     # A stream asked for: the upstream is asked for a whole completion, the body written anew.
     assert json.loads(stream) == {
         "model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.7,
@@ -88,13 +92,15 @@ def test_the_agents_own_bytes_reach_the_upstream_where_nothing_could_change_them
     # A setting sent as null is replaced where it was: one temperature, the configured one.
     assert json.loads(null_temperature)["temperature"] == 0.7
     assert null_temperature.count(b'"temperature"') == 1
-    # The record is the request's as it was read, whatever bytes went upstream.
+    # The record is the request's as it came, whatever bytes went upstream (and however
+    # far the channel read it: wire.read_top where its bytes were passed on as they came).
     steps = model_steps(record)
-    assert [info(s)["request_hash"] for s in steps] == [
-        request_hash(json.loads(raw)) for raw in bodies
-    ]
-    assert [info(s)["temperature"] for s in steps] == [0.7, 0.1, 0.7, 0.7, 0.7]
-    assert [info(s)["sent_temperature"] for s in steps] == [None, 0.1, None, None, None]
+    assert [info(s)["request_hash"] for s in steps] == [fingerprint(raw) for raw in bodies]
+    assert [info(s)["temperature"] for s in steps] == [0.7, 0.1, 0.7, 0.7, 0.7, 0.5]
+    assert [info(s)["sent_temperature"] for s in steps] == [None, 0.1, None, None, None, 0.5]
+    assert [(info(s)["messages"], info(s)["tools"], info(s)["model"]) for s in steps] == [
+        (1, 0, "m")
+    ] * 5 + [(2, 2, "m")]
 
 
 def test_with_a_plugin_on_the_model_channel_the_upstream_gets_the_body_as_it_left_the_plugins() -> (

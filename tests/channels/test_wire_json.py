@@ -1,8 +1,8 @@
-"""The model channel's JSON shortcuts read and fingerprint exactly as the json module did.
+"""The model channel's JSON shortcuts read exactly as the json module does.
 
 ``decode_json`` (msgspec first, json for what msgspec refuses) must give ``json.loads``'s
-values, types included, or its error; ``request_hash`` must give the hash every journal
-written before it holds (retries are matched, and replay compares, by it).
+values, types included, or its error; ``read_top`` the same values for the members it reads,
+or None where the body must be read whole.
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaoseval.channels.model.wire import decode_json, read_json, request_hash
+from chaoseval.channels.model.wire import (
+    body_hash,
+    decode_json,
+    fingerprint,
+    read_json,
+    read_top,
+)
 
 values = st.recursive(
     st.none()
@@ -70,47 +76,89 @@ def test_decode_json_refuses_and_reads_the_odd_bodies_as_json_loads_does(raw: by
     assert _same(decode_json(raw), expected)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.text(max_size=4), values, max_size=5))
-def test_request_hash_is_the_hash_journals_hold(body: dict[str, Any]) -> None:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    assert request_hash(body) == hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def _journal_hash(body: Any) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.dictionaries(st.text(max_size=4), values, max_size=5), st.booleans())
-def test_a_plain_reads_hash_is_the_hash_journals_hold(body: Any, ascii_only: bool) -> None:
-    """The server reads a request with read_json and hashes a plain read with msgspec's
-    canonical text: the same hash as json's text of what json.loads reads."""
-    raw = json.dumps(body, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
-    read, plain = read_json(raw)
-    assert _same(read, json.loads(raw))
-    assert request_hash(read, plain) == _journal_hash(json.loads(raw))
-
-
 @pytest.mark.parametrize(
     "raw, plain",
     [
         (b'{"t": 0.7, "p": 1.0, "z": -0.0, "n": 0.0001, "b": 1e15}', True),
-        (b'{"t": 1e-05}', False),  # msgspec would write 0.00001
-        (b'{"t": 1e16}', False),  # msgspec would write 1e16, json 1e+16
-        (b'{"t": 1e999}', False),  # inf: json writes Infinity
+        (b'{"t": 1e-05, "u": 1e16}', True),  # passed on as written: any reader reads the same
+        (b'{"t": 1e999}', False),  # inf: out of msgspec's range, json reads it
         (b'{"t": NaN}', False),  # msgspec refuses it: json reads it
         (b'{"del": "a\x7fb", "\xc3\xa9": 1, "e": "\xf0\x9f\x98\x80 \xe2\x80\xa8 \\u200b"}', True),
-        (b'{"b": {"z": [1, {"y": 2, "x": 3}]}, "a": [], "\xc3\xa0": {}, "A": null}', True),
         (b'"\xef\xbb\xbf{}"', True),
         (b"\xef\xbb\xbf{}", False),  # a BOM: json.loads reads past it, msgspec does not
     ],
 )  # fmt: skip
-def test_a_read_is_plain_only_where_msgspec_writes_what_json_writes(
+def test_a_read_is_plain_only_where_any_reader_reads_the_bytes_alike(
     raw: bytes, plain: bool
 ) -> None:
     read, was_plain = read_json(raw)
     assert was_plain is plain
     assert _same(read, json.loads(raw))
-    assert request_hash(read, was_plain) == _journal_hash(json.loads(raw))
+
+
+def test_a_fingerprint_is_of_the_bytes_and_a_body_hash_of_the_value() -> None:
+    raw = b'{"model": "m", "messages": []}'
+    assert fingerprint(raw) == hashlib.sha256(raw).hexdigest()[:16]
+    assert fingerprint(raw) != fingerprint(raw.replace(b": ", b":"))
+    canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+    assert body_hash(json.loads(raw)) == hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+TOP = ("model", "messages", "tools", "stream", "stream_options", "temperature", "seed")
+members = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": values,
+        "messages": st.lists(values, max_size=4) | values,
+        "tools": st.lists(values, max_size=4) | st.none(),
+        "stream": st.sampled_from([False, True, None, 0]),
+        "stream_options": values,
+        "temperature": st.none() | st.floats(0, 2) | st.integers(0, 2),
+        "seed": st.none() | st.integers(),
+        "tool_choice": values,
+        "max_tokens": values,
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(members, st.booleans())
+def test_a_top_level_read_is_the_whole_reads_members_or_none(body: Any, ascii_only: bool) -> None:
+    """read_top gives the whole read's members that the channel reads (the conversation and
+    the tools as each item's bytes), or None exactly where the body must be read whole."""
+    raw = json.dumps(body, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    top = read_top(raw)
+    try:
+        whole, plain = read_json(raw)
+    except ValueError:  # a lone surrogate past UTF-8: neither reads it
+        assert top is None
+        return
+    passable = (
+        plain
+        and "stream_options" not in whole
+        and whole.get("stream", False) is False
+        and None not in (whole.get("temperature", 0), whole.get("seed", 0))
+        and all(isinstance(whole.get(k, []), list | None) for k in ("messages", "tools"))
+    )
+    if not passable:
+        assert top is None
+        return
+    assert top is not None
+    assert list(top) == [k for k in TOP if k in whole]
+    for key, value in top.items():
+        if key in ("messages", "tools") and value is not None:
+            assert _same([decode_json(bytes(item)) for item in value], whole[key])
+        else:
+            assert _same(value, whole[key])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"messages": [{"content": "\xff"}]}',  # not UTF-8 inside an item: read whole, refused
+        b'{"messages": "hi"}', b'{"tools": {}}', b"[]", b'{"stream": true}', b'{"seed": null}',
+        b"\xef\xbb\xbf{}", b'{"messages": [NaN]}',
+    ],
+)  # fmt: skip
+def test_a_top_level_read_leaves_the_odd_bodies_to_the_whole_read(raw: bytes) -> None:
+    assert read_top(raw) is None

@@ -15,6 +15,7 @@ from chaoseval.errors import JournalError
 from chaoseval.investigate.replay import compare, replay, sample, to_markdown
 from chaoseval.loading.files import load_paths
 from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import SCHEMA_VERSION
 from chaoseval.seams.agent import load_agent
 from chaoseval.store.journal import Journal, read_journal
 
@@ -176,3 +177,24 @@ def test_every_wall_clock_field_is_ignored_and_nothing_else(journal: Journal) ->
     assert compare(base, later) == []  # wall time, on a virtual clock too
     moved.result["status"] = 429
     assert compare(base, later) == [f"step {moved.index}: result differ"]
+
+
+def test_a_fingerprint_an_older_schema_took_is_left_out_of_replay(tmp_path: Path) -> None:
+    """Before record schema 7 a model step's request_hash was of the body's parse, not its
+    bytes: a replay today cannot repeat it, and compares the rest. A newer one it compares."""
+    path = tmp_path / "run.jsonl"
+    runner = CliRunner()
+    args = ["run", "--agent", "openai-naive", "-s", "vending-refund-not-dispensed", "--trials",
+            "1", "--seed", "7", "--journal", str(path), "--no-report", "--no-progress"]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    lines = path.read_text().splitlines()
+    trial = json.loads(lines[1])
+    hashed = [s for s in trial["trajectory"]["steps"] if s["kind"] == "model"]
+    assert hashed and all(len(s["args"]["request_hash"]) == 16 for s in hashed)
+    for s in hashed:  # as an older chaoseval would have hashed them
+        s["args"]["request_hash"] = "0123456789abcdef"
+    for version, verdict in ((SCHEMA_VERSION, "did not reproduce"), (6, "reproduced exactly")):
+        trial["schema_version"] = version
+        path.write_text("\n".join([lines[0], json.dumps(trial), *lines[2:]]) + "\n")
+        result = runner.invoke(app, ["replay", str(path), trial["trial_id"]])
+        assert verdict in result.output, result.output

@@ -3,7 +3,7 @@
 Each request becomes a ``model`` step (request hash, attempt, message and tool counts, the tool
 calls returned, tokens, latency, faults). A client SDK retries 429/5xx/resets on its own: a
 request whose retry-count header is above 0 (or, from a client that sends no such header,
-whose body repeats the request that just got a fault) is the next attempt of it, and the
+whose bytes repeat the request that just got a fault) is the next attempt of it, and the
 earlier attempt's faults are marked *absorbed* (``detail.absorbed``): they reached the agent's
 process, and its SDK hid them from the agent's code. They stay delivered (they landed); the
 last fault of a chain is the one the code saw.
@@ -20,7 +20,7 @@ import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import FREE, Prices, cost, current
-from chaoseval.channels.model.wire import answer_fields, request_hash, with_members
+from chaoseval.channels.model.wire import answer_fields, fingerprint, with_members
 from chaoseval.errors import HarnessError
 from chaoseval.model.clock import round6
 from chaoseval.model.records import ModelSettings
@@ -133,8 +133,9 @@ class TrialModelChannel:
         # No plugin on this channel: a reply is the upstream's answer untouched.
         self.unplugged = not any(p.channel == "model" for p in link.plugins)
         # The agent's request bytes are passed on (ModelCall.raw) only where no plugin could
-        # change the body, and only to an upstream that sends bytes.
-        self._passes_bytes = self.unplugged and bool(getattr(upstream, "sends_bytes", False))
+        # change the body, and only to an upstream that sends bytes. Then the server reads
+        # of a chat request only what the step records (wire.read_top).
+        self.passes_bytes = self.unplugged and bool(getattr(upstream, "sends_bytes", False))
         # An upstream that answers with a ModelReply itself (Upstream: complete_reply).
         self._replies = getattr(upstream, "complete_reply", None)
         self.closed = anyio.Event()
@@ -147,16 +148,16 @@ class TrialModelChannel:
         endpoint: Endpoint,
         body: dict[str, Any],
         retry: str,
+        received: bytes,
         raw: bytes | None = None,
-        plain: bool = False,
     ) -> Exchange:
         """Record a new request: its step, and whether it retries one that got a fault.
         ``retry``: the request's retry-count header (RETRY_HEADER), "" when it has none.
-        ``raw``: the bytes ``body`` was read from, when they are UTF-8 JSON any reader takes
-        as ``body`` (the server's check), for an upstream that sends bytes. ``plain``:
-        ``body`` is a plain read, unchanged (wire.read_json; for its hash)."""
+        ``received``: the request's body as it came (its fingerprint's). ``raw``: the same
+        bytes where they can stand for ``body`` (UTF-8 JSON any reader takes as ``body``:
+        the server's check), for an upstream that sends bytes."""
         state, clock = self.link.state, self.link.world.clock
-        digest = request_hash(body, plain)
+        digest = fingerprint(received)
         previous = self._last_by_hash.get(digest)
         header = retry
         by_header = header.isdigit() and int(header) > 0
@@ -178,7 +179,7 @@ class TrialModelChannel:
         state.turn += 1
         step = state.trajectory.add_bare_step("model", clock.monotonic())
         stream = bool(body.get("stream"))  # (the settings applied below never add it)
-        passes = raw is not None and self._passes_bytes
+        passes = raw is not None and self.passes_bytes
         absent = ("temperature" not in body, "seed" not in body) if passes else (False, False)
         sent = self._apply_settings(body)
         call = ModelCall(

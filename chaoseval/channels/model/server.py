@@ -45,6 +45,7 @@ from chaoseval.channels.model.wire import (
     dumps,
     error_body,
     read_json,
+    read_top,
     sse,
     stream_chunks,
 )
@@ -55,6 +56,7 @@ EXCHANGES = "chaoseval.exchanges"  # scope key: the exchanges a request made, fo
 CHANNEL = "chaoseval.model.channel"  # scope key: the trial channel the request's key named
 RETRY = "chaoseval.model.retry"  # scope key: the request's retry-count header ("" if none)
 _RETRY = RETRY_HEADER.encode()
+_CHAT_PATH = "/v1/chat/completions"
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
 # Where a body holds a \u escape: ``raw.find(b"\\u")``'s answer in a third to a half of its
 # time (the needle's last byte, "u", is common in text, and bytes.find checks from it; 19 us
@@ -76,7 +78,7 @@ class ModelServer:
         # the app's routes answer the rest: a request with no trial's key (401), a
         # wrong method (405), an unknown path (404), /v1/models.
         self._posts: dict[str, Callable[[dict[str, Any]], Translated]] = {
-            "/v1/chat/completions": _chat,
+            _CHAT_PATH: _chat,
             "/v1/responses": _responses,
             "/v1/messages": _messages,
         }
@@ -175,20 +177,21 @@ class ModelServer:
         # exchange_response; a 404, 405 or /v1/models takes the app).
         if raw is None:  # the client went away mid-body: starlette's ClientDisconnect, as ever
             raw = await Request(scope, receive).body()
-        opened = _open(path, raw)
+        # Its bytes can stand for the body for a channel that passes them on (no plugin,
+        # forwarding) where they hold no \u escape (what the agent relays reaches the upstream
+        # as characters, never escapes: docs/ADVERSARIAL.md, Through the wire) and the read
+        # is plain; then a chat request is read only as far as its step records it
+        # (wire.read_top). Else the body is read whole and encoded anew.
+        passes = channel.passes_bytes and _ESCAPED(raw) is None
+        opened = _open(path, raw, passes and path == _CHAT_PATH)
         if isinstance(opened, Response):
             await opened(scope, receive, send)
             return
         body, plain = opened
         endpoint, chat, shape = translate(body)
-        plain = plain and endpoint == "chat"  # the chat body is the body read
-        # The agent's bytes can stand for it where the read was plain (UTF-8 JSON that any
-        # reader takes alike) and they hold no \u escape (what the agent relays reaches a
-        # forwarding upstream as characters, never escapes: docs/ADVERSARIAL.md, Through
-        # the wire). Else the body is encoded anew.
-        sent = raw if plain and _ESCAPED(raw) is None else None
-        response = await exchange_response(channel, endpoint, chat, scope, receive, shape, sent,
-                                           plain)  # fmt: skip
+        sent = raw if passes and plain and endpoint == "chat" else None
+        response = await exchange_response(channel, endpoint, chat, scope, receive, shape, raw,
+                                           sent)  # fmt: skip
         await response(scope, receive, send)
 
     async def _refused(self, request: Request) -> Response:
@@ -222,13 +225,17 @@ def _messages(body: dict[str, Any]) -> Translated:
     return "messages", anthropic.to_chat(body), ANTHROPIC
 
 
-def _open(path: str, raw: bytes) -> tuple[dict[str, Any], bool] | Response:
+def _open(path: str, raw: bytes, top: bool) -> tuple[dict[str, Any], bool] | Response:
     """The request's JSON body and whether msgspec read it (wire.read_json), or the refusal
-    to answer with (``path``: the request's, for its API's error shape)."""
-    try:
-        body, plain = read_json(raw)
-    except ValueError:
-        body, plain = None, False
+    to answer with (``path``: the request's, for its API's error shape). ``top``: only its
+    top-level members are needed (wire.read_top), where they can be read alone."""
+    body: Any = read_top(raw) if top else None
+    plain = body is not None
+    if body is None:
+        try:
+            body, plain = read_json(raw)
+        except ValueError:
+            body, plain = None, False
     problem = "body is not a JSON object"
     if isinstance(body, dict):
         bad = _bad_sampling(body)
@@ -318,18 +325,18 @@ async def exchange_response(
     scope: Scope,
     receive: Receive,
     shape: Shape,
+    received: bytes,
     raw: bytes | None = None,
-    plain: bool = False,
 ) -> Response:
     """Run one request through the channel and write what the agent gets (``scope`` and
-    ``receive``: the request's, its body read; ``raw``: the bytes the body was read from,
-    where they can stand for it; ``plain``: the body is a plain read;
-    TrialModelChannel.begin). No starlette Request is made unless a hang must watch for the
-    client's going (a few thousand instructions a request)."""
+    ``receive``: the request's, its body read; ``received``: the body's bytes as they came;
+    ``raw``: the same where they can stand for ``body``; TrialModelChannel.begin). No
+    starlette Request is made unless a hang must watch for the client's going (a few
+    thousand instructions a request)."""
     retry = scope.get(RETRY)
     if retry is None:  # read from the scope's headers in ModelServer.__call__, else here
         retry = Headers(scope=scope).get(RETRY_HEADER, "")
-    exchange = channel.begin(endpoint, body, retry, raw, plain)
+    exchange = channel.begin(endpoint, body, retry, received, raw)
     scope.setdefault(EXCHANGES, []).append(exchange)  # for ModelServer's timing
     try:
         reply = await channel.run(exchange)

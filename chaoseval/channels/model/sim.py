@@ -27,7 +27,7 @@ from chaoseval.agents.simulated import SimActor
 from chaoseval.channels.model.calls import ModelCall
 from chaoseval.channels.model.observations import Observation, observation_for
 from chaoseval.channels.model.toolresults import REJECTED, as_exception
-from chaoseval.channels.model.wire import completion, estimate_tokens, request_hash, usage
+from chaoseval.channels.model.wire import body_hash, completion, estimate_tokens, usage
 from chaoseval.channels.tasks import hosting
 from chaoseval.errors import (
     AgentVisibleError,
@@ -166,7 +166,7 @@ class SimModel:
 
     async def complete(self, call: ModelCall) -> dict[str, Any]:
         async with self._lock:  # one conversation: requests of a trial are answered in order
-            digest = request_hash(call.body)
+            digest = body_hash(call.body)
             if digest not in self._cache:
                 action = await self._next_action(call.body)
                 self._cache[digest] = self._render(action, call.body, digest)

@@ -7,11 +7,9 @@ a stream of ``chat.completion.chunk`` events, so a fault can cut the stream at a
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import json
 import math
-import threading
 import time
 from collections.abc import Callable
 from json.encoder import (  # type: ignore[attr-defined]
@@ -47,75 +45,26 @@ def json_encoder(**options: Any) -> Callable[[Any], str]:
     return encode
 
 
-# json.dumps(body, sort_keys=True, separators=(",", ":"), default=str): the same text and hash
-# as every journal written before.
+# json.dumps(body, sort_keys=True, separators=(",", ":"), default=str): body_hash's text.
 _CANONICAL = json_encoder(sort_keys=True, separators=(",", ":"), default=str)
 # json.dumps(value) and json.dumps(value, ensure_ascii=False).
 dumps = json_encoder()
 dumps_utf8 = json_encoder(ensure_ascii=False)
 _DECODE = msgspec.json.Decoder().decode
 _JSON_SPACE = b" \t\r\n"
-# The canonical text as msgspec writes it: json's own for a plain read (read_json) once the
-# characters json escapes are escaped (_ESCAPE: all but printable ASCII, in strings alone).
-_SORTED = msgspec.json.Encoder(order="sorted").encode
-_FLOAT_TEXT = msgspec.json.encode
-_ESCAPE = "chaoseval-json-ascii"
+def fingerprint(raw: bytes) -> str:
+    """A request's fingerprint, as its model step records it (``request_hash``): sha256 of
+    its body's bytes as the agent sent them, the first 16 hex digits. A client's retry sends
+    the same bytes, so the same fingerprint. Taken over the bytes rather than over a
+    canonical text of their parse (journals before schema 7): the channel need not decode a
+    whole body for it, and an agent's request grows with its conversation (20 kB by its
+    tenth turn: make bench-wire)."""
+    return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def _escape(exc: UnicodeError) -> tuple[str, int]:
-    """A codec error handler: what json's ensure_ascii writes for characters past ASCII
-    (``\\u`` and four lowercase hex digits; a surrogate pair past the BMP)."""
-    if not isinstance(exc, UnicodeEncodeError):
-        raise exc
-    out = []
-    for char in exc.object[exc.start : exc.end]:
-        code = ord(char)
-        if code > 0xFFFF:
-            code -= 0x10000
-            out.append(f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}")
-        else:
-            out.append(f"\\u{code:04x}")
-    return "".join(out), exc.end
-
-
-codecs.register_error(_ESCAPE, _escape)
-
-
-class _Reading(threading.local):
-    odd = False  # a float was read whose msgspec text is not its repr (json's)
-
-
-_READING = _Reading()
-
-
-def _float(text: str) -> float:
-    """A request's float as json.loads reads it (float()), noting one msgspec would write
-    otherwise than json does (an exponent's form, 1e-05 or 1e+16; a non-finite value)."""
-    value = float(text)
-    if _FLOAT_TEXT(value) != repr(value).encode():
-        _READING.odd = True
-    return value
-
-
-_DECODE_REQUEST = msgspec.json.Decoder(float_hook=_float).decode
-
-
-def request_hash(body: dict[str, Any], plain: bool = False) -> str:
-    """A fingerprint of a request: the client's retry sends the same body, so the same hash.
-
-    ``plain``: ``body`` is a plain read (:func:`read_json`), unchanged since. msgspec then
-    writes the canonical text itself, the same bytes at a fraction of json's time: keys
-    sorted alike (by code point), the same escapes in ASCII, and every float's text its
-    repr; what json escapes past that (DEL, and everything past ASCII) escaped after."""
-    if plain:
-        text = _SORTED(body)
-        if not text.isascii():
-            text = text.decode().encode("ascii", _ESCAPE)
-        # (find, not ``in``: bytes' ``in`` first tries the operand as an integer and builds
-        # the TypeError it then drops, a few thousand instructions a request)
-        if text.find(b"\x7f") >= 0:  # only ever inside a string
-            text = text.replace(b"\x7f", b"\\u007f")
-        return hashlib.sha256(text).hexdigest()[:16]
+def body_hash(body: dict[str, Any]) -> str:
+    """A fingerprint of a request's value, whatever its text: sha256 of its canonical JSON
+    (keys sorted, no spaces), the first 16 hex digits. The sim's answers are cached by it."""
     return hashlib.sha256(_CANONICAL(body).encode()).hexdigest()[:16]
 
 
@@ -131,17 +80,62 @@ def decode_json(raw: bytes) -> Any:
 
 
 def read_json(raw: bytes) -> tuple[Any, bool]:
-    """:func:`decode_json`'s value, and whether the read was plain: msgspec read it, and each
-    float in it is one msgspec writes as json does. Then ``raw`` is UTF-8 JSON with no BOM,
-    NaN or number out of range, which any reader takes as the same value (bytes that can be
-    passed on for it), and :func:`request_hash` may have msgspec write its canonical text."""
-    reading = _READING
-    reading.odd = False
+    """:func:`decode_json`'s value, and whether the read was plain: msgspec read it. Then
+    ``raw`` is UTF-8 JSON with no BOM, NaN or number out of range, which any reader takes as
+    the same value: bytes that can be passed on for it."""
     try:
-        value = _DECODE_REQUEST(raw)
+        return _DECODE(raw), True
     except msgspec.DecodeError:
         return json.loads(raw), False
-    return value, not reading.odd
+
+
+class _Top(msgspec.Struct):
+    """The members of a chat request its step records and the channel acts on: the
+    conversation and the tools only as their items' bytes (counted, never built)."""
+
+    model: Any = msgspec.UNSET
+    messages: list[msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
+    tools: list[msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
+    stream: Any = msgspec.UNSET
+    stream_options: Any = msgspec.UNSET
+    temperature: Any = msgspec.UNSET
+    seed: Any = msgspec.UNSET
+
+
+_TOP = tuple(_Top.__struct_fields__)
+_READ_TOP = msgspec.json.Decoder(_Top).decode
+
+
+def read_top(raw: bytes) -> dict[str, Any] | None:
+    """A chat request's top-level members that its record and the channel read (_Top), for
+    a channel that passes the agent's bytes on as they came (no plugin to see the body):
+    ``messages`` and ``tools`` as lists of each item's bytes, so a conversation resent
+    whole each turn is scanned, not decoded. None where the body must be read whole
+    (:func:`read_json`): not a UTF-8 JSON object with arrays there, or one whose bytes cannot
+    be passed on as they are (a stream asked for, ``stream_options``, a null sampling
+    setting the channel replaces in place: channel._as_sent). A number out of range inside
+    the items stays as the agent wrote it (a whole read would have json write Infinity)."""
+    if not raw.isascii():
+        try:
+            raw.decode()  # the items' strings are skipped unread: their UTF-8 checked here
+        except UnicodeDecodeError:
+            return None
+    try:
+        top = _READ_TOP(raw)
+    except msgspec.DecodeError:  # ValidationError included
+        return None
+    unset = msgspec.UNSET
+    stream = top.stream
+    if top.stream_options is not unset or (stream is not unset and stream is not False):
+        return None
+    if top.temperature is None or top.seed is None:
+        return None
+    body = {}
+    for name in _TOP:
+        value = getattr(top, name)
+        if value is not unset:
+            body[name] = value
+    return body
 
 
 def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
