@@ -2,21 +2,22 @@
 same machine, at -j 8 from a client process of its own (benchmarks/wire_load.py).
 
 Kinds: the tool hub's HTTP tools and its MCP endpoint (a trivial tool), the model channel
-answering from chaoseval-sim (the sim's own compute taken out: the median ``upstream_latency``
-of its requests served alone, at -j 1) and forwarding to a trivial upstream in a process of its
-own (``--model-endpoint``; benchmarks/wire_upstream.py), and the page server (a bundled UI
-page). All kinds run side by side from one client process, in rounds (the machine is shared:
+answering from chaoseval-sim (against a bare app that spends the sim's own compute a request,
+the median ``upstream_latency`` of its requests served alone at -j 1: at -j 8 a request waits
+for the others' compute as well as its own) and forwarding to a trivial upstream in a process
+of its own (``--model-endpoint``; benchmarks/wire_upstream.py), and the page server (a bundled
+UI page). All kinds run side by side from one client process, in rounds (the machine is shared:
 each kind meets the same spells of others' load as the bare app it is compared with). "added"
 is chaoseval's percentile less the bare app's in the same rounds; for forwarding the bare app
 is a bare proxy to the same upstream (uvicorn, starlette, aiohttp; wire_upstream.bare_proxy),
 so the upstream's own exchange is in both and "added" is chaoseval's share of the hop, as the
-sim's compute is taken out of the sim's kind; the whole hop (less the upstream called directly)
-is printed below the table. Forwarding is measured twice: with a one-message request (~0.2 kB),
-and with requests as a tool-using agent sends them over its first ten turns (3.5 to 20 kB: its
-history and tool schemas, which every chat API resends each turn; _turn), against the bare
-proxy passing the same bodies on. The channel reads of such a body only what its step records
-(wire.read_top: the messages and tools counted, not decoded) and fingerprints its bytes. MCP
-likewise: its bare app is the ``mcp`` SDK alone serving the same tools/call
+sim's compute is in the sim's kind and its baseline; the whole hop (less the upstream called
+directly) is printed below the table. Forwarding is measured twice: with a one-message request
+(~0.2 kB), and with requests as a tool-using agent sends them over its first ten turns (3.5 to
+20 kB: its history and tool schemas, which every chat API resends each turn; _turn), against
+the bare proxy passing the same bodies on. The channel reads of such a body only what its step
+records (wire.read_top: the messages and tools counted, not decoded) and fingerprints its
+bytes. MCP likewise: its bare app is the ``mcp`` SDK alone serving the same tools/call
 (wire_upstream.bare_mcp, the tool hub's transport settings: stateful streamable HTTP in
 JSON-response mode, no OpenTelemetry middleware), so "added" is chaoseval's share; the SDK's
 own cost over the bare uvicorn app is printed below the table, as information (chaoseval keeps
@@ -35,20 +36,25 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 from trivial import scenario as trivial_scenario
-from wire_upstream import bare, bare_mcp, bare_proxy
+from wire_upstream import bare, bare_mcp, bare_proxy, computing
 
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
-from chaoseval.channels.model.session import UpstreamConfig, run_channels, trial_endpoint
+from chaoseval.channels.model.session import (
+    ModelEndpoint,
+    UpstreamConfig,
+    run_channels,
+    trial_endpoint,
+)
 from chaoseval.channels.model.wire import fingerprint
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
@@ -81,13 +87,15 @@ PROXY_BIG = "bare proxy, an agent's turns 1-10"
 FORWARD_BIG = "model channel, forwarding them"
 MCP = "tool hub, MCP tools/call"
 SIM = "model channel, chaoseval-sim"
-SIM_ALONE = "the sim alone, -j 1"  # its compute a request: taken out of SIM's latencies
+SIM_ALONE = "the sim alone, -j 1"  # its compute a request, which SIM's baseline spends too
 SIM_COMPUTE_MS: list[float] = []  # (the median, once known)
+BARE_SIM = "bare uvicorn app, computing as the sim"
 BARE_MCP = "bare mcp SDK server, tools/call"
 PAGES = "page server (GET the page)"
 BARE_PAGES = "bare uvicorn app, beside the pages"
-BASELINE = {FORWARD: PROXY, FORWARD_BIG: PROXY_BIG, MCP: BARE_MCP, PAGES: BARE_PAGES}
-UNCOMPARED = (BARE, BARE_PAGES, DIRECT, PROXY, PROXY_BIG, BARE_MCP)
+BASELINE = {SIM: BARE_SIM, FORWARD: PROXY, FORWARD_BIG: PROXY_BIG, MCP: BARE_MCP,
+            PAGES: BARE_PAGES}  # fmt: skip
+UNCOMPARED = (BARE, BARE_SIM, BARE_PAGES, DIRECT, PROXY, PROXY_BIG, BARE_MCP)
 # Printed under the table: a kind less another, for where its cost lies.
 BESIDE = {
     FORWARD: (DIRECT, "forwarding's whole hop (less the upstream called directly)"),
@@ -215,13 +223,22 @@ async def _upstream() -> AsyncIterator[str]:
             await p.stdin.aclose()
 
 
+@asynccontextmanager
+async def _sims(episode: Episode, n: int) -> AsyncIterator[list[ModelEndpoint]]:
+    """A chaoseval-sim for each client thread, each its own trial's conversation, answered in
+    order as an agent sends it (one request at a time): -j 8 is eight trials. Eight threads
+    in one conversation queued behind each other's turns (its lock), which no trial does."""
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(trial_endpoint(episode)) for _ in range(n)]
+
+
 async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> None:
     async with (
         serve_asgi(bare) as local,
         _upstream() as upstream,
         ToolHub.serving() as hub,
         hub.trial(episode.tools) as urls,  # type: ignore[arg-type]
-        trial_endpoint(episode) as sim,
+        _sims(episode, J) as sims,
         run_channels(UpstreamConfig(endpoint=f"{upstream}/v1")),
         trial_endpoint(episode) as forward,
         bare_proxy(upstream) as proxy_app,
@@ -229,42 +246,39 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
         bare_mcp() as sdk_app,
         serve_asgi(sdk_app) as sdk,
     ):
-        auth = {"Authorization": f"Bearer {sim.api_key}"}
+        auths = [{"Authorization": f"Bearer {sim.api_key}"} for sim in sims]
+        sim, auth = sims[0], auths[0]
         forward_auth = {"Authorization": f"Bearer {forward.api_key}"}
-        calls, chats = BODIES["calls"], BODIES["chats"]
-        timed = await _load([
-            _kind(BARE, f"{local}/x", BODIES["bare"]),
-            _kind("tool hub, HTTP tools", f"{urls.tools}/tools/ping", [{}] * N),
-            _kind(BARE_MCP, f"{sdk}/mcp", calls, mcp=True),
-            _kind(MCP, urls.mcp, calls, mcp=True),
-            _kind(SIM, f"{sim.base_url}/chat/completions", chats, headers=auth),
-            _kind(DIRECT, f"{upstream}/v1/chat/completions", BODIES["direct"]),
-            _kind(PROXY, f"{proxy}/v1/chat/completions", BODIES["proxy"]),
-            _kind(FORWARD, f"{forward.base_url}/chat/completions",
-                  BODIES["forward"], headers=forward_auth),
-            _kind(PROXY_BIG, f"{proxy}/v1/chat/completions", BODIES["proxy_big"]),
-            _kind(FORWARD_BIG, f"{forward.base_url}/chat/completions",
-                  BODIES["forward_big"], headers=forward_auth),
-        ])  # fmt: skip
-        # The sim's own compute, alone: one request at a time (below).
+        # The sim's own compute a request, alone: one request at a time. Its kind's baseline
+        # spends as much (wire_upstream.computing), so that at -j 8 the wait for the others'
+        # compute is in both, as the upstream's exchange is in forwarding's and its proxy's.
         await _load([_kind(SIM_ALONE, f"{sim.base_url}/chat/completions", BODIES["alone"],
                            headers=auth)], j=1)  # fmt: skip
-    upstream_ms = {
-        s.args["request_hash"]: s.result["upstream_latency"] * 1e3
-        for s in episode.link.state.trajectory.steps  # type: ignore[union-attr]
-        if s.kind == "model" and s.args and isinstance(s.result, dict)
-    }
-    # What the sim's kind has taken out: its compute a request, the median of its requests
-    # served alone. Not each request's own time in the sim at -j 8, which also holds the
-    # others' it waited for (one conversation a trial, answered in turn, and the sim's policy
-    # task scheduled behind them): taking that out made the kind faster than the bare app.
-    sent = (json.dumps(body).encode() for body in BODIES["alone"])  # as wire_load sends them
-    SIM_COMPUTE_MS.append(statistics.median(upstream_ms[fingerprint(raw)] for raw in sent))
-    for name, rows in timed.items():
-        if name == SIM:  # the sim's own compute taken out
-            seen[name] = [ms - SIM_COMPUTE_MS[0] for _, ms in rows]
-        else:
-            seen[name] = [ms for _, ms in rows]
+        upstream_ms = {
+            s.args["request_hash"]: s.result["upstream_latency"] * 1e3
+            for s in episode.link.state.trajectory.steps  # type: ignore[union-attr]
+            if s.kind == "model" and s.args and isinstance(s.result, dict)
+        }
+        sent = (json.dumps(body).encode() for body in BODIES["alone"])  # as wire_load sends
+        SIM_COMPUTE_MS.append(statistics.median(upstream_ms[fingerprint(raw)] for raw in sent))
+        calls, chats = BODIES["calls"], BODIES["chats"]
+        async with serve_asgi(computing(SIM_COMPUTE_MS[0] / 1e3)) as spending:
+            timed = await _load([
+                _kind(BARE, f"{local}/x", BODIES["bare"]),
+                _kind("tool hub, HTTP tools", f"{urls.tools}/tools/ping", [{}] * N),
+                _kind(BARE_MCP, f"{sdk}/mcp", calls, mcp=True),
+                _kind(MCP, urls.mcp, calls, mcp=True),
+                _kind(BARE_SIM, f"{spending}/x", BODIES["bare"]),
+                _kind(SIM, f"{sim.base_url}/chat/completions", chats, headers=auths),
+                _kind(DIRECT, f"{upstream}/v1/chat/completions", BODIES["direct"]),
+                _kind(PROXY, f"{proxy}/v1/chat/completions", BODIES["proxy"]),
+                _kind(FORWARD, f"{forward.base_url}/chat/completions",
+                      BODIES["forward"], headers=forward_auth),
+                _kind(PROXY_BIG, f"{proxy}/v1/chat/completions", BODIES["proxy_big"]),
+                _kind(FORWARD_BIG, f"{forward.base_url}/chat/completions",
+                      BODIES["forward_big"], headers=forward_auth),
+            ])  # fmt: skip
+    seen.update({name: [ms for _, ms in rows] for name, rows in timed.items()})
 
 
 async def _pages(episode: Episode, seen: dict[str, list[float]]) -> None:
@@ -356,8 +370,8 @@ def _table(seen: dict[str, list[float]]) -> None:
                 f" {CPU_MS.get(name, 0.0) - CPU_MS.get(other, 0.0):.3f} ms a request"
             )
     if SIM_COMPUTE_MS:
-        print(f"    the sim's compute taken out of its kind: {SIM_COMPUTE_MS[0]:.2f} ms a request"
-              " (the median of its requests served alone, at -j 1)")  # fmt: skip
+        print(f"    the sim's compute, which its baseline spends too: {SIM_COMPUTE_MS[0]:.2f} ms"
+              " a request (the median of its requests served alone, at -j 1)")  # fmt: skip
 
 
 def main(concurrency: int = J) -> None:
@@ -376,16 +390,16 @@ def main(concurrency: int = J) -> None:
         f" {os.cpu_count()} CPUs shared with others' work: the targets are for an idle one"
     )
     _table(seen)
-    print("    added: the channel's percentile less the bare app's in the same rounds (the sim's")
-    print("    compute taken out as measured alone; forwarding less a bare proxy to the same")
+    print("    added: the channel's percentile less the bare app's in the same rounds (the sim")
+    print("    less a bare app spending its compute; forwarding less a bare proxy to the same")
     print("    upstream; MCP less the mcp SDK alone serving the same call, both stateful")
     print("    streamable HTTP with JSON responses; the pages less a bare app beside them; an")
     print(f"    agent's turns: {TURNS} a conversation, each resending the last, 3.5-20 kB); target")
     print(f"    on an idle machine: added p50 < {TARGET_P50} ms, added p99 < {TARGET_P99:g} ms."
           " CPU/req: the servers' process")  # fmt: skip
-    print("    time per request (the sim's compute in, the upstream's and the client's out); at")
-    print(f"    -j {J} on a busy server a request waits for the others', so added latency is about")
-    print(f"    {J} x added CPU")
+    print("    time per request (the sim's compute in both, the upstream's and the client's")
+    print(f"    out); at -j {J} on a busy server a request waits for the others', so added latency")
+    print(f"    is about {J} x added CPU. The sim: each client thread its own trial's conversation")
     _held_out()
 
 

@@ -2,11 +2,12 @@
 keep-alive HTTP/1.1 connection each per kind, every request timed.
 
 stdin, first line: ``{"concurrency": 8, "kinds": [{"name", "url", "method", "headers",
-"bodies", "mcp"}]}``. The process opens every kind's connections (``mcp``: an MCP session on
-each, as an MCP client does) and prints ``ready``. Then each line ``{"kind": name, "start": a,
-"stop": b}`` sends that kind's bodies a..b split over its threads and prints one line,
-``[[index, ms], ...]``. So the bench can interleave the kinds in rounds: each kind sees the
-same spells of the machine's other load as the bare app it is compared with.
+"bodies", "mcp"}]}`` (``headers``: one dict, or a list of them, thread t taking the t-th). The
+process opens every kind's connections (``mcp``: an MCP session on each, as an MCP client does)
+and prints ``ready``. Then each line ``{"kind": name, "start": a, "stop": b}`` sends that
+kind's bodies a..b split over its threads and prints one line, ``[[index, ms], ...]``. So the
+bench can interleave the kinds in rounds: each kind sees the same spells of the machine's other
+load as the bare app it is compared with.
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ class Kind:
     def __init__(self, spec: dict[str, Any], j: int):
         self.spec = spec
         self.links = []
-        for _ in range(j):
+        given = spec.get("headers") or {}
+        for t in range(j):
             conn, path = _connect(spec["url"])
-            headers = dict(spec.get("headers") or {})
+            # A list: thread t's are its t-th (mod its length), e.g. each its own trial's key.
+            headers = dict(given[t % len(given)] if isinstance(given, list) else given)
             if spec.get("mcp"):
                 headers.update(_mcp_session(conn, path))
             self.links.append((conn, path, headers))

@@ -1,13 +1,15 @@
 """A trivial OpenAI-compatible upstream for bench_wire, in a process of its own (as a real model
 server is): every request gets one fixed chat completion from a bare starlette app on uvicorn.
 Run as a script it prints its base URL, then serves until its stdin closes. Also the bench's
-bare apps: ``bare`` (its baseline), ``bare_proxy`` (forwarding's baseline) and ``bare_mcp``
-(the mcp SDK alone: the tool hub's MCP baseline).
+bare apps: ``bare`` (its baseline), ``computing`` (the sim's: ``bare`` spending the sim's CPU
+time a request), ``bare_proxy`` (forwarding's baseline) and ``bare_mcp`` (the mcp SDK alone:
+the tool hub's MCP baseline).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,6 +35,23 @@ async def bare(scope: Any, receive: Any, send: Any) -> None:
     request = Request(scope, receive)
     await request.body()
     await JSONResponse(COMPLETION)(scope, receive, send)
+
+
+def computing(seconds: float) -> Any:
+    """``bare`` that spends ``seconds`` of CPU time on each request before it answers, as
+    chaoseval-sim spends its own: the sim's kind's baseline. At -j 8 a request also waits for
+    the others' compute; against ``bare`` alone that wait was booked as the channel's."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await Request(scope, receive).body()
+        until = time.thread_time() + seconds  # CPU time: a wait for the core is not compute
+        while time.thread_time() < until:
+            pass
+        await JSONResponse(COMPLETION)(scope, receive, send)
+
+    return app
 
 
 @asynccontextmanager
