@@ -17,7 +17,7 @@ from json.encoder import (  # type: ignore[attr-defined]
     encode_basestring,
     encode_basestring_ascii,
 )
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -89,20 +89,19 @@ def read_json(raw: bytes) -> tuple[Any, bool]:
         return json.loads(raw), False
 
 
-class _Top(msgspec.Struct):
+class _Top(TypedDict, total=False):
     """The members of a chat request its step records and the channel acts on: the
     conversation and the tools only as their items' bytes (counted, never built)."""
 
-    model: Any = msgspec.UNSET
-    messages: list[msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
-    tools: list[msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
-    stream: Any = msgspec.UNSET
-    stream_options: Any = msgspec.UNSET
-    temperature: Any = msgspec.UNSET
-    seed: Any = msgspec.UNSET
+    model: Any
+    messages: list[msgspec.Raw] | None
+    tools: list[msgspec.Raw] | None
+    stream: Any
+    stream_options: Any
+    temperature: Any
+    seed: Any
 
 
-_TOP = tuple(_Top.__struct_fields__)
 _READ_TOP = msgspec.json.Decoder(_Top).decode
 
 
@@ -121,21 +120,16 @@ def read_top(raw: bytes) -> dict[str, Any] | None:
         except UnicodeDecodeError:
             return None
     try:
-        top = _READ_TOP(raw)
+        top: dict[str, Any] = _READ_TOP(raw)  # (a dict: only the members the body has)
     except msgspec.DecodeError:  # ValidationError included
         return None
-    unset = msgspec.UNSET
-    stream = top.stream
-    if top.stream_options is not unset or (stream is not unset and stream is not False):
+    if "stream_options" in top or top.get("stream", False) is not False:
         return None
-    if top.temperature is None or top.seed is None:
+    if ("temperature" in top and top["temperature"] is None) or (
+        "seed" in top and top["seed"] is None
+    ):
         return None
-    body = {}
-    for name in _TOP:
-        value = getattr(top, name)
-        if value is not unset:
-            body[name] = value
-    return body
+    return top
 
 
 def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
