@@ -399,7 +399,8 @@ def main(concurrency: int = J) -> None:
           " CPU/req: the servers' process")  # fmt: skip
     print("    time per request (the sim's compute in both, the upstream's and the client's")
     print(f"    out); at -j {J} on a busy server a request waits for the others', so added latency")
-    print(f"    is about {J} x added CPU. The sim: each client thread its own trial's conversation")
+    print(f"    is about {J} x added CPU. The sim: each client thread holds a trial's conversation")
+    print(f"    of its own (-j {J} is {J} trials, each answered in order).")
     _held_out()
 
 

@@ -29,7 +29,10 @@ class ModelCall:
     """One request on the model channel, normalised to a chat-completions body."""
 
     endpoint: Endpoint
-    body: dict[str, Any]  # plugins may rewrite it (sampling); the upstream gets this one
+    # Plugins may rewrite it (sampling); the upstream gets this one. Where the agent's bytes
+    # are passed on (``raw``: no plugin), it holds only the top-level members the step records,
+    # the messages and tools as each item's bytes (wire.read_top): read it whole from ``raw``.
+    body: dict[str, Any]
     stream: bool
     index: int  # this trial's n-th model request (0-based, retries included)
     attempt: int  # 1 for a first request, n for the client's (n-1)-th retry of it

@@ -154,8 +154,9 @@ class TrialModelChannel:
         """Record a new request: its step, and whether it retries one that got a fault.
         ``retry``: the request's retry-count header (RETRY_HEADER), "" when it has none.
         ``received``: the request's body as it came (its fingerprint's). ``raw``: the same
-        bytes where they can stand for ``body`` (UTF-8 JSON any reader takes as ``body``:
-        the server's check), for an upstream that sends bytes."""
+        bytes where they can stand for ``body`` (UTF-8 JSON any reader takes alike, whose
+        read is ``body`` or, read at its top level only, holds it: the server's check), for
+        an upstream that sends bytes."""
         state, clock = self.link.state, self.link.world.clock
         digest = fingerprint(received)
         previous = self._last_by_hash.get(digest)
