@@ -20,7 +20,12 @@ import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import FREE, Prices, cost, current
-from chaoseval.channels.model.wire import answer_fields, fingerprint, with_members
+from chaoseval.channels.model.wire import (
+    answer_fields,
+    asks_stream,
+    fingerprint,
+    with_members,
+)
 from chaoseval.errors import HarnessError
 from chaoseval.model.clock import round6
 from chaoseval.model.records import ModelSettings
@@ -97,7 +102,7 @@ def _as_sent(
     at their end. None when they cannot be: a setting the agent sent as null was replaced in
     place, or the body asks for a stream (the upstream is asked for a whole completion: the
     body is written anew without ``stream`` and ``stream_options``)."""
-    if "stream_options" in body or body.get("stream", False) is not False:
+    if asks_stream(body):
         return None
     members: dict[str, Any] = {}
     for key, missing in zip(SAMPLED, absent, strict=True):

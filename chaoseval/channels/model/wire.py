@@ -65,7 +65,7 @@ def fingerprint(raw: bytes) -> str:
 def body_hash(body: dict[str, Any]) -> str:
     """A fingerprint of a request's value, whatever its text: sha256 of its canonical JSON
     (keys sorted, no spaces), the first 16 hex digits. The sim's answers are cached by it."""
-    return hashlib.sha256(_CANONICAL(body).encode()).hexdigest()[:16]
+    return fingerprint(_CANONICAL(body).encode())
 
 
 def decode_json(raw: bytes) -> Any:
@@ -124,13 +124,16 @@ def read_top(raw: bytes) -> dict[str, Any] | None:
         top = cast(dict[str, Any], _READ_TOP(raw))
     except msgspec.DecodeError:  # ValidationError included
         return None
-    if "stream_options" in top or top.get("stream", False) is not False:
-        return None
-    if ("temperature" in top and top["temperature"] is None) or (
-        "seed" in top and top["seed"] is None
-    ):
+    if asks_stream(top) or top.get("temperature", 0) is None or top.get("seed", 0) is None:
         return None
     return top
+
+
+def asks_stream(body: dict[str, Any]) -> bool:
+    """Whether a chat body asks for a stream (``stream`` other than absent or false, or any
+    ``stream_options``): the upstream is then asked for a whole completion, the body written
+    anew without them, so its bytes cannot be passed on as they came."""
+    return "stream_options" in body or body.get("stream", False) is not False
 
 
 def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
