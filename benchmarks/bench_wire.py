@@ -16,10 +16,11 @@ directly) is printed below the table. Forwarding is measured twice: with a one-m
 (~0.2 kB), and with requests as a tool-using agent sends them over its first ten turns (3.5 to
 20 kB: its history and tool schemas, which every chat API resends each turn; _turn), against
 the bare proxy passing the same bodies on. The channel reads of such a body only what its step
-records (wire.read_top: the messages and tools counted, not decoded) and fingerprints its
-bytes. MCP likewise: its bare app is the ``mcp`` SDK alone serving the same tools/call
-(wire_upstream.bare_mcp, the tool hub's transport settings: stateful streamable HTTP in
-JSON-response mode, no OpenTelemetry middleware), so "added" is chaoseval's share; the SDK's
+records (wire.read_top: the messages and tools counted, not decoded), only where it grew since
+the request it repeats (resent.ConversationReader), and fingerprints its bytes. MCP likewise:
+its bare app is the ``mcp`` SDK alone serving the same tools/call (wire_upstream.bare_mcp, the
+tool hub's transport settings: stateful streamable HTTP in JSON-response mode, no
+OpenTelemetry middleware), so "added" is chaoseval's share; the SDK's
 own cost over the bare uvicorn app is printed below the table, as information (chaoseval keeps
 the SDK rather than speak the protocol itself). Target on an idle machine: p50 added < 0.5 ms,
 p99 added < 5 ms (reported with the load average, not asserted; `make bench-wire` runs this

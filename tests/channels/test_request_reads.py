@@ -18,7 +18,8 @@ from starlette.datastructures import Headers
 
 from chaoseval.channels.limits import BodyTooLarge, read_bounded
 from chaoseval.channels.model.channel import RETRY_HEADER
-from chaoseval.channels.model.server import _ESCAPED, ModelServer
+from chaoseval.channels.model.resent import escaped
+from chaoseval.channels.model.server import ModelServer
 
 NAMES = st.sampled_from([b"authorization", b"x-api-key", RETRY_HEADER.encode(), b"host", b"accept"])
 VALUES = st.sampled_from([b"Bearer t1", b"bearer t2", b"BEARER t1", b"Basic x", b"t1", b"t2",
@@ -38,7 +39,7 @@ def test_the_key_and_retry_read_as_starlette_headers_read_them(headers: Any) -> 
 @given(st.lists(st.sampled_from([b"\\", b"u", b"\\u", b'"', b"a", b"\xc3\xa9", b"\\\\u"])))
 def test_an_escape_is_found_where_bytes_find_finds_it(parts: list[bytes]) -> None:
     raw = b"".join(parts)
-    assert (_ESCAPED(raw) is None) == (raw.find(b"\\u") < 0)
+    assert (escaped(raw) is None) == (raw.find(b"\\u") < 0)
 
 
 def _read(messages: list[dict[str, Any]], limit: int, declared: int | None) -> Any:

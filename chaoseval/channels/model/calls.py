@@ -31,7 +31,8 @@ class ModelCall:
     endpoint: Endpoint
     # Plugins may rewrite it (sampling); the upstream gets this one. Where the agent's bytes
     # are passed on (``raw``: no plugin), it holds only the top-level members the step records,
-    # the messages and tools as each item's bytes (wire.read_top): read it whole from ``raw``.
+    # the messages and tools as each item's bytes (wire.read_top, resent.ConversationReader):
+    # read it whole from ``raw``.
     body: dict[str, Any]
     stream: bool
     index: int  # this trial's n-th model request (0-based, retries included)

@@ -20,6 +20,7 @@ import anyio
 
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import FREE, Prices, cost, current
+from chaoseval.channels.model.resent import ConversationReader
 from chaoseval.channels.model.wire import (
     answer_fields,
     asks_stream,
@@ -139,8 +140,10 @@ class TrialModelChannel:
         self.unplugged = not any(p.channel == "model" for p in link.plugins)
         # The agent's request bytes are passed on (ModelCall.raw) only where no plugin could
         # change the body, and only to an upstream that sends bytes. Then the server reads
-        # of a chat request only what the step records (wire.read_top).
+        # of a chat request only what the step records (wire.read_top), and only where it
+        # grew since a request it repeats (a conversation is resent whole each turn).
         self.passes_bytes = self.unplugged and bool(getattr(upstream, "sends_bytes", False))
+        self.reader = ConversationReader() if self.passes_bytes else None
         # An upstream that answers with a ModelReply itself (Upstream: complete_reply).
         self._replies = getattr(upstream, "complete_reply", None)
         self.closed = anyio.Event()
@@ -155,15 +158,18 @@ class TrialModelChannel:
         retry: str,
         received: bytes,
         raw: bytes | None = None,
+        digest: str | None = None,
     ) -> Exchange:
         """Record a new request: its step, and whether it retries one that got a fault.
         ``retry``: the request's retry-count header (RETRY_HEADER), "" when it has none.
         ``received``: the request's body as it came (its fingerprint's). ``raw``: the same
         bytes where they can stand for ``body`` (UTF-8 JSON any reader takes alike, whose
         read is ``body`` or, read at its top level only, holds it: the server's check), for
-        an upstream that sends bytes."""
+        an upstream that sends bytes. ``digest``: ``fingerprint(received)`` where the
+        server's reader took it already (ConversationReader)."""
         state, clock = self.link.state, self.link.world.clock
-        digest = fingerprint(received)
+        if digest is None:
+            digest = fingerprint(received)
         previous = self._last_by_hash.get(digest)
         header = retry
         by_header = header.isdigit() and int(header) > 0

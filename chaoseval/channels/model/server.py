@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -45,7 +44,6 @@ from chaoseval.channels.model.wire import (
     dumps,
     error_body,
     read_json,
-    read_top,
     sse,
     stream_chunks,
 )
@@ -58,10 +56,6 @@ RETRY = "chaoseval.model.retry"  # scope key: the request's retry-count header (
 _RETRY = RETRY_HEADER.encode()
 _CHAT_PATH = "/v1/chat/completions"
 HANG_POLL = 0.02  # seconds between checks that a held request's client is still there
-# Where a body holds a \u escape: ``raw.find(b"\\u")``'s answer in a third to a half of its
-# time (the needle's last byte, "u", is common in text, and bytes.find checks from it; 19 us
-# against 9 at 20 kB, an agent's tenth turn: make bench-wire).
-_ESCAPED = re.compile(rb"\\u").search
 
 
 class ConnectionDropped(Exception):
@@ -177,21 +171,24 @@ class ModelServer:
         # exchange_response; a 404, 405 or /v1/models takes the app).
         if raw is None:  # the client went away mid-body: starlette's ClientDisconnect, as ever
             raw = await Request(scope, receive).body()
-        # Its bytes can stand for the body for a channel that passes them on (no plugin,
-        # forwarding) where they hold no \u escape (what the agent relays reaches the upstream
-        # as characters, never escapes: docs/ADVERSARIAL.md, Through the wire) and the read
-        # is plain; then a chat request is read only as far as its step records it
-        # (wire.read_top). Else the body is read whole and encoded anew.
-        passes = channel.passes_bytes and _ESCAPED(raw) is None
-        opened = _open(path, raw, passes and path == _CHAT_PATH)
+        # A chat request's bytes can stand for its body for a channel that passes them on (no
+        # plugin, forwarding) where they hold no \u escape (what the agent relays reaches the
+        # upstream as characters, never escapes: docs/ADVERSARIAL.md, Through the wire) and
+        # the read is plain; then it is read only as far as its step records it, and only
+        # where it grew since a request it repeats (resent.ConversationReader). Else the body
+        # is read whole and encoded anew.
+        top, digest, passes = None, None, False
+        if channel.reader is not None and path == _CHAT_PATH:
+            top, digest, passes = channel.reader.read(raw)
+        opened = _open(path, raw, top)
         if isinstance(opened, Response):
             await opened(scope, receive, send)
             return
         body, plain = opened
         endpoint, chat, shape = translate(body)
-        sent = raw if passes and plain and endpoint == "chat" else None
+        sent = raw if passes and plain else None
         response = await exchange_response(channel, endpoint, chat, scope, receive, shape, raw,
-                                           sent)  # fmt: skip
+                                           sent, digest)  # fmt: skip
         await response(scope, receive, send)
 
     async def _refused(self, request: Request) -> Response:
@@ -225,11 +222,13 @@ def _messages(body: dict[str, Any]) -> Translated:
     return "messages", anthropic.to_chat(body), ANTHROPIC
 
 
-def _open(path: str, raw: bytes, top: bool) -> tuple[dict[str, Any], bool] | Response:
+def _open(
+    path: str, raw: bytes, top: dict[str, Any] | None
+) -> tuple[dict[str, Any], bool] | Response:
     """The request's JSON body and whether msgspec read it (wire.read_json), or the refusal
-    to answer with (``path``: the request's, for its API's error shape). ``top``: only its
-    top-level members are needed (wire.read_top), where they can be read alone."""
-    body: Any = read_top(raw) if top else None
+    to answer with (``path``: the request's, for its API's error shape). ``top``: its
+    top-level members where they were read alone (wire.read_top), all its step needs."""
+    body: Any = top
     plain = body is not None
     if body is None:
         try:
@@ -327,16 +326,18 @@ async def exchange_response(
     shape: Shape,
     received: bytes,
     raw: bytes | None = None,
+    digest: str | None = None,
 ) -> Response:
     """Run one request through the channel and write what the agent gets (``scope`` and
     ``receive``: the request's, its body read; ``received``: the body's bytes as they came;
-    ``raw``: the same where they can stand for ``body``; TrialModelChannel.begin). No
+    ``raw``: the same where they can stand for ``body``; ``digest``: their fingerprint where
+    it is known; TrialModelChannel.begin). No
     starlette Request is made unless a hang must watch for the client's going (a few
     thousand instructions a request)."""
     retry = scope.get(RETRY)
     if retry is None:  # read from the scope's headers in ModelServer.__call__, else here
         retry = Headers(scope=scope).get(RETRY_HEADER, "")
-    exchange = channel.begin(endpoint, body, retry, received, raw)
+    exchange = channel.begin(endpoint, body, retry, received, raw, digest)
     scope.setdefault(EXCHANGES, []).append(exchange)  # for ModelServer's timing
     try:
         reply = await channel.run(exchange)

@@ -17,7 +17,7 @@ from json.encoder import (  # type: ignore[attr-defined]
     encode_basestring,
     encode_basestring_ascii,
 )
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict, cast, get_type_hints
 
 import msgspec
 
@@ -52,6 +52,8 @@ dumps = json_encoder()
 dumps_utf8 = json_encoder(ensure_ascii=False)
 _DECODE = msgspec.json.Decoder().decode
 _JSON_SPACE = b" \t\r\n"
+
+
 def fingerprint(raw: bytes) -> str:
     """A request's fingerprint, as its model step records it (``request_hash``): sha256 of
     its body's bytes as the agent sent them, the first 16 hex digits. A client's retry sends
@@ -102,7 +104,12 @@ class _Top(TypedDict, total=False):
     seed: Any
 
 
-_READ_TOP = msgspec.json.Decoder(_Top).decode
+READ_TOP = msgspec.json.Decoder(_Top).decode
+# The same members and one more, "~", an array of items' bytes: a request's rest read alone,
+# after an opening of that member (resent.ConversationReader), no chat API's member name.
+READ_REST = msgspec.json.Decoder(
+    cast(Any, TypedDict)("_Rest", {"~": list[msgspec.Raw], **get_type_hints(_Top)}, total=False)
+).decode
 
 
 def read_top(raw: bytes) -> dict[str, Any] | None:
@@ -121,12 +128,16 @@ def read_top(raw: bytes) -> dict[str, Any] | None:
             return None
     try:
         # A plain dict of the members the body has (what the channel's body is, for mypy).
-        top = cast(dict[str, Any], _READ_TOP(raw))
+        top = cast(dict[str, Any], READ_TOP(raw))
     except msgspec.DecodeError:  # ValidationError included
         return None
-    if asks_stream(top) or top.get("temperature", 0) is None or top.get("seed", 0) is None:
-        return None
-    return top
+    return top if passable(top) else None
+
+
+def passable(top: dict[str, Any]) -> bool:
+    """Whether a chat request, read at its top level, can be passed on as its bytes: it asks
+    for no stream and sends no null sampling setting (which the channel replaces in place)."""
+    return not (asks_stream(top) or top.get("temperature", 0) is None or top.get("seed", 0) is None)
 
 
 def asks_stream(body: dict[str, Any]) -> bool:
