@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaoseval.channels.model.resent import HEADS, ConversationReader, escaped
+from chaoseval.channels.model.resent import HEADS, KEEP_FROM, ConversationReader, escaped
 from chaoseval.channels.model.wire import fingerprint, read_top
 
 texts = st.text(st.sampled_from('ab "\\/é\u200b'), max_size=6)
@@ -112,7 +112,7 @@ def test_requests_read_where_they_grew_read_as_whole_bodies(data: Any, talks: li
         for members in (talk.before, talk.after):
             for key in members:
                 members[key] = data.draw(MEMBERS[key])
-    reader = ConversationReader()
+    reader = ConversationReader(keep_from=0)
     for _ in range(data.draw(st.integers(1, 12))):
         talk = talks[data.draw(st.integers(0, len(talks) - 1))]
         action = data.draw(st.sampled_from(["grow", "grow", "again", "odd", "fork"]))
@@ -138,7 +138,7 @@ def test_each_odd_request_after_a_first_is_read_as_a_whole_body(
     middle: bytes, tail: bytes, spacing: Any, before: dict[str, Any]
 ) -> None:
     talk = _Talk(before, {"tools": [{"name": "t"}]}, spacing)
-    reader = ConversationReader()
+    reader = ConversationReader(keep_from=0)
     for raw in (talk.body(), talk.body(middle, tail)):
         got, want = reader.read(raw), _expected(raw)
         assert got[1:] == want[1:], raw
@@ -151,7 +151,7 @@ def test_a_conversation_is_read_only_where_it_grew() -> None:
     messages are the earlier one's has only its new messages read."""
     talks = [_Talk({"model": "m"}, {"tools": [{"name": "t"}]}, (b", ", b": "))
              for _ in range(HEADS)]  # fmt: skip
-    reader = ConversationReader()
+    reader = ConversationReader(keep_from=0)
     reads: list[str] = []
 
     def counted(name: str) -> Any:
@@ -173,3 +173,14 @@ def test_a_conversation_is_read_only_where_it_grew() -> None:
             got = reader.read(raw)
             assert _same(got[0], read_top(raw)) and got[1] == fingerprint(raw)
     assert reads == ["_fresh"] * HEADS + ["_between"] * 2 * HEADS + ["_after"] * HEADS
+
+
+def test_a_small_request_is_read_whole_and_not_kept() -> None:
+    talk = _Talk({"model": "m"}, {}, (b", ", b": "))
+    reader = ConversationReader()
+    for size in (10, KEEP_FROM - 200, KEEP_FROM + 200):
+        talk.items.append(json.dumps({"role": "user", "content": "x" * size}).encode())
+        raw = talk.body()
+        got = reader.read(raw)
+        assert _same(got[0], read_top(raw)) and got[1] == fingerprint(raw)
+        assert len(reader._reads) == (len(raw) >= KEEP_FROM)
