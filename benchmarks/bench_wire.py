@@ -43,6 +43,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
+from bench_resent import conversation_reads
 from trivial import scenario as trivial_scenario
 from wire_upstream import bare, bare_mcp, bare_proxy, computing
 
@@ -159,14 +160,14 @@ _RESULTS = [json.dumps({"order_id": f"A-{k}", "status": "shipped", "history": [
     for d in range(18)]}) for k in range(TURNS)]  # fmt: skip
 
 
-def _turn(i: int) -> dict[str, Any]:
+def _turn(i: int, turns: int = TURNS) -> dict[str, Any]:
     """Request ``i`` of the conversations the client's threads hold, one at a time each (its
     thread ``i % J`` sends it as its ``i // J``-th): a system prompt, eight tools with their
     schemas and, at turn k, k - 1 rounds of a question, a tool call and the tool's JSON
     result before the k-th question. Each request resends its conversation's last one, one
     round longer, as chat APIs have it: ~3.5 kB at the first turn, ~20 kB at the tenth."""
     thread, n = i % J, i // J
-    talk, turn = f"{thread}.{n // TURNS}", n % TURNS
+    talk, turn = f"{thread}.{n // turns}", n % turns
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a support agent. Use the tools. " * 12}
     ]
@@ -178,7 +179,7 @@ def _turn(i: int) -> dict[str, Any]:
             {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{k}",
              "type": "function", "function": {"name": f"tool_{k % 8}",
                                               "arguments": json.dumps({"order_id": f"A-{k}"})}}]},
-            {"role": "tool", "tool_call_id": f"call_{k}", "content": _RESULTS[k]},
+            {"role": "tool", "tool_call_id": f"call_{k}", "content": _RESULTS[k % TURNS]},
         ]  # fmt: skip
     return {"model": "chaoseval-sim", "messages": messages, "tools": _TOOLS}
 
@@ -402,6 +403,7 @@ def main(concurrency: int = J) -> None:
     print(f"    out); at -j {J} on a busy server a request waits for the others', so added latency")
     print(f"    is about {J} x added CPU. The sim: each client thread holds a trial's conversation")
     print(f"    of its own (-j {J} is {J} trials, each answered in order).")
+    conversation_reads()
     _held_out()
 
 
