@@ -226,10 +226,12 @@ async def _upstream() -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def _sims(episode: Episode, n: int) -> AsyncIterator[list[ModelEndpoint]]:
-    """A chaoseval-sim for each client thread, each its own trial's conversation, answered in
-    order as an agent sends it (one request at a time): -j 8 is eight trials. Eight threads
-    in one conversation queued behind each other's turns (its lock), which no trial does."""
+async def _channels(episode: Episode, n: int) -> AsyncIterator[list[ModelEndpoint]]:
+    """A trial's model channel for each client thread (the run's upstream: chaoseval-sim, or
+    forwarding), each its own trial's conversation, one request at a time as an agent sends
+    it: -j 8 is eight trials. Eight threads in one sim's conversation queued behind each
+    other's turns (its lock), and eight conversations on one forwarding channel took turns in
+    its reader (resent.ConversationReader), which no trial does."""
     async with AsyncExitStack() as stack:
         yield [await stack.enter_async_context(trial_endpoint(episode)) for _ in range(n)]
 
@@ -240,9 +242,9 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
         _upstream() as upstream,
         ToolHub.serving() as hub,
         hub.trial(episode.tools) as urls,  # type: ignore[arg-type]
-        _sims(episode, J) as sims,
+        _channels(episode, J) as sims,
         run_channels(UpstreamConfig(endpoint=f"{upstream}/v1")),
-        trial_endpoint(episode) as forward,
+        _channels(episode, J) as forwards,
         bare_proxy(upstream) as proxy_app,
         serve_asgi(proxy_app) as proxy,
         bare_mcp() as sdk_app,
@@ -250,7 +252,8 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
     ):
         auths = [{"Authorization": f"Bearer {sim.api_key}"} for sim in sims]
         sim, auth = sims[0], auths[0]
-        forward_auth = {"Authorization": f"Bearer {forward.api_key}"}
+        forward_auths = [{"Authorization": f"Bearer {f.api_key}"} for f in forwards]
+        forward = forwards[0]  # (the same server: the key picks the trial's channel)
         # The sim's own compute a request, alone: one request at a time. Its kind's baseline
         # spends as much (wire_upstream.computing), so that at -j 8 the wait for the others'
         # compute is in both, as the upstream's exchange is in forwarding's and its proxy's.
@@ -275,10 +278,10 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
                 _kind(DIRECT, f"{upstream}/v1/chat/completions", BODIES["direct"]),
                 _kind(PROXY, f"{proxy}/v1/chat/completions", BODIES["proxy"]),
                 _kind(FORWARD, f"{forward.base_url}/chat/completions",
-                      BODIES["forward"], headers=forward_auth),
+                      BODIES["forward"], headers=forward_auths),
                 _kind(PROXY_BIG, f"{proxy}/v1/chat/completions", BODIES["proxy_big"]),
                 _kind(FORWARD_BIG, f"{forward.base_url}/chat/completions",
-                      BODIES["forward_big"], headers=forward_auth),
+                      BODIES["forward_big"], headers=forward_auths),
             ])  # fmt: skip
     seen.update({name: [ms for _, ms in rows] for name, rows in timed.items()})
 
@@ -401,8 +404,8 @@ def main(concurrency: int = J) -> None:
           " CPU/req: the servers' process")  # fmt: skip
     print("    time per request (the sim's compute in both, the upstream's and the client's")
     print(f"    out); at -j {J} on a busy server a request waits for the others', so added latency")
-    print(f"    is about {J} x added CPU. The sim: each client thread holds a trial's conversation")
-    print(f"    of its own (-j {J} is {J} trials, each answered in order).")
+    print(f"    is about {J} x added CPU. The sim and forwarding: each client thread is a trial")
+    print(f"    of its own, its conversation on its own channel (-j {J} is {J} trials).")
     conversation_reads()
     _held_out()
 
