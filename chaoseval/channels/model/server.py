@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -37,16 +36,9 @@ from chaoseval.channels.model.calls import (
     WireFault,
 )
 from chaoseval.channels.model.channel import RETRY_HEADER, Exchange, TrialModelChannel
+from chaoseval.channels.model.shapes import ANTHROPIC, CHAT, Shape, responses_shape
 from chaoseval.channels.model.sim import SIM_MODEL
-from chaoseval.channels.model.wire import (
-    SSE_DONE,
-    Cut,
-    dumps,
-    error_body,
-    read_json,
-    sse,
-    stream_chunks,
-)
+from chaoseval.channels.model.wire import Cut, dumps, error_body, read_json
 from chaoseval.engine.http import ERROR_HEADER
 from chaoseval.errors import HarnessError, UpstreamError
 
@@ -206,12 +198,12 @@ class ModelServer:
 
 
 # A request body as the channel takes it: its API, the chat body, how to write the answer.
-Translated = tuple[Endpoint, dict[str, Any], "Shape"]
+Translated = tuple[Endpoint, dict[str, Any], Shape]
 
 
 def _chat(body: dict[str, Any]) -> Translated:
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    return "chat", body, _CHAT[include_usage]
+    return "chat", body, CHAT[include_usage]
 
 
 def _responses(body: dict[str, Any]) -> Translated:
@@ -265,56 +257,6 @@ def _bad_sampling(body: dict[str, Any]) -> str | None:
 
 
 _NUMBER = (int, float)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """How one API writes a completion, its stream and its errors."""
-
-    render: Callable[[dict[str, Any]], dict[str, Any]]
-    stream: Callable[[dict[str, Any], bool], list[bytes | Cut]]
-    error: Callable[[ModelHTTPFault], dict[str, Any]]
-    verbatim: bool = False  # the API's answer is the chat completion itself (render: as is)
-
-
-def _chat_stream(include_usage: bool) -> Callable[[dict[str, Any], bool], list[bytes | Cut]]:
-    def events(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
-        out: list[bytes | Cut] = [
-            e if isinstance(e, Cut) else sse(e) for e in stream_chunks(done, include_usage, cut)
-        ]
-        return out if cut else [*out, SSE_DONE]
-
-    return events
-
-
-def _anthropic_stream(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
-    return [
-        e if isinstance(e, Cut) else anthropic.sse_event(*e)
-        for e in anthropic.stream_events(done, cut)
-    ]
-
-
-def chat_shape(include_usage: bool) -> Shape:
-    return Shape(lambda done: done, _chat_stream(include_usage), ModelHTTPFault.body, True)
-
-
-def responses_shape(request: dict[str, Any]) -> Shape:
-    def stream(done: dict[str, Any], cut: bool) -> list[bytes | Cut]:
-        return [
-            e if isinstance(e, Cut) else responses.sse_event(e)
-            for e in responses.stream_events(done, request, cut)
-        ]
-
-    return Shape(lambda done: responses.from_chat(done, request), stream, ModelHTTPFault.body)
-
-
-# The two chat shapes, made once (not two closures a request).
-_CHAT = {usage: chat_shape(usage) for usage in (False, True)}
-ANTHROPIC = Shape(
-    anthropic.from_chat,
-    _anthropic_stream,
-    lambda fault: anthropic.error_body(fault.status, str(fault)),
-)
 
 
 async def exchange_response(
