@@ -9,9 +9,10 @@ earlier request was read for. :class:`ConversationReader` keeps, for each of a t
 few requests, its *head* (its bytes up to its last message's end, the sha256 state there, the
 members ahead of its messages) and its *tail* (from the messages' closing bracket on, and the
 members there). A request that starts with a head is read from there on: where it also ends
-with that request's tail only the new messages between are read, else the rest is read as
-``{"messages": [`` followed by it. Either way the answer is the one reading the whole body
-gives (tests/channels/test_resent.py holds it to read_top, fingerprint and the escape scan).
+with that request's tail only the new messages between are read, else the rest is read as if
+an array's items followed by its closing bracket. Either way the answer is the one reading the
+whole body gives (tests/channels/test_resent.py holds it to read_top, the fingerprint and the
+escape scan). A small request is read whole and not kept (KEEP_FROM).
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ _SPACES = re.compile(rb"[ \t\r\n]*").match
 _SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*").match  # between an array's items
 _READ_ITEMS = msgspec.json.Decoder(list[msgspec.Raw]).decode
 HEADS = 8  # requests kept a trial: a few conversations interleaved (sub-agents, handoffs)
-# Bytes below which a request is read whole and not kept: its whole read costs about what
-# keeping it would (a one-message request: 2 us against 7, in process). A tool-using agent's
-# first request is larger (its tools' schemas): it is kept, and the next one goes on from it.
+# Bytes below which a request is read whole and not kept: keeping it costs more than a whole
+# read saves (a one-message request: 7 us against 2, in process). A tool-using agent's first
+# request is larger (its tools' schemas): it is kept, and the next one goes on from it.
 KEEP_FROM = 2048
 
 Read = tuple[dict[str, Any] | None, str, bool]

@@ -273,9 +273,8 @@ async def exchange_response(
     """Run one request through the channel and write what the agent gets (``scope`` and
     ``receive``: the request's, its body read; ``received``: the body's bytes as they came;
     ``raw``: the same where they can stand for ``body``; ``digest``: their fingerprint where
-    it is known; TrialModelChannel.begin). No
-    starlette Request is made unless a hang must watch for the client's going (a few
-    thousand instructions a request)."""
+    it is known; TrialModelChannel.begin). No starlette Request is made unless a hang must
+    watch for the client's going (a few thousand instructions a request)."""
     retry = scope.get(RETRY)
     if retry is None:  # read from the scope's headers in ModelServer.__call__, else here
         retry = Headers(scope=scope).get(RETRY_HEADER, "")
