@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from chaoseval.channels.asgi import serve_asgi
+from chaoseval.channels.model.resent import ConversationReader
 from chaoseval.channels.model.session import UpstreamConfig, trial_endpoint
 from chaoseval.channels.model.wire import fingerprint
 from chaoseval.engine.runner import RunConfig, run
@@ -125,3 +126,38 @@ def test_with_a_plugin_on_the_model_channel_the_upstream_gets_the_body_as_it_lef
     # The plugin's seed in the body it forwards: the body written anew, as json writes it.
     expected = {**json.loads(OWN), "temperature": 0.2, "seed": 9}
     assert sampled == json.dumps(expected, ensure_ascii=False).encode()
+
+
+def test_a_conversation_forwarded_over_the_wire_is_read_where_it_grew(monkeypatch: Any) -> None:
+    """An agent's turns, each resending the last (over 2 kB: its tools' schemas), forwarded
+    as they came; the channel reads each only where it grew (resent.ConversationReader: a
+    whole read for the first only) and records what the whole read would."""
+    whole: list[bytes] = []
+    fresh = ConversationReader._fresh
+
+    def counted(self: ConversationReader, raw: bytes) -> Any:
+        whole.append(raw)
+        return fresh(self, raw)
+
+    monkeypatch.setattr(ConversationReader, "_fresh", counted)
+    tools = [{"type": "function", "function": {"name": f"t{i}", "description": "d " * 500}}
+             for i in range(3)]  # fmt: skip
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    bodies = []
+    for turn in range(4):
+        messages.append({"role": "user", "content": f"question {turn} \u200b"})
+        extra = {"max_tokens": 50} if turn == 3 else {}  # a member after the messages changes
+        bodies.append(json.dumps({"model": "m", "messages": messages, "tools": tools, **extra},
+                                 ensure_ascii=False).encode())  # fmt: skip
+        messages.append({"role": "assistant", "content": f"answer {turn}"})
+    bodies.insert(2, bodies[1])  # the same request again
+    got: list[bytes] = []
+    record = probe_trial(_send_all(bodies, got))
+    assert record.status != "not_evaluable", record.error
+    assert got == [raw[:-1] + b', "temperature": 0.7}' for raw in bodies]
+    steps = model_steps(record)
+    assert [info(s)["request_hash"] for s in steps] == [fingerprint(raw) for raw in bodies]
+    assert [(info(s)["messages"], info(s)["tools"]) for s in steps] == [
+        (2, 3), (4, 3), (4, 3), (6, 3), (8, 3)
+    ]  # fmt: skip
+    assert whole == bodies[:1]
