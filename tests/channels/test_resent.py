@@ -61,19 +61,8 @@ class _Talk:
         head = b"".join(p + self.item for p in self._pairs(self.before))
         after = b"".join(self.item + p for p in self._pairs(self.after))
         history = self.item.join(self.items)
-        return (
-            b"{"
-            + head
-            + b'"messages"'
-            + self.key
-            + b"["
-            + history
-            + middle
-            + b"]"
-            + after
-            + tail
-            + b"}"
-        )
+        parts = [b"{", head, b'"messages"', self.key, b"[", history, middle, b"]", after, tail]
+        return b"".join(parts) + b"}"
 
 
 def _expected(raw: bytes) -> tuple[Any, str, bool]:
