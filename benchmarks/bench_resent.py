@@ -1,6 +1,7 @@
 """Reading a conversation's requests, in process: the model channel's reader, which goes on from
 the request each one repeats (resent.ConversationReader), against the whole read every
-request had before (the escape scan, wire.read_top and the fingerprint over the whole body).
+request had before (resent.read_whole: the escape scan, wire.read_top and the fingerprint
+over the whole body).
 
 Eight conversations taking turns, as bench_wire's client threads send them (bench_wire._turn:
 a system prompt, eight tools, a round of question, tool call and tool result a turn), over
@@ -15,8 +16,7 @@ import json
 import time
 from collections.abc import Callable
 
-from chaoseval.channels.model.resent import ConversationReader, escaped
-from chaoseval.channels.model.wire import fingerprint, read_top
+from chaoseval.channels.model.resent import ConversationReader, read_whole
 
 PASSES = 3
 
@@ -33,10 +33,6 @@ def _per_request(bodies: list[bytes], read: Callable[[], Callable[[bytes], objec
     return best / len(bodies) * 1e6
 
 
-def _whole(raw: bytes) -> object:
-    return escaped(raw), read_top(raw), fingerprint(raw)
-
-
 def conversation_reads(turns: tuple[int, ...] = (10, 30, 60)) -> None:
     from bench_wire import J, _turn  # (bench_wire prints this under its table)
 
@@ -45,7 +41,7 @@ def conversation_reads(turns: tuple[int, ...] = (10, 30, 60)) -> None:
         bodies = [json.dumps(_turn(i, n)).encode() for i in range(J * n)]
         size = sum(map(len, bodies)) / len(bodies) / 1e3
         reader = _per_request(bodies, lambda: ConversationReader().read)
-        whole = _per_request(bodies, lambda: _whole)
+        whole = _per_request(bodies, lambda: read_whole)
         print(
             f"    turns 1-{n:<3} {size:5.1f} kB a request on average: the reader"
             f" {reader:6.1f} us, the whole read {whole:6.1f} us ({whole / reader:.1f}x)"

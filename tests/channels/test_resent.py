@@ -122,7 +122,7 @@ def test_requests_read_where_they_grew_read_as_whole_bodies(data: Any, talks: li
 @pytest.mark.parametrize("middle", ODD)
 @pytest.mark.parametrize("tail", TAILS)
 @pytest.mark.parametrize("spacing", [(b", ", b": "), (b",\n ", b":")])
-@pytest.mark.parametrize("before", [{"model": "m"}, {"metadata": {"messages": [1]}}])
+@pytest.mark.parametrize("before", [{"model": "m"}, {"metadata": {"messages": [{}]}}])
 def test_each_odd_request_after_a_first_is_read_as_a_whole_body(
     middle: bytes, tail: bytes, spacing: Any, before: dict[str, Any]
 ) -> None:
@@ -173,3 +173,15 @@ def test_a_small_request_is_read_whole_and_not_kept() -> None:
         got = reader.read(raw)
         assert _same(got[0], read_top(raw)) and got[1] == fingerprint(raw)
         assert len(reader._reads) == (len(raw) >= KEEP_FROM)
+
+
+def test_a_body_with_two_messages_members_is_not_gone_on_from() -> None:
+    """The whole read takes the last of two "messages" members; a reader that kept the first
+    one's bytes would count the next request's new messages into it."""
+    talk = _Talk({"model": "m"}, {"tools": [{"name": "t"}]}, (b", ", b": "))
+    reader = ConversationReader(keep_from=0)
+    for grown in (b"", b', {"role": "user"}'):
+        raw = talk.body(grown, b', "messages": [{}]')
+        got, want = reader.read(raw), _expected(raw)
+        assert got[1:] == want[1:]
+        assert _same(got[0], want[0]), raw

@@ -24,7 +24,16 @@ from typing import Any, cast
 
 import msgspec
 
-from chaoseval.channels.model.wire import READ_REST, READ_TOP, fingerprint, passable, read_top
+from chaoseval.channels.model.wire import (
+    JSON_SPACE,
+    READ_REST,
+    READ_TOP,
+    digest,
+    fingerprint,
+    is_utf8,
+    passable,
+    read_top,
+)
 
 # Where a body holds a \u escape: ``raw.find(b"\\u")``'s answer in a third to a half of its
 # time (the needle's last byte, "u", is common in text, and bytes.find checks from it; 19 us
@@ -39,7 +48,6 @@ _CLOSING = re.compile(rb"[ \t\r\n]*\]").match
 # chat API has (wire.READ_REST): the new messages are its items, and a "messages" member read
 # there is a second one in the body (which the whole read takes in place of the first).
 _OPENED = b'{"~":['
-_SPACE = b" \t\r\n"
 _SPACES = re.compile(rb"[ \t\r\n]*").match
 _SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*").match  # between an array's items
 _READ_ITEMS = msgspec.json.Decoder(list[msgspec.Raw]).decode
@@ -76,9 +84,7 @@ class ConversationReader:
         ``raw`` holds no ``\\u`` escape (else None), ``wire.fingerprint(raw)``, and whether it
         holds none (then its bytes may be passed on)."""
         if len(raw) < self._keep_from:
-            if escaped(raw) is not None:
-                return None, fingerprint(raw), False
-            return read_top(raw), fingerprint(raw), True
+            return read_whole(raw)
         for place, earlier in enumerate(self._reads):
             if raw.startswith(earlier.prefix):
                 # Gone on from: only new messages between it and the earlier one's tail, or
@@ -103,32 +109,32 @@ class ConversationReader:
 
     def _fresh(self, raw: bytes) -> Read:
         """The whole body read; where it can be gone on from, kept."""
-        view = memoryview(raw)
-        if escaped(raw) is not None:
-            return None, _digest(hashlib.sha256(view)), False
-        top = read_top(raw)
+        found = read_whole(raw)
+        top = found[0]  # (None where the body holds an escape: not kept)
         messages = None if top is None else top.get("messages")
+        if not messages:
+            return found
         # The member's name once in the body: it is the top-level one (in JSON with no \u
         # escape it has no other spelling, and a string's quotes would be escaped).
-        name = raw.find(_NAME) if messages else -1
-        opening = None
-        if name >= 0 and raw.find(_NAME, name + len(_NAME)) < 0:
-            opening = _OPENING(raw, name + len(_NAME))
-        end = -1 if opening is None else _span(raw, messages or [], opening.end())
+        name = raw.find(_NAME)
+        if name < 0 or raw.find(_NAME, name + len(_NAME)) >= 0:
+            return found
+        opening = _OPENING(raw, name + len(_NAME))
+        end = -1 if opening is None else _span(raw, messages, opening.end())
         closing = None if end < 0 else _CLOSING(raw, end)
         if opening is None or closing is None:
-            return top, _digest(hashlib.sha256(view)), True
+            return found
         start, close = opening.end(), closing.end() - 1
-        hashed = hashlib.sha256(view[:end])
-        before = cast(dict[str, Any], READ_TOP(raw[:start] + b"]}"))
         after = _rest(_OPENED + raw[close:])
         if after is None:
-            return top, _digest(hashlib.sha256(view)), True
+            return found
         del after["~"]
-        kept = _Read(view[:end], hashed.copy(), before, list(messages or ()), view[close:], after)
-        self._keep(kept)
-        hashed.update(view[end:])
-        return top, _digest(hashed), True
+        before = cast(dict[str, Any], READ_TOP(raw[:start] + b"]}"))
+        view = memoryview(raw)
+        # (the prefix hashed a second time: once a conversation, for the state kept)
+        kept = hashlib.sha256(view[:end])
+        self._keep(_Read(view[:end], kept, before, list(messages), view[close:], after))
+        return found
 
     def _after(self, raw: bytes, earlier: _Read, place: int) -> Read | None:
         """``raw``, which starts with ``earlier``'s prefix, read from there on; None where
@@ -138,9 +144,9 @@ class ConversationReader:
         hashed = earlier.hashed.copy()
         if escaped(raw, end) is not None:
             hashed.update(view[end:])
-            return None, _digest(hashed), False
+            return None, digest(hashed), False
         rest = raw[end:]
-        text = rest.lstrip(_SPACE)
+        text = rest.lstrip(JSON_SPACE)
         comma = text[:1] == b","
         if comma:
             text = text[1:]
@@ -153,7 +159,7 @@ class ConversationReader:
         new = read.pop("~")
         grown = _span(text, new, len(_OPENED)) if new or not comma else -1
         closing = None if grown < 0 else _CLOSING(text, grown)
-        if closing is None or not _utf8(rest):
+        if closing is None or not is_utf8(rest):
             return None
         offset = len(raw) - len(text)  # text[i] is raw[i + offset] past the opening
         grown += offset
@@ -164,7 +170,7 @@ class ConversationReader:
         top["messages"] = messages = earlier.messages + new
         tail = view[closing.end() - 1 + offset :]
         self._keep(_Read(view[:grown], kept, earlier.before, messages, tail, read), place)
-        return (top if passable(top) else None), _digest(hashed), True
+        return (top if passable(top) else None), digest(hashed), True
 
     def _between(self, raw: bytes, earlier: _Read, place: int, close: int) -> Read | None:
         """``raw`` is ``earlier``'s prefix, then new messages (or none), then its tail: only
@@ -175,13 +181,13 @@ class ConversationReader:
         middle = raw[end:close]
         if escaped(middle) is not None:
             hashed.update(view[end:])
-            return None, _digest(hashed), False
-        text = middle.lstrip(_SPACE)
+            return None, digest(hashed), False
+        text = middle.lstrip(JSON_SPACE)
         new: list[msgspec.Raw] = []
         grown = end
         # Nothing but spaces between: no new message (a retry, or the history asked again).
         if text:
-            if text[:1] != b"," or not _utf8(middle):
+            if text[:1] != b"," or not is_utf8(middle):
                 return None
             text = b"[" + text[1:] + b"]"
             try:  # read as an array, they are its items and nothing else (JSON's commas)
@@ -190,7 +196,7 @@ class ConversationReader:
                 return None
             if not new:  # a comma and no message after it (``[m, ]``) is not JSON
                 return None
-            grown = end + len(middle.rstrip(_SPACE))
+            grown = end + len(middle.rstrip(JSON_SPACE))
         hashed.update(view[end:grown])
         kept = hashed.copy()
         hashed.update(view[grown:])
@@ -198,7 +204,7 @@ class ConversationReader:
         top["messages"] = messages = earlier.messages + new
         read = _Read(view[:grown], kept, earlier.before, messages, view[close:], earlier.after)
         self._keep(read, place)
-        return (top if passable(top) else None), _digest(hashed), True
+        return (top if passable(top) else None), digest(hashed), True
 
 
 def _span(text: bytes, items: list[msgspec.Raw], at: int) -> int:
@@ -223,15 +229,8 @@ def _rest(text: bytes) -> dict[str, Any] | None:
         return None
 
 
-def _utf8(raw: bytes) -> bool:
-    if raw.isascii():
-        return True
-    try:
-        raw.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _digest(hashed: Any) -> str:
-    return str(hashed.hexdigest()[:16])  # wire.fingerprint's
+def read_whole(raw: bytes) -> Read:
+    """The read of a request as a whole body: no state kept."""
+    if escaped(raw) is not None:
+        return None, fingerprint(raw), False
+    return read_top(raw), fingerprint(raw), True

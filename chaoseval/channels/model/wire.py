@@ -51,7 +51,7 @@ _CANONICAL = json_encoder(sort_keys=True, separators=(",", ":"), default=str)
 dumps = json_encoder()
 dumps_utf8 = json_encoder(ensure_ascii=False)
 _DECODE = msgspec.json.Decoder().decode
-_JSON_SPACE = b" \t\r\n"
+JSON_SPACE = b" \t\r\n"  # the bytes JSON takes as space between tokens
 
 
 def fingerprint(raw: bytes) -> str:
@@ -61,7 +61,24 @@ def fingerprint(raw: bytes) -> str:
     canonical text of their parse (journals before schema 7): the channel need not decode a
     whole body for it, and an agent's request grows with its conversation (20 kB by its
     tenth turn: make bench-wire)."""
-    return hashlib.sha256(raw).hexdigest()[:16]
+    return digest(hashlib.sha256(raw))
+
+
+def digest(hashed: Any) -> str:
+    """A fingerprint from a sha256 object fed a request's bytes (in one piece or several): the
+    first 16 hex digits."""
+    return str(hashed.hexdigest()[:16])
+
+
+def is_utf8(raw: bytes) -> bool:
+    """Whether ``raw`` is UTF-8 (at once where it is ASCII)."""
+    if raw.isascii():
+        return True
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def body_hash(body: dict[str, Any]) -> str:
@@ -121,11 +138,8 @@ def read_top(raw: bytes) -> dict[str, Any] | None:
     be passed on as they are (a stream asked for, ``stream_options``, a null sampling
     setting the channel replaces in place: channel._as_sent). A number out of range inside
     the items stays as the agent wrote it (a whole read would have json write Infinity)."""
-    if not raw.isascii():
-        try:
-            raw.decode()  # the items' strings are skipped unread: their UTF-8 checked here
-        except UnicodeDecodeError:
-            return None
+    if not is_utf8(raw):  # the items' strings are skipped unread: their UTF-8 checked here
+        return None
     try:
         # A plain dict of the members the body has (what the channel's body is, for mypy).
         top = cast(dict[str, Any], READ_TOP(raw))
@@ -153,7 +167,7 @@ def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
     as the one read from ``raw`` with them set."""
     if not members:
         return raw
-    head = raw.rstrip(_JSON_SPACE)
+    head = raw.rstrip(JSON_SPACE)
     end = len(head) - 1  # the closing brace
     if end < 0 or head[end] != _CLOSE:
         raise ValueError("not the bytes of a JSON object")
@@ -165,7 +179,7 @@ def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
     # The byte before the closing brace is "{" only in an empty object (a member's value
     # ends with a quote, a digit, a letter, "]" or "}").
     before = end - 1
-    while before >= 0 and head[before] in _JSON_SPACE:
+    while before >= 0 and head[before] in JSON_SPACE:
         before -= 1
     comma = b"" if before >= 0 and head[before] == _OPEN else b", "
     return b"".join((head[:end], comma, added, b"}"))
