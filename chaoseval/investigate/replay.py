@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 import numpy as np
 
 from chaoseval.analysis.sampling import sampling_lines
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
-from chaoseval.engine.loops import loop_options
+from chaoseval.engine.loops import run_loop
 from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
 from chaoseval.errors import ConfigError, JournalError
 from chaoseval.model.records import Cell, TrialRecord
@@ -205,7 +204,7 @@ def replay(
     wall = wall_timeout or (
         30.0 if manifest.clock == "virtual" else scenario.budgets.trial_timeout + 5
     )
-    replayed = anyio.run(
+    replayed = run_loop(  # the run's own event loop
         lambda: run_trial(
             plan,
             adapter,
@@ -217,7 +216,6 @@ def replay(
             wall_timeout=wall,
             request_limit=manifest.request_limit or DEFAULT_REQUEST_LIMIT,
         ),
-        backend_options=loop_options(),  # the run's own event loop
     )
     return Replay(record, replayed, compare(record, replayed))
 

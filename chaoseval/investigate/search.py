@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from chaoseval.engine.loops import loop_options
+from chaoseval.engine.loops import run_loop
 from chaoseval.engine.runner import agent_clock
 from chaoseval.engine.trial import TrialPlan, run_trial
 from chaoseval.errors import ChaosevalError, ConfigError
@@ -163,7 +162,7 @@ def evaluate(
     wall_timeout: float = 30.0,
 ) -> Evaluation:
     """Run ``trials`` trials of one cell, sequentially (the virtual clock makes this fast)."""
-    return anyio.run(
+    return run_loop(  # a run's own event loop
         _evaluate,
         scenario,
         cell,
@@ -173,7 +172,6 @@ def evaluate(
         seed,
         trials,
         wall_timeout,
-        backend_options=loop_options(),  # a run's own event loop
     )
 
 
