@@ -15,9 +15,11 @@ sim's compute is in the sim's kind and its baseline; the whole hop (less the ups
 directly) is printed below the table. Forwarding is measured twice: with a one-message request
 (~0.2 kB), and with requests as a tool-using agent sends them over its first ten turns (3.5 to
 20 kB: its history and tool schemas, which every chat API resends each turn; _turn), against
-the bare proxy passing the same bodies on. The channel reads of such a body only what its step
-records (wire.read_top: the messages and tools counted, not decoded), only where it grew since
-the request it repeats (resent.ConversationReader), and fingerprints its bytes. MCP likewise:
+the bare proxy passing the same bodies on (measured twice in the same rounds: the one less the
+other, printed below the table, is what "added" reads between two measurements of the same
+app, the bench's own resolution). The channel reads of such a body only what its step records
+(wire.read_top: the messages and tools counted, not decoded), only where it grew since the
+request it repeats (resent.ConversationReader), and fingerprints its bytes. MCP likewise:
 its bare app is the ``mcp`` SDK alone serving the same tools/call (wire_upstream.bare_mcp, the
 tool hub's transport settings: stateful streamable HTTP in JSON-response mode, no
 OpenTelemetry middleware), so "added" is chaoseval's share; the SDK's
@@ -87,6 +89,9 @@ FORWARD = "model channel, forwarding"
 # each body, the proxy only passes it on, so this is what the channel adds to a real agent's.
 PROXY_BIG = "bare proxy, an agent's turns 1-10"
 FORWARD_BIG = "model channel, forwarding them"
+# The bare proxy's turns a second time, in the same rounds: what "added" reads between two
+# measurements of the same app, the bench's own resolution on this machine at this load.
+PROXY_AGAIN = "bare proxy, the same turns again"
 MCP = "tool hub, MCP tools/call"
 SIM = "model channel, chaoseval-sim"
 SIM_ALONE = "the sim alone, -j 1"  # its compute a request, which SIM's baseline spends too
@@ -97,11 +102,12 @@ PAGES = "page server (GET the page)"
 BARE_PAGES = "bare uvicorn app, beside the pages"
 BASELINE = {SIM: BARE_SIM, FORWARD: PROXY, FORWARD_BIG: PROXY_BIG, MCP: BARE_MCP,
             PAGES: BARE_PAGES}  # fmt: skip
-UNCOMPARED = (BARE, BARE_SIM, BARE_PAGES, DIRECT, PROXY, PROXY_BIG, BARE_MCP)
+UNCOMPARED = (BARE, BARE_SIM, BARE_PAGES, DIRECT, PROXY, PROXY_BIG, PROXY_AGAIN, BARE_MCP)
 # Printed under the table: a kind less another, for where its cost lies.
 BESIDE = {
     FORWARD: (DIRECT, "forwarding's whole hop (less the upstream called directly)"),
     BARE_MCP: (BARE, "the mcp SDK's own cost over the bare app (the library's; information)"),
+    PROXY_AGAIN: (PROXY_BIG, "the bench's resolution (the bare proxy's turns less themselves)"),
 }
 TARGET_P50, TARGET_P99 = 0.5, 5.0  # ms added per request, on an idle machine
 
@@ -282,6 +288,7 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
                 _kind(PROXY_BIG, f"{proxy}/v1/chat/completions", BODIES["proxy_big"]),
                 _kind(FORWARD_BIG, f"{forward.base_url}/chat/completions",
                       BODIES["forward_big"], headers=forward_auths),
+                _kind(PROXY_AGAIN, f"{proxy}/v1/chat/completions", BODIES["proxy_big"]),
             ])  # fmt: skip
     seen.update({name: [ms for _, ms in rows] for name, rows in timed.items()})
 
