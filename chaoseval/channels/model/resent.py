@@ -189,7 +189,7 @@ class ConversationReader:
         if text:
             if text[:1] != b"," or not is_utf8(middle):
                 return None
-            text = b"[" + text[1:] + b"]"
+            text = b"".join((b"[", memoryview(text)[1:], b"]"))  # (one copy, not two)
             try:  # read as an array, they are its items and nothing else (JSON's commas)
                 new = _READ_ITEMS(text)
             except msgspec.DecodeError:
@@ -202,8 +202,12 @@ class ConversationReader:
         hashed.update(view[grown:])
         top = earlier.before | earlier.after
         top["messages"] = messages = earlier.messages + new
-        read = _Read(view[:grown], kept, earlier.before, messages, view[close:], earlier.after)
-        self._keep(read, place)
+        # The earlier read goes on as this one (its members ahead of and after the messages
+        # are the same): updated in place rather than made anew, and first in line.
+        earlier.prefix, earlier.hashed, earlier.messages = view[:grown], kept, messages
+        earlier.tail = view[close:]
+        if place:
+            self._keep(earlier, place)
         return (top if passable(top) else None), digest(hashed), True
 
 
