@@ -38,10 +38,29 @@ class BodyTooLarge(Exception):
 def _declared(scope: Scope) -> int | None:
     for name, value in scope.get("headers") or ():
         if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
+            return declared_length(value)
+    return None
+
+
+def declared_length(value: bytes | None) -> int | None:
+    """A ``Content-Length`` header's value as a number (None: absent, or not a number)."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def whole_body(message: Message, declared: int | None, limit: int) -> bytes | None:
+    """The body, where ``message`` (a request's first) holds all of it and it is within
+    ``limit`` (``declared``: the request's Content-Length, if it has one): the usual
+    request, whose body uvicorn hands over in one message when it came in one read. Else
+    None: the body is read by :func:`read_bounded`, as it streams in."""
+    if message["type"] == "http.request" and not message.get("more_body", False):
+        part = message.get("body", b"")
+        if type(part) is bytes and len(part) <= limit and (declared is None or declared <= limit):
+            return part
     return None
 
 
@@ -62,14 +81,12 @@ async def read_bounded(scope: Scope, receive: Receive, limit: int) -> tuple[byte
     Raises :class:`BodyTooLarge` once the rest of an oversized body has been dropped."""
     message = await receive()
     declared = _declared(scope)
-    if message["type"] == "http.request" and not message.get("more_body", False):
-        # The usual request: its whole body in one message (uvicorn's, for a body that came
-        # in one read), read without the loop below; the same outcome as its first pass.
-        part = message.get("body", b"")
-        if type(part) is bytes and len(part) <= limit and (declared is None or declared <= limit):
-            scope[BOUNDED] = limit
-            return part, _replay([{"type": "http.request", "body": part, "more_body": False}],
-                                 receive)  # fmt: skip
+    # The usual request read without the loop below: the same outcome as its first pass.
+    part = whole_body(message, declared, limit)
+    if part is not None:
+        scope[BOUNDED] = limit
+        return part, replay([{"type": "http.request", "body": part, "more_body": False}],
+                             receive)  # fmt: skip
     size = 0
     chunks: list[bytes] = []  # (``list[bytes]()`` raised and swallowed an error per request)
     over = declared is not None and declared > limit
@@ -77,7 +94,7 @@ async def read_bounded(scope: Scope, receive: Receive, limit: int) -> tuple[byte
         if message["type"] != "http.request":
             if over:  # the client went away mid-body: it gets no answer anyway
                 raise BodyTooLarge(max(size, declared or 0), limit)
-            return None, _replay([message], receive)
+            return None, replay([message], receive)
         part = message.get("body", b"")
         size += len(part)
         if not over and size > limit:
@@ -93,10 +110,12 @@ async def read_bounded(scope: Scope, receive: Receive, limit: int) -> tuple[byte
         raise BodyTooLarge(max(size, declared or 0), limit)
     body = b"".join(chunks)
     scope[BOUNDED] = limit
-    return body, _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+    return body, replay([{"type": "http.request", "body": body, "more_body": False}], receive)
 
 
-def _replay(messages: list[Message], receive: Receive) -> Receive:
+def replay(messages: list[Message], receive: Receive) -> Receive:
+    """A ``receive`` that hands out ``messages`` first, then the connection's own."""
+
     async def replayed() -> Message:
         if messages:
             return messages.pop(0)

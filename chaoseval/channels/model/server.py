@@ -25,7 +25,15 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import HOST, serve_asgi
-from chaoseval.channels.limits import BodyTooLarge, read_bounded, record_oversized
+from chaoseval.channels.limits import (
+    BOUNDED,
+    BodyTooLarge,
+    declared_length,
+    read_bounded,
+    record_oversized,
+    replay,
+    whole_body,
+)
 from chaoseval.channels.model import anthropic, responses
 from chaoseval.channels.model.calls import (
     Endpoint,
@@ -99,28 +107,31 @@ class ModelServer:
 
     def _channel_of(
         self, headers: list[tuple[bytes, bytes]]
-    ) -> tuple[TrialModelChannel | None, str]:
-        """``_channel(Headers(scope=scope))`` and the client's retry count (the header's
-        text, "" when absent) from the scope's headers: the first of each name, as
-        Headers.get reads them (the reversed list's last), picked out by one dict made in C
-        rather than a comparison of every header with each name in Python."""
+    ) -> tuple[TrialModelChannel | None, str, int | None]:
+        """``_channel(Headers(scope=scope))``, the client's retry count (the header's text,
+        "" when absent) and the body's declared length (limits.declared_length) from the
+        scope's headers: the first of each name, as Headers.get reads them (the reversed
+        list's last), picked out by one dict made in C rather than a comparison of every
+        header with each name in Python."""
         first = dict(reversed(headers))
         auth, retry = first.get(b"authorization"), first.get(_RETRY)
         told = "" if retry is None else retry.decode("latin-1")
+        declared = declared_length(first.get(b"content-length"))
         if auth is not None:
             text = auth.decode("latin-1")
             if text[:7].lower() == "bearer ":
-                return self.channels.get(text[7:]), told
+                return self.channels.get(text[7:]), told, declared
         key = first.get(b"x-api-key")
-        return self.channels.get("" if key is None else key.decode("latin-1")), told
+        channel = self.channels.get("" if key is None else key.decode("latin-1"))
+        return channel, told, declared
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The app, behind the trial's request size limit (known from the key, before the
         body is read: a request with no trial's key is refused without reading it)."""
         started = time.perf_counter()
-        channel = None
+        channel, declared = None, None
         if scope["type"] == "http":
-            channel, scope[RETRY] = self._channel_of(scope["headers"])
+            channel, scope[RETRY], declared = self._channel_of(scope["headers"])
         if channel is None:
             await self.app(scope, receive, send)
             return
@@ -133,7 +144,7 @@ class ModelServer:
         scope[EXCHANGES] = exchanges
         scope[CHANNEL] = channel
         try:
-            await self._serve(channel, scope, receive, send)
+            await self._serve(channel, scope, receive, send, declared)
         finally:
             others = 0.0
             for e in exchanges:
@@ -141,11 +152,27 @@ class ModelServer:
             channel.link.state.add_overhead(time.perf_counter() - started - others)
 
     async def _serve(
-        self, channel: TrialModelChannel, scope: Scope, receive: Receive, send: Send
+        self,
+        channel: TrialModelChannel,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        declared: int | None,
     ) -> None:
         state, path = channel.link.state, scope["path"]
+        translate = self._posts.get(path) if scope["method"] == "POST" else None
+        limit = state.request_limit
+        # A trial's POST to an endpoint whose body came whole in its first message (as a rule)
+        # takes it from there, with ``receive`` as it is: nothing after reads the body again.
+        # Else the body is read as limits.read_bounded reads it (from that message on), and
+        # the app is handed its replay.
+        message = await receive()
+        raw = whole_body(message, declared, limit) if translate is not None else None
         try:
-            raw, receive = await read_bounded(scope, receive, state.request_limit)
+            if raw is None:
+                raw, receive = await read_bounded(scope, replay([message], receive), limit)
+            else:
+                scope[BOUNDED] = limit
         except BodyTooLarge as exc:
             record_oversized(state, channel.link.world.clock, "model", path, exc)
             if path.endswith("/messages"):
@@ -154,7 +181,6 @@ class ModelServer:
                 refusal = error_body(str(exc), "invalid_request_error", "request_too_large")
             await JSONResponse(refusal, 413)(scope, receive, send)
             return
-        translate = self._posts.get(path) if scope["method"] == "POST" else None
         if translate is None:
             await self.app(scope, receive, send)
             return
