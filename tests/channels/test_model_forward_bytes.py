@@ -8,6 +8,7 @@ it got."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -45,9 +46,12 @@ TOOLS = (b'{"model":"m","tools":[{"type":"function","function":{"name":"a"}},{"t
          b'"content":"y"}],"temperature":0.5}')  # fmt: skip
 
 
-def _send_all(bodies: list[bytes], got: list[bytes]) -> Any:
+def _send_all(
+    bodies: list[bytes], got: list[bytes], before: Callable[[Episode, int], None] | None = None
+) -> Any:
     """A probe sending each body as it is to its trial's channel, forwarded to an upstream
-    that keeps each request's bytes in ``got``."""
+    that keeps each request's bytes in ``got`` (``before``: called with the body's index
+    before each is sent)."""
 
     async def chat(request: Request) -> JSONResponse:
         got.append(await request.body())
@@ -58,7 +62,9 @@ def _send_all(bodies: list[bytes], got: list[bytes]) -> Any:
         async with serve_asgi(app) as url:
             config = UpstreamConfig(endpoint=f"{url}/v1")
             async with trial_endpoint(episode, config) as endpoint, httpx.AsyncClient() as http:
-                for raw in bodies:
+                for i, raw in enumerate(bodies):
+                    if before is not None:
+                        before(episode, i)
                     answer = await http.post(
                         f"{endpoint.base_url}/chat/completions",
                         content=raw,
@@ -161,3 +167,34 @@ def test_a_conversation_forwarded_over_the_wire_is_read_where_it_grew(monkeypatc
         (2, 3), (4, 3), (4, 3), (6, 3), (8, 3)
     ]  # fmt: skip
     assert whole == bodies[:1]
+
+
+def test_the_settings_added_to_the_agents_bytes_follow_the_configured_values() -> None:
+    """Both configured settings added where the agent sent neither, only the one it did not
+    send otherwise; and where the trial's settings change between requests (the channel
+    writes what it adds once per value), the new value reaches the upstream."""
+    got: list[bytes] = []
+
+    def before(episode: Episode, i: int) -> None:
+        if i == 2:  # (as a plugin's setup might, had it run later)
+            assert episode.model is not None
+            episode.model.temperature = 0.9
+
+    records = run(
+        RunConfig(
+            scenarios=select(installed(), [SCENARIO]),
+            agent=Probe(_send_all([OWN, WITH_TEMPERATURE, OWN], got, before)),
+            agent_name="probe",
+            trials=1,
+            seed=3,
+            references=False,
+            model=ModelSettings(temperature=0.2, seed=5),
+        )
+    ).records
+    assert [r.status for r in records] != ["not_evaluable"], records
+    head = OWN.rstrip()[:-1]
+    assert got == [
+        head + b', "temperature": 0.2, "seed": 5}',
+        WITH_TEMPERATURE[:-1] + b', "seed": 5}',
+        head + b', "temperature": 0.9, "seed": 5}',
+    ]

@@ -25,7 +25,8 @@ from chaoseval.channels.model.wire import (
     answer_fields,
     asks_stream,
     fingerprint,
-    with_members,
+    members_text,
+    with_text,
 )
 from chaoseval.errors import HarnessError
 from chaoseval.model.clock import round6
@@ -95,26 +96,6 @@ class _Earlier:
         return self.exchange.fault_ids if self.exchange is not None else self.faults
 
 
-def _as_sent(
-    raw: bytes, body: dict[str, Any], absent: tuple[bool, bool], sent: dict[str, Any]
-) -> bytes | None:
-    """The agent's request bytes as the upstream gets the body: the sampling settings the
-    channel added (``absent``: whether each of SAMPLED was missing before, now in ``body``)
-    at their end. None when they cannot be: a setting the agent sent as null was replaced in
-    place, or the body asks for a stream (the upstream is asked for a whole completion: the
-    body is written anew without ``stream`` and ``stream_options``)."""
-    if asks_stream(body):
-        return None
-    members: dict[str, Any] = {}
-    for key, missing in zip(SAMPLED, absent, strict=True):
-        if missing:
-            if key in body:
-                members[key] = body[key]
-        elif sent[key] is None and body[key] is not None:
-            return None
-    return with_members(raw, members)
-
-
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
 _DATA_FIELDS = frozenset(("input_tokens", "output_tokens", "cost"))
 
@@ -144,6 +125,8 @@ class TrialModelChannel:
         # grew since a request it repeats (a conversation is resent whole each turn).
         self.passes_bytes = self.unplugged and bool(getattr(upstream, "sends_bytes", False))
         self.reader = ConversationReader() if self.passes_bytes else None
+        # The members the configured settings add to a request's bytes, by what they add.
+        self._added: dict[tuple[Any, ...], bytes] = {}
         # An upstream that answers with a ModelReply itself (Upstream: complete_reply).
         self._replies = getattr(upstream, "complete_reply", None)
         self.closed = anyio.Event()
@@ -205,7 +188,7 @@ class TrialModelChannel:
             sent=sent,  # given, not the default's dict made and replaced
         )
         if passes and raw is not None:
-            call.raw = _as_sent(raw, body, absent, sent)
+            call.raw = self._as_sent(raw, body, absent, sent)
         self._count += 1
         exchange = Exchange(call, digest, step, time.perf_counter())
         self._last_by_hash[digest] = _Earlier(call.index, attempt, exchange)
@@ -222,6 +205,34 @@ class TrialModelChannel:
             if sent["seed"] is None and self.settings.seed is not None:
                 body["seed"] = self.settings.seed
         return sent
+
+    def _as_sent(
+        self, raw: bytes, body: dict[str, Any], absent: tuple[bool, bool], sent: dict[str, Any]
+    ) -> bytes | None:
+        """The agent's request bytes as the upstream gets the body: the sampling settings the
+        channel added (``absent``: whether each of SAMPLED was missing before, now in
+        ``body``) at their end. None when they cannot be: a setting the agent sent as null was
+        replaced in place, or the body asks for a stream (the upstream is asked for a whole
+        completion: the body is written anew without ``stream`` and ``stream_options``)."""
+        if asks_stream(body):
+            return None
+        temperature, seed = body.get("temperature"), body.get("seed")  # SAMPLED
+        t_missing, s_missing = absent
+        if (not t_missing and sent["temperature"] is None and temperature is not None) or (
+            not s_missing and sent["seed"] is None and seed is not None
+        ):
+            return None
+        # What the channel added: the trial's configured values, the same each request (a
+        # missing setting is None only where none is configured). Written once per pattern.
+        t_added, s_added = temperature if t_missing else None, seed if s_missing else None
+        key = (type(t_added), t_added, type(s_added), s_added)  # (1 and 1.0 are written apart)
+        added = self._added.get(key)
+        if added is None:
+            members = {"temperature": t_added, "seed": s_added}
+            added = members_text({k: v for k, v in members.items() if v is not None})
+            if len(self._added) < 8:
+                self._added[key] = added
+        return with_text(raw, added)
 
     def close(self) -> None:
         """The trial ended: a request still held (a hang) was delivered by now."""

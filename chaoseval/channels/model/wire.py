@@ -167,15 +167,27 @@ def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
     as the one read from ``raw`` with them set."""
     if not members:
         return raw
+    return with_text(raw, members_text(members))
+
+
+def members_text(members: dict[str, Any]) -> bytes:
+    """``members`` as :func:`with_members` adds them: each ``"name": value`` as
+    ``json.dumps`` writes it, joined by ``", "``."""
+    if len(members) == 1:  # the usual case (a configured temperature): no list to join
+        [(key, value)] = members.items()
+        return _member(key, value)
+    return b", ".join([_member(k, v) for k, v in members.items()])
+
+
+def with_text(raw: bytes, added: bytes) -> bytes:
+    """``raw``, the bytes of a JSON object, with ``added`` (members as :func:`members_text`
+    writes them, or nothing) at its end."""
+    if not added:
+        return raw
     head = raw.rstrip(JSON_SPACE)
     end = len(head) - 1  # the closing brace
     if end < 0 or head[end] != _CLOSE:
         raise ValueError("not the bytes of a JSON object")
-    if len(members) == 1:  # the usual case (a configured temperature): no list to join
-        [(key, value)] = members.items()
-        added = _member(key, value)
-    else:
-        added = b", ".join([_member(k, v) for k, v in members.items()])
     # The byte before the closing brace is "{" only in an empty object (a member's value
     # ends with a quote, a digit, a letter, "]" or "}").
     before = end - 1
