@@ -16,8 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaoseval.channels.model.wire import (
+    answer_bytes,
     body_hash,
     decode_json,
+    dumps,
     fingerprint,
     read_json,
     read_top,
@@ -162,3 +164,33 @@ def test_a_top_level_read_is_the_whole_reads_members_or_none(body: Any, ascii_on
 )  # fmt: skip
 def test_a_top_level_read_leaves_the_odd_bodies_to_the_whole_read(raw: bytes) -> None:
     assert read_top(raw) is None
+
+
+# What a completion chaoseval makes holds: no float that JSON cannot write (text may hold
+# anything, a lone surrogate included).
+answers = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**40), 10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=12,
+)
+
+
+@given(answers)
+def test_an_answer_written_by_msgspec_reads_as_the_one_json_wrote(value: Any) -> None:
+    """wire.answer_bytes writes an unplugged answer (msgspec's compact UTF-8): any reader
+    reads the value json's text gave; where UTF-8 cannot hold a string, json's text itself."""
+    written = answer_bytes(value)
+    assert _same(json.loads(written), json.loads(dumps(value)))
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        assert written == dumps(value).encode()  # a lone surrogate: json's escapes
+
+
+def test_a_lone_surrogate_in_an_answer_is_written_as_its_escape() -> None:
+    assert answer_bytes({"content": "a\ud800b"}) == b'{"content": "a\\ud800b"}'
+    assert answer_bytes({"content": "caf\u00e9"}) == '{"content":"caf\u00e9"}'.encode()

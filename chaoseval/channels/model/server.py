@@ -46,7 +46,7 @@ from chaoseval.channels.model.calls import (
 from chaoseval.channels.model.channel import RETRY_HEADER, Exchange, TrialModelChannel
 from chaoseval.channels.model.shapes import ANTHROPIC, CHAT, Shape, responses_shape
 from chaoseval.channels.model.sim import SIM_MODEL
-from chaoseval.channels.model.wire import Cut, dumps, error_body, read_json
+from chaoseval.channels.model.wire import Cut, answer_bytes, dumps, error_body, read_json
 from chaoseval.engine.http import ERROR_HEADER
 from chaoseval.errors import HarnessError, UpstreamError
 
@@ -337,7 +337,9 @@ async def exchange_response(
         # A forwarded answer no plugin could have changed: written as the upstream sent it
         # (its bytes, not a re-encoding of their parse).
         rendered = raw
-    else:
+    elif channel.unplugged:  # chaoseval's own answer: msgspec writes it (wire.answer_bytes)
+        rendered = answer_bytes(shape.render(reply.completion))
+    else:  # a plugin's: json writes whatever it put there, as it always did
         rendered = dumps(shape.render(reply.completion)).encode()
     if reply.cut_mid_tool_call:  # a non-streaming answer cut short: half a JSON body
         channel.finish(exchange, status=200, result_class="connection_reset", reply=reply)
