@@ -60,8 +60,9 @@ def answer_bytes(value: Any) -> bytes:
     API's shape: the sim's, or an upstream's as read) as UTF-8 JSON: msgspec's compact text,
     in a fifth of json's time (make bench-wire: the sim's kind). Any client reads it as it
     read json's spaced, ASCII-escaped text. Where UTF-8 has no form for a string (a lone
-    surrogate), json's escapes, as plugins' answers are written (``dumps``). A NaN would be
-    written null, as JSON has none; no completion chaoseval makes or reads in has one."""
+    surrogate), json's escapes, as plugins' answers are written (``dumps``). A NaN (only an
+    upstream's answer can hold one, read by json) is written null: JSON has no NaN, and json
+    wrote a token some clients refuse."""
     try:
         return _ENCODE(value)
     except UnicodeEncodeError:
