@@ -58,7 +58,7 @@ JSON_SPACE = b" \t\r\n"  # the bytes JSON takes as space between tokens
 def answer_bytes(value: Any) -> bytes:
     """An answer chaoseval made itself (a completion no plugin could have changed, in its
     API's shape: the sim's, or an upstream's as read) as UTF-8 JSON: msgspec's compact text,
-    in a fifth of json's time (make bench-wire: the sim's kind). Any client reads it as it
+    in a ninth of json's time (a completion with a tool call). Any client reads it as it
     read json's spaced, ASCII-escaped text. Where UTF-8 has no form for a string (a lone
     surrogate), json's escapes, as plugins' answers are written (``dumps``). A NaN (only an
     upstream's answer can hold one, read by json) is written null: JSON has no NaN, and json
