@@ -144,7 +144,7 @@ CHAT = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Say h
 def test_the_model_server_reads_a_body_in_one_message_as_the_same_body_in_parts() -> None:
     """The server takes a body that came whole in one message at once (its fast path), and
     a body in parts through read_bounded: the same answers and the same record; a declared
-    length over the limit is refused either way, before the body is read."""
+    length over the limit is refused, though the body came whole (read_bounded's refusal)."""
     one = [{"type": "http.request", "body": CHAT, "more_body": False}]
     half = len(CHAT) // 2
     parts = [{"type": "http.request", "body": CHAT[:half], "more_body": True},
