@@ -18,7 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaoseval.channels.model.calls import ModelReply
-from chaoseval.channels.model.wire import answer_fields, decode_json, read_summary, with_members
+from chaoseval.channels.model.wire import (
+    answer_fields,
+    decode_json,
+    members_text,
+    read_summary,
+    with_text,
+)
 from chaoseval.model.clock import round6
 
 scalars = (
@@ -128,10 +134,10 @@ def test_a_summarized_replys_completion_is_decoded_when_read_and_then_not_summar
 
 
 @pytest.mark.parametrize("value", [0.7, 0.7000000000000001, -0.0, 0.0, 1, True, None, "é", 2**80])
-def test_with_members_writes_each_value_as_json_does_even_from_its_cache(value: Any) -> None:
+def test_members_are_added_to_a_body_as_json_writes_them_even_from_its_cache(value: Any) -> None:
     for raw in (b"{}", b'{"a": 1}', b'{"a":1} \n'):
         for _ in range(2):  # the second from the cache of the last value written
-            out = with_members(raw, {"temperature": value})
+            out = with_text(raw, members_text({"temperature": value}))
             head = raw.rstrip()[:-1]
             comma = "" if head.rstrip().endswith(b"{") else ", "
             text = json.dumps(value, ensure_ascii=False)

@@ -176,17 +176,8 @@ def asks_stream(body: dict[str, Any]) -> bool:
     return "stream_options" in body or body.get("stream", False) is not False
 
 
-def with_members(raw: bytes, members: dict[str, Any]) -> bytes:
-    """``raw``, the bytes of a JSON object that has none of ``members``' names, with
-    ``members`` added at its end (written as ``json.dumps`` writes them): the same object
-    as the one read from ``raw`` with them set."""
-    if not members:
-        return raw
-    return with_text(raw, members_text(members))
-
-
 def members_text(members: dict[str, Any]) -> bytes:
-    """``members`` as :func:`with_members` adds them: each ``"name": value`` as
+    """``members`` as :func:`with_text` adds them to a body: each ``"name": value`` as
     ``json.dumps`` writes it, joined by ``", "``."""
     if len(members) == 1:  # the usual case (a configured temperature): no list to join
         [(key, value)] = members.items()
@@ -195,8 +186,9 @@ def members_text(members: dict[str, Any]) -> bytes:
 
 
 def with_text(raw: bytes, added: bytes) -> bytes:
-    """``raw``, the bytes of a JSON object, with ``added`` (members as :func:`members_text`
-    writes them, or nothing) at its end."""
+    """``raw``, the bytes of a JSON object that has none of the members ``added`` holds
+    (written by :func:`members_text`, or nothing), with them at its end: the same object as
+    the one read from ``raw`` with them set."""
     if not added:
         return raw
     head = raw.rstrip(JSON_SPACE)
