@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_wire import J, _chat, _trial, _turn
-from count_forward import _Session, scope_of
+from count_forward import _Session, serve
 from trivial import scenario
 
 from chaoseval.channels.model.session import UpstreamConfig, run_channels, trial_endpoint
@@ -47,23 +47,6 @@ def _patches(variant: Path) -> list[tuple[Any, str, Any]]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return list(module.PATCHES)
-
-
-async def _serve(app: Any, bodies: list[bytes], auths: list[list[tuple[bytes, bytes]]]) -> None:
-    sent: list[Any] = []
-
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    for i, data in enumerate(bodies):
-
-        async def receive(data: bytes = data) -> dict[str, Any]:
-            return {"type": "http.request", "body": data, "more_body": False}
-
-        await app(scope_of(PATH, data, auths[i % J]), receive, send)
-        if sent[0]["status"] != 200:
-            raise SystemExit(f"alternate: HTTP {sent[0]['status']}: {sent[1:]}")
-        sent.clear()
 
 
 def main(variant: Path, rounds: int = 16) -> None:
@@ -96,14 +79,14 @@ def main(variant: Path, rounds: int = 16) -> None:
                 "the sim's kind": (simulating.server, chats, keys(sims)),
             }
             for app, bodies, auths in kinds.values():
-                await _serve(app, bodies[:WARM], auths)
+                await serve(app, PATH, bodies[:WARM], auths)
             steps = episode.link.state.trajectory.steps  # type: ignore[union-attr]
             for r in range(rounds):
                 for patched in (False, True) if r % 2 else (True, False):
                     use(patched)
                     for name, (app, bodies, auths) in kinds.items():
                         started = time.perf_counter()
-                        await _serve(app, bodies, auths)
+                        await serve(app, PATH, bodies, auths)
                         seen.setdefault((name, patched), []).append(
                             (time.perf_counter() - started) / N * 1e6
                         )

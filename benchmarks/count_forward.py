@@ -69,18 +69,20 @@ def scope_of(
     }  # fmt: skip
 
 
-async def _serve(app: Any, path: str, bodies: list[bytes], headers: Any) -> None:
+async def serve(app: Any, path: str, bodies: list[bytes], headers: list[Any]) -> None:
+    """Each body POSTed to ``app`` in process, the i-th with ``headers[i % len(headers)]``
+    (one list for all, or one a trial, as bench_wire's clients send them); each answered 200."""
     sent: list[Any] = []
 
     async def send(message: Any) -> None:
         sent.append(message)
 
-    for data in bodies:
+    for i, data in enumerate(bodies):
 
         async def receive(data: bytes = data) -> dict[str, Any]:
             return {"type": "http.request", "body": data, "more_body": False}
 
-        await app(scope_of(path, data, headers), receive, send)
+        await app(scope_of(path, data, headers[i % len(headers)]), receive, send)
         if sent[0]["status"] != 200:
             raise SystemExit(f"count_forward: HTTP {sent[0]['status']}: {sent[1:]}")
         sent.clear()
@@ -120,7 +122,7 @@ def _served(kind: str, count: int) -> None:
     async def body(episode: Episode, seen: Any) -> None:
         session = _Session()
         if kind == "proxy":
-            await _serve(_proxy(session), path, bodies, [])
+            await serve(_proxy(session), path, bodies, [[]])
             return
         async with (
             run_channels(UpstreamConfig(endpoint="http://upstream/v1")) as channels,
@@ -128,7 +130,7 @@ def _served(kind: str, count: int) -> None:
         ):
             channels.upstream._session = session  # type: ignore[union-attr]
             auth = [(b"authorization", f"Bearer {endpoint.api_key}".encode())]
-            await _serve(channels.server, path, bodies, auth)
+            await serve(channels.server, path, bodies, [auth])
         steps = episode.link.state.trajectory.steps  # type: ignore[union-attr]
         if sum(s.kind == "model" for s in steps) != count:
             raise SystemExit("count_forward: a request was not recorded")
