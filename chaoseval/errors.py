@@ -117,6 +117,11 @@ class ConfigError(ChaosevalError):
 # --- said, not raised ------------------------------------------------------------------------
 
 
+class HarnessWarning(UserWarning):
+    """Something of chaoseval's own went wrong after a trial's outcome was known (its
+    directory could not be removed): said, never charged to the trial."""
+
+
 class IsolationWarning(UserWarning):
     """A run whose exec: agents are not isolated from each other (chaoseval.agents.sandbox):
     issued once, when the run starts; the manifest and the report say it too."""

@@ -54,7 +54,6 @@ import os
 import shlex
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -62,12 +61,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from subprocess import PIPE
+from urllib.parse import urlsplit
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from chaoseval import redact
 from chaoseval.agents import crash, guard, sandbox
+from chaoseval.agents.trialdir import trial_directory
 from chaoseval.channels.asgi import single
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
@@ -271,7 +272,7 @@ class ProcessAgent:
             model = await stack.enter_async_context(trial_endpoint(episode, self.upstream))
         # The trial's own directory (0700): the agent's working directory and its HOME in the
         # sandbox, removed with it.
-        trial = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaoseval-")))
+        trial = stack.enter_context(trial_directory())
         workdir, home = trial / "work", trial / "home"
         workdir.mkdir()
         home.mkdir()
@@ -292,10 +293,15 @@ class ProcessAgent:
             "TZ": _posix_tz(episode),
         }
         box = self._sandbox()
-        status = None
-        if box.bwrap is not None:  # whether bwrap started the command, when it fails
+        status, relay = None, None
+        if box.bwrap is not None:  # whether the sandbox started the command, when it fails
             status = stack.enter_context(contextlib.closing(sandbox.ExecStatus()))
-        argv = box.command(self.argv, trial, workdir, status)
+        if box.bwrap is not None and box.level.network:  # its network: the trial's ports only
+            served = (urls.mcp, urls.tools, urls.memory, ui, *_model_env(model).values())
+            ports = {p for p in (urlsplit(u).port for u in served if "://" in u) if p}
+            control = trial / "net.sock"
+            relay = await stack.enter_async_context(sandbox.serve_ports(control, ports))
+        argv = box.command(self.argv, trial, workdir, status, relay)
         return argv, box.env(env, home), workdir, status
 
     @property

@@ -9,9 +9,13 @@ outlives the run. In the sandbox each agent has
 - a private ``/tmp`` (and ``$TMPDIR``): the other trials' directories are not there;
 - the host read-only, apart from its own trial directory (its working directory and
   ``HOME``);
-- no capabilities (when chaoseval runs as root);
-- the host's network: it reaches its trial's servers on 127.0.0.1, each behind the trial's
-  own credential (docs/SECURITY.md).
+- no capabilities (when chaoseval runs as root), a user namespace of its own in which no
+  further one can be made (``--disable-userns``), and ``/proc/sys`` (with ``/sys``, as the
+  whole host) read-only: a root agent cannot set the host's sysctls;
+- its own UTS, IPC and network namespaces: a loopback on which :mod:`netrelay` listens on the
+  trial's ports, handing each connection to a socket chaoseval connected to that port on the
+  host (:func:`serve_ports`); the agent reaches its trial's servers, each behind the trial's
+  own credential, and nothing else (docs/SECURITY.md).
 
 When the trial ends its process group is killed as before (:mod:`chaoseval.agents.process`),
 bwrap with it; the namespace's PID 1 goes, and the kernel kills whatever is left in the
@@ -27,44 +31,111 @@ probe, and the run says so (:class:`chaoseval.errors.IsolationWarning`, the mani
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+from anyio.abc import SocketStream, UNIXSocketStream
+
+from chaoseval.agents import netrelay
 from chaoseval.debian import apt_install
 from chaoseval.errors import ConfigError
 from chaoseval.model.records import Isolation, check_sandbox_mode
 
 PROBE_TIMEOUT = 10.0  # seconds; bwrap starts in milliseconds
+CONNECT_TIMEOUT = 10.0  # seconds for chaoseval to connect a sandboxed agent to its trial's port
+
+
+# Corners of /proc that set the host's state: the sandbox's fresh /proc (--proc) leaves them
+# writable to a root agent, caps dropped or not (a sysctl's check is its file's mode), and
+# bwrap does not cover them when run as root. kernel.core_pattern would run a program as root
+# on the host at the next crash. Shown read-only from the host's /proc instead.
+_PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
+
+
+@dataclass(frozen=True)
+class Level:
+    """How much of the sandbox bwrap can make here: each trial's own network namespace
+    (``network``) and user namespace with no further one allowed (``userns``)."""
+
+    network: bool = True
+    userns: bool = True
+
+    def missing(self) -> str:
+        """What a sandbox of this level does not hold, as the run says it ("" when whole)."""
+        gaps = []
+        if not self.network:
+            gaps.append("the agent shares the host's network")
+        if not self.userns:
+            gaps.append("the agent can create user namespaces")
+        return "; ".join(gaps)
+
+
+FULL = Level()
+# Tried in order where the whole sandbox cannot be made (a container that refuses new network
+# or user namespaces, a bwrap older than 0.8 without --disable-userns): less isolation, said.
+LEVELS = (FULL, Level(network=False), Level(network=False, userns=False))
+
+
+@dataclass(frozen=True)
+class Relay:
+    """A trial's own servers as the sandbox reaches them: ``ports`` on 127.0.0.1, asked for
+    through the Unix socket ``control`` (:func:`serve_ports`, :mod:`netrelay`)."""
+
+    control: Path
+    ports: frozenset[int]
 
 
 @dataclass(frozen=True)
 class Sandbox:
-    """Where an exec: agent runs: under ``bwrap`` (its path), or as it is (``note`` says why)."""
+    """Where an exec: agent runs: under ``bwrap`` (its path), or as it is (``note`` says why).
+    ``level`` is less than :data:`FULL` where bwrap cannot make the whole sandbox here
+    (``note`` says what is missing and why)."""
 
     bwrap: str | None = None
     note: str = ""
+    level: Level = FULL
 
     @property
     def isolation(self) -> Isolation:
         if self.bwrap is None:
             return Isolation(sandbox="none", note=self.note)
-        return Isolation(sandbox="bwrap")
+        if self.level.network:
+            return Isolation(sandbox="bwrap", network="trial", note=self.note)
+        return Isolation(sandbox="bwrap", network="host", note=self.note)
 
     def command(
-        self, argv: list[str], trial: Path, cwd: Path, status: ExecStatus | None = None
+        self,
+        argv: list[str],
+        trial: Path,
+        cwd: Path,
+        status: ExecStatus | None = None,
+        relay: Relay | None = None,
     ) -> list[str]:
         """``argv`` as run for a trial whose own directory is ``trial`` (``status``: where
-        bwrap says whether it started the command)."""
+        the sandbox says whether it started the command; ``relay``: the trial's ports, for a
+        sandbox with a network of its own)."""
         if self.bwrap is None:
             return argv
-        report = ["--json-status-fd", str(status.writer)] if status is not None else []
-        return [self.bwrap, *bwrap_flags(trial, argv), *report, "--chdir", str(cwd), "--", *argv]
+        flags = bwrap_flags(trial, argv, self.level)
+        if relay is None or status is None or not self.level.network:
+            report = ["--json-status-fd", str(status.writer)] if status is not None else []
+            return [self.bwrap, *flags, *report, "--chdir", str(cwd), "--", *argv]
+        status.relayed = True  # the relay, not bwrap, says the command started
+        ports = ",".join(str(p) for p in sorted(relay.ports))
+        inner = [sys.executable, "-I", "-S", netrelay.__file__, str(relay.control)]
+        inner += [str(status.writer), ports, "--", *argv]
+        return [self.bwrap, *flags, "--chdir", str(cwd), "--", *inner]
 
     def check(self, argv: list[str]) -> None:
         """ConfigError, before any trial, when the sandbox does not find ``argv[0]`` as it is
@@ -114,6 +185,7 @@ class ExecStatus:
 
     def __init__(self) -> None:
         self.reader, self.writer = os.pipe()
+        self.relayed = False  # netrelay writes STARTED once it started the command
 
     def started(self) -> None:
         """The command was started: bwrap holds the write end now, we need it no more."""
@@ -132,11 +204,15 @@ class ExecStatus:
             pass
         # find, not `in`: bytes' `in` tries its needle as an int first, a TypeError raised and
         # dropped in C on every call (tests/cerrors.py)
-        return data.find(b'"exit-code"') >= 0
+        return data.find(netrelay.STARTED if self.relayed else b'"exit-code"') >= 0
 
     def close(self) -> None:
         self.started()
         os.close(self.reader)
+
+
+def _level(bwrap: str) -> Level:
+    return probe(bwrap)[0] or FULL
 
 
 _CHECKED: set[tuple[str, str, str, str]] = set()  # commands found alike: asked once a process
@@ -151,7 +227,7 @@ def _check(bwrap: str, command: str, path: str, temp: str) -> None:
     here = shutil.which(command)
     with tempfile.TemporaryDirectory(prefix="chaoseval-check-") as trial:
         probe = [sys.executable, "-I", "-S", "-c", _FINDS, command]
-        flags = bwrap_flags(Path(trial), [command])
+        flags = bwrap_flags(Path(trial), [command], _level(bwrap))
         argv = [bwrap, *flags, "--chdir", trial, "--", *probe]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
@@ -277,10 +353,12 @@ def _exposed(argv: list[str], roots: list[str]) -> list[str]:
     return out
 
 
-def bwrap_flags(trial: Path, argv: list[str]) -> list[str]:
+def bwrap_flags(trial: Path, argv: list[str], level: Level = FULL) -> list[str]:
     """bwrap's options for an agent whose trial directory is ``trial``."""
     roots = private_roots()
     flags = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for name in _PROC_COVERED:
+        flags += ["--ro-bind-try", f"/proc/{name}", f"/proc/{name}"]
     for root in roots:
         flags += ["--tmpfs", root]
     exposed = _exposed(argv, roots)
@@ -290,18 +368,34 @@ def bwrap_flags(trial: Path, argv: list[str]) -> list[str]:
         if any(Path(root).is_relative_to(path) for path in exposed):
             flags += ["--tmpfs", root]
     own = os.path.realpath(trial)
-    flags += ["--bind", own, own, "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+    flags += ["--bind", own, own, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if level.userns:  # as root the agent stays uid 0, mapped to root: the files it writes too
+        flags += ["--unshare-user", "--disable-userns"]
+    if level.network:
+        flags += ["--unshare-net"]  # its loopback alone; netrelay brings the trial's ports
+    flags += ["--die-with-parent"]
     if os.geteuid() == 0:  # root keeps every capability in the sandbox unless told
         flags += ["--cap-drop", "ALL"]
     return flags
 
 
 @functools.cache
-def probe(bwrap: str) -> str | None:
-    """None when bwrap runs a command with the trials' options here, else why not."""
+def probe(bwrap: str) -> tuple[Level | None, str]:
+    """The most bwrap can isolate here, with why not more; (None, why) when it cannot run."""
+    first = ""
+    for level in LEVELS:
+        why = _try(bwrap, level)
+        if why is None:
+            return level, (f"{level.missing()} ({first})" if first else "")
+        first = first or why
+    return None, first
+
+
+def _try(bwrap: str, level: Level) -> str | None:
+    """None when bwrap runs a command with the trials' options at ``level``, else why not."""
     with tempfile.TemporaryDirectory(prefix="chaoseval-probe-") as trial:
         true = shutil.which("true") or "/bin/true"
-        argv = [bwrap, *bwrap_flags(Path(trial), []), "--chdir", trial, "--", true]
+        argv = [bwrap, *bwrap_flags(Path(trial), [], level), "--chdir", trial, "--", true]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -318,12 +412,64 @@ def resolve(mode: str) -> Sandbox:
     if mode == "none":
         return Sandbox(note="--sandbox none")
     bwrap = shutil.which("bwrap")
-    why = probe(bwrap) if bwrap else "bwrap is not installed (apt-get install bubblewrap)"
-    if why is None:
-        return Sandbox(bwrap=bwrap)
+    if bwrap is None:
+        level, why = None, "bwrap is not installed (apt-get install bubblewrap)"
+    else:
+        level, why = probe(bwrap)
+    if level is not None:
+        return Sandbox(bwrap=bwrap, note=why, level=level)
     if mode == "bwrap":
         raise ConfigError(f"--sandbox bwrap: {why}; or run with --sandbox none")
     return Sandbox(note=why)
+
+
+@contextlib.asynccontextmanager
+async def serve_ports(control: Path, ports: Collection[int]) -> AsyncIterator[Relay]:
+    """chaoseval's side of a sandboxed trial's network (:mod:`netrelay`): on the Unix socket
+    ``control``, each request for one of ``ports`` is answered with a socket connected to it
+    on 127.0.0.1; a request for any other port gets nothing. For the block."""
+    allowed = frozenset(ports)
+    listener = await anyio.create_unix_listener(control)
+
+    async def answer(stream: SocketStream) -> None:
+        async with stream:
+            assert isinstance(stream, UNIXSocketStream)  # what a Unix listener accepts
+            with contextlib.suppress(OSError, anyio.EndOfStream, anyio.BrokenResourceError):
+                asked = b""
+                while len(asked) < 2:
+                    asked += await stream.receive(2 - len(asked))
+                port = int.from_bytes(asked, "big")
+                if port not in allowed:
+                    return  # closed with no descriptor: the relay drops the connection
+                with await _connect(port) as sock:
+                    await stream.send_fds(b"\0", [sock.fileno()])
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, answer)
+        try:
+            yield Relay(control, allowed)
+        finally:
+            # Nothing awaited here: in the cancelled scope it would raise Cancelled, which
+            # the scope then absorbs with whatever ended the trial (its error lost).
+            tg.cancel_scope.cancel()
+
+
+async def _connect(port: int) -> socket.socket:
+    """A socket connected to ``port`` on 127.0.0.1, without blocking the trial's loop."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setblocking(False)
+        code = sock.connect_ex(("127.0.0.1", port))
+        if code == errno.EINPROGRESS:
+            with anyio.fail_after(CONNECT_TIMEOUT):
+                await anyio.wait_writable(sock)
+            code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            raise OSError(code, os.strerror(code))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def ensure_bubblewrap() -> str | None:

@@ -291,12 +291,20 @@ class Isolation(BaseModel):
     of their own ("bwrap"), or not at all ("none", with why)."""
 
     sandbox: Literal["bwrap", "none"]
-    note: str = ""  # why not, when "none"
+    # With bwrap: the agent's network is its trial's servers alone ("trial"), or the host's
+    # where bwrap cannot make a network namespace here ("host", the note says why).
+    network: Literal["trial", "host"] | None = Field(default=None, exclude_if=lambda v: v is None)
+    note: str = ""  # why not, when "none"; what is missing, when bwrap holds less than whole
 
     def warning(self) -> str | None:
         """What a report says when the trials were not isolated from each other."""
         if self.sandbox != "none":
-            return None
+            if not self.note:
+                return None
+            return (
+                f"the exec: agents' sandbox holds less on this machine: {self.note} "
+                "(docs/SECURITY.md)"
+            )
         return (
             f"trials were not isolated from each other ({self.note}): an exec: agent could "
             "read another trial's environment and files, its per-trial credentials included, "

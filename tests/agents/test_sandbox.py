@@ -250,12 +250,15 @@ def test_a_sandboxed_run_records_it_and_warns_nothing(tmp_path, bwrap):
 
 
 # Stopped at its timeout, it takes a moment to finish up (as an agent flushing its state
-# would), then says so to the test's listener on 127.0.0.1 (its stdout is no longer read then).
+# would), then says so to the test's listener (its stdout is no longer read then): a Unix
+# socket outside /tmp, the one way out of the sandbox's network that the test can listen on.
 GRACEFUL = r"""
 import signal, socket, sys, time
 def stop(*_):
     time.sleep(0.2)
-    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).sendall(b"stopped")
+    with socket.socket(socket.AF_UNIX) as out:
+        out.connect(sys.argv[1])
+        out.sendall(b"stopped")
     sys.exit(0)
 signal.signal(signal.SIGTERM, stop)
 print("working", flush=True)
@@ -263,13 +266,15 @@ time.sleep(60)
 """
 
 
-def test_a_sandboxed_agent_gets_its_grace_at_the_timeout(tmp_path, bwrap):
+def test_a_sandboxed_agent_gets_its_grace_at_the_timeout(tmp_path, outside, bwrap):
     """SIGTERM reaches the agent while bwrap, and so its namespace, lives on for the grace:
     sent to bwrap too, it would end the namespace and the agent with it at once."""
-    with socket.create_server(("127.0.0.1", 0)) as server:
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(outside / "told.sock"))
+        server.listen()
         server.settimeout(10)
-        port = str(server.getsockname()[1])
-        [record] = run_exec(tmp_path, command(tmp_path, GRACEFUL, port), timeout=3.0)
+        cmd = command(tmp_path, GRACEFUL, str(outside / "told.sock"))
+        [record] = run_exec(tmp_path, cmd, timeout=3.0)
         assert record.root_cause == "timeout"
         connection, _ = server.accept()
         with connection:
@@ -369,9 +374,10 @@ class Vanishing(ProcessAgent):
 def test_bwrap_failing_to_start_the_command_is_a_harness_error_not_the_agent_s_crash(
     tmp_path, bwrap
 ):
-    """bwrap exits 1 when its execvp fails, as an agent may: its --json-status-fd tells them
-    apart (an exit-code only once the command started). Before, `bwrap: execvp ...` was
-    booked as the agent's crash; an agent's own exit 1 in the sandbox stays one
+    """The sandbox fails to start the command (bwrap's execvp, or netrelay's, when the trial
+    has a network of its own) and exits non-zero, as an agent may: the status pipe tells them
+    apart (written only once the command started). Before, `bwrap: execvp ...` was booked as
+    the agent's crash; an agent's own exit 1 in the sandbox stays one
     (tests/agents/test_exec_agents.py)."""
     agent = tmp_path / "agent.sh"
     agent.write_text("#!/bin/sh\necho '{\"answer\": \"ran\"}'\n")
@@ -391,8 +397,9 @@ def test_bwrap_failing_to_start_the_command_is_a_harness_error_not_the_agent_s_c
         )
     )
     [record] = read_journal(journal).records
-    assert (record.status, record.root_cause) == ("not_evaluable", "harness_error")
-    assert "execvp" in (record.error or "") and "--sandbox none" in (record.error or "")
+    assert (record.status, record.root_cause) == ("not_evaluable", "harness_error"), record.error
+    error = record.error or ""
+    assert "could not start" in error and "No such file" in error and "--sandbox none" in error
 
 
 @pytest.mark.parametrize("form", ["path", "env"])

@@ -16,12 +16,15 @@ from typing import Any
 
 import pytest
 
+from chaoseval.agents import netrelay
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import IsolationWarning
 from chaoseval.store.journal import read_journal
 from tests.e2e.shell import user_env
 from tests.engine.test_executors import _scenario
+
+NETRELAY = netrelay.__file__
 
 # Ignores SIGTERM, starts a child of its own (same group), then sleeps. Both carry the token
 # given as their last argument: in its sandbox the agent can neither write outside its trial
@@ -63,13 +66,18 @@ def _argv(pid: int) -> list[str]:
         return []
 
 
+def _sandbox_own(argv: list[str]) -> bool:
+    """bwrap, or the relay it runs the agent under (chaoseval.agents.netrelay)."""
+    return bool(argv) and (Path(argv[0]).name == "bwrap" or NETRELAY in argv)
+
+
 def carrying(token: str) -> list[int]:
-    """Host pids of the processes whose arguments include ``token`` (bwrap's own excepted),
-    the agent first."""
+    """Host pids of the processes whose arguments include ``token`` (the sandbox's own
+    excepted), the agent first."""
     found = []
     for entry in Path("/proc").iterdir():
         argv = _argv(int(entry.name)) if entry.name.isdigit() else []
-        if token in argv and Path(argv[0]).name != "bwrap" and alive(int(entry.name)):
+        if token in argv and not _sandbox_own(argv) and alive(int(entry.name)):
             found.append(int(entry.name))
     return sorted(found, key=lambda pid: "-c" in _argv(pid))
 
@@ -87,7 +95,7 @@ def started(token: str, proc: subprocess.Popen[bytes] | None = None) -> list[int
 def _worker(pid: int) -> int:
     """The process that started agent ``pid``: its parent, or bwrap's in a sandbox."""
     parent = _parent(pid)
-    while Path(_argv(parent)[0]).name == "bwrap":
+    while _sandbox_own(_argv(parent)):
         parent = _parent(parent)
     return parent
 
