@@ -3,7 +3,8 @@
 COMMAND runs once per trial (split like a shell would, but run without one unless the user
 writes ``sh -c '...'``), in a process group of its own, in the bubblewrap sandbox where the
 machine allows it (:mod:`chaoseval.agents.sandbox`: its own PID namespace and /proc, a private
-/tmp, the host read-only but its trial's directory), with a fresh working directory inside
+/tmp, the host read-only but its trial's directory, a network that reaches its trial's servers
+and nothing else), with a fresh working directory inside
 the trial's own directory (0700; in the sandbox ``HOME`` is there too), and talks to chaoseval
 only over the wire and its environment:
 
