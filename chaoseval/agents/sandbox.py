@@ -40,7 +40,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -285,8 +285,9 @@ def _needed(argv: list[str]) -> list[str]:
     venv's ``bin/python`` is a symlink out of the venv, but Python finds its venv from the
     path as written), the file a command named without a path is found as on PATH (bwrap
     looks it up on the same PATH inside: hidden there, it found another ``python`` or
-    none), and chaoseval's own interpreter prefix and source tree (a checkout or venv under
-    /tmp, as a CI clone may be, must not vanish in the sandbox)."""
+    none), chaoseval's own interpreter prefix and source tree (a checkout or venv under
+    /tmp, as a CI clone may be, must not vanish in the sandbox), and the installation the
+    environment points at (:func:`_installations`)."""
     paths = [os.path.abspath(a) for a in argv if os.path.isabs(a)]
     found = shutil.which(argv[0]) if argv and not os.path.isabs(argv[0]) else None
     if found is not None:
@@ -294,6 +295,7 @@ def _needed(argv: list[str]) -> list[str]:
     command = found or (argv[0] if argv else "")
     paths += [p for p in interpreter_paths(command) if os.path.isabs(p)]
     paths += [sys.prefix, str(Path(__file__).resolve().parents[2])]
+    paths += _installations(os.environ)
     out: list[str] = []
     for path in paths:
         if not os.path.exists(path):
@@ -302,9 +304,24 @@ def _needed(argv: list[str]) -> list[str]:
             parent = Path(form).parent
             if parent.name == "bin" and (parent.parent / "pyvenv.cfg").is_file():
                 form = str(parent.parent)  # the venv's bin/python: the whole venv
+            elif Path(form).name == "bin" and (parent / "pyvenv.cfg").is_file():
+                form = str(parent)  # a venv's bin on PATH: the whole venv
             if form not in out:
                 out.append(form)
     return out
+
+
+# Where an agent finds its own installation from its environment: a Node agent's packages in
+# NODE_PATH, a Python agent's in PYTHONPATH or its VIRTUAL_ENV, its tools on PATH. Such a path
+# under /tmp vanished in the sandbox (`Cannot find module 'openai'` in every trial).
+INSTALL_VARIABLES = ("PATH", "NODE_PATH", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+def _installations(env: Mapping[str, str]) -> list[str]:
+    """The absolute paths named in ``env``'s :data:`INSTALL_VARIABLES` (shown read-only
+    where they lie under a private root, never the root itself: :func:`_exposed`)."""
+    named = (p for var in INSTALL_VARIABLES for p in env.get(var, "").split(os.pathsep))
+    return [os.path.abspath(p) for p in named if os.path.isabs(p)]
 
 
 def shebang(path: str) -> list[str]:
