@@ -82,8 +82,9 @@ from chaoseval.channels.model.session import (
 from chaoseval.engine.executors.reap import descendants
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import ChaosevalError, ConfigError, HarnessError
+from chaoseval.model import untrusted
 from chaoseval.model.records import AgentOutput, Isolation
-from chaoseval.seams.agent import Episode
+from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.store import artifacts
 
 PREFIX = "exec:"
@@ -179,9 +180,32 @@ class Capture:
         return data.decode("utf-8", "replace").strip()
 
 
-def parse_answer(stdout: Capture) -> AgentOutput:
-    """The last line when it is ``{"answer": ...}``, else the whole of stdout."""
-    return AgentOutput.from_json(stdout.last_line()) or AgentOutput(answer=stdout.text().strip())
+def parse_answer(stdout: Capture, link: TrialLink | None = None) -> AgentOutput:
+    """The last line when it is ``{"answer": ...}``, else the whole of stdout. What of it a
+    record cannot hold as sent (a lone surrogate, nesting past ``untrusted.MAX_DEPTH``, a
+    line nested past what JSON's parser takes) is escaped or cut, and said in a note step of
+    ``link``'s trial."""
+    found, why = untrusted.Cleaned(), ""
+    try:
+        parsed = untrusted.clean(untrusted.loads(stdout.last_line()), found=found)
+    except untrusted.TooDeep as exc:
+        parsed, why = None, str(exc)
+    except ValueError:
+        parsed = None
+    output = AgentOutput.from_object(parsed)
+    if output is None:
+        output = AgentOutput(answer=stdout.text().strip())
+        found = untrusted.Cleaned()  # none of the line's values is kept: nothing was done
+    if link is not None and why:
+        untrusted.note(
+            link.state.trajectory, link.world.clock.monotonic(),
+            f"the agent's last stdout line is {why}: it is not read as an answer object, "
+            "the whole of stdout is the answer", {"line": "stdout"},
+        )  # fmt: skip
+    elif link is not None and found:
+        untrusted.note(link.state.trajectory, link.world.clock.monotonic(),
+                       found.sentence("the agent's answer line"), found.args())  # fmt: skip
+    return output
 
 
 class ProcessAgent:
@@ -252,7 +276,9 @@ class ProcessAgent:
                 argv, env, workdir, status = await self._set_up(episode, stack)
             except OSError as exc:  # no temp dir, no port: chaoseval's trouble, not the agent's
                 raise HarnessError(f"exec: the trial could not be set up: {exc}") from exc
-            return await self._run_process(argv, env, workdir, episode.instruction, status)
+            return await self._run_process(
+                argv, env, workdir, episode.instruction, status, episode.link
+            )
         raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
 
     async def _set_up(
@@ -322,6 +348,7 @@ class ProcessAgent:
         cwd: Path,
         instruction: str,
         status: sandbox.ExecStatus | None = None,
+        link: TrialLink | None = None,
     ) -> AgentOutput:
         stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT, ANSWER_LIMIT)
         stderr = Capture(STDERR_LIMIT, TAIL_LIMIT)  # the tail: where a crash's error is
@@ -361,7 +388,7 @@ class ProcessAgent:
             )
         if code:
             raise AgentProcessFailed(code, crash.summary(stderr.text()))  # redacted, then cut
-        return parse_answer(stdout)
+        return parse_answer(stdout, link)
 
     async def _stop(self, process: Process) -> None:
         """SIGTERM to the group, SIGKILL after the grace; nothing left running."""

@@ -24,15 +24,16 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from mcp.types import INVALID_REQUEST
+from mcp.types import INVALID_REQUEST, PARSE_ERROR
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from chaoseval.channels.asgi import serve_asgi
-from chaoseval.channels.limits import BOUNDED, BodyTooLarge, read_bounded
+from chaoseval.channels.limits import BOUNDED, BodyTooLarge, deep_message, read_bounded
 from chaoseval.channels.mcp.wire import TrialEndpoint
 from chaoseval.engine.http import ToolsApp, too_large_tools
 from chaoseval.engine.toolbox import ToolBox
+from chaoseval.model import untrusted
 from chaoseval.model.scenario import MemoryItem
 
 TRIAL_PATH = re.compile(r"^/trials/(?P<token>[A-Za-z0-9_-]+)(?P<rest>/.*)?$")
@@ -111,6 +112,12 @@ class ToolHub:
             toolbox.note_oversized("mcp" if mcp else "tools", rest, exc)
             await (too_large_rpc(exc) if mcp else too_large_tools(exc))(scope, receive, send)
             return
+        # Nesting no record or reader takes: refused with a 400 the agent reads, as the HTTP
+        # tools refuse it (ToolsApp): the MCP SDK's parser would take up to 200 levels.
+        if mcp and body is not None and untrusted.deeper(body):
+            toolbox.note_deep("mcp", rest)
+            await too_deep_rpc()(scope, receive, send)
+            return
         if mcp:
             await trial.mcp.handle(scope, receive, send)
             if scope.get("method") == "GET":
@@ -164,6 +171,13 @@ def too_large_rpc(error: BodyTooLarge) -> Response:
     """413 as the mcp library's own transport writes it: a JSON-RPC error with no id."""
     message = {"code": INVALID_REQUEST, "message": f"Payload Too Large: {error}"}
     return JSONResponse({"jsonrpc": "2.0", "id": None, "error": message}, 413)
+
+
+def too_deep_rpc() -> Response:
+    """400 for a body nested too deep: a JSON-RPC parse error with no id, as for any body
+    the mcp library's transport cannot parse."""
+    message = {"code": PARSE_ERROR, "message": f"Parse error: {deep_message()}"}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": message}, 400)
 
 
 @asynccontextmanager

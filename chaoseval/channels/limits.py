@@ -15,6 +15,8 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope
 
+from chaoseval.model import untrusted
+
 DEFAULT_REQUEST_LIMIT = 8 << 20  # bytes of one request body (--max-request-size)
 DRAIN_LIMIT = 256 << 20  # bytes of an oversized body read and dropped before answering
 OVERSIZED = "oversized_request"  # the note step's ``tool``
@@ -134,4 +136,26 @@ def record_oversized(state: Any, clock: Any, channel: str, path: str, error: Bod
         result={"status": 413, "bytes": error.size, "limit": error.limit},
         result_class="http_error",
         error=str(error),
+    )
+
+
+def deep_message(limit: int = untrusted.MAX_DEPTH) -> str:
+    """What a server answers to a request body nested past ``limit`` levels."""
+    return (
+        f"request body is JSON nested deeper than {limit} levels: refused, not read "
+        "(send the arguments with less nesting)"
+    )
+
+
+def record_deep(state: Any, clock: Any, channel: str, path: str) -> None:
+    """The agent's request body nested too deep to take (untrusted.deeper), as a step of its
+    trial: a 400 the agent was answered, judged with the rest, never a harness error."""
+    state.trajectory.add_step(
+        "note",
+        t=clock.monotonic(),
+        tool=untrusted.DEEP_REQUEST,
+        args={"channel": channel, "path": path},
+        result={"status": 400, "limit": untrusted.MAX_DEPTH},
+        result_class="http_error",
+        error=deep_message(),
     )

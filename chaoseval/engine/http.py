@@ -46,7 +46,12 @@ from starlette.types import Receive, Scope, Send
 
 from chaoseval import redact
 from chaoseval.channels.asgi import drop_connection, serve_asgi
-from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, bounded_body
+from chaoseval.channels.limits import (
+    DEFAULT_REQUEST_LIMIT,
+    BodyTooLarge,
+    bounded_body,
+    deep_message,
+)
 from chaoseval.engine.listing import http_listing, rewrites
 from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
 from chaoseval.engine.tooljson import utf8_json
@@ -58,6 +63,7 @@ from chaoseval.errors import (
     ToolHTTPError,
     ToolTimeout,
 )
+from chaoseval.model import untrusted
 from chaoseval.model.scenario import ToolDescription, ToolSpec
 from chaoseval.seams.agent import ToolChannel
 
@@ -228,6 +234,10 @@ class ToolsApp:
 
     async def _call(self, name: str, raw: bytes) -> tuple[Reply, list[int]]:
         """The call's answer, and its faults: delivered once the answer is written."""
+        if untrusted.deeper(raw):  # past what a record or json takes: the agent is told
+            if isinstance(self.toolbox, ToolBox):
+                self.toolbox.note_deep("tools", f"/tools/{name}")
+            return _error(400, "request_too_deep", deep_message()), []
         try:
             args = json.loads(raw or b"{}")
         except ValueError:
@@ -278,8 +288,8 @@ def tool_responder(toolbox: ToolChannel) -> Callable[..., Awaitable[httpx.Respon
 
     async def respond(request: httpx.Request, name: str) -> httpx.Response:
         try:
-            args = json.loads(request.content or b"{}")
-        except ValueError:
+            args = untrusted.loads(request.content or b"{}")
+        except ValueError:  # not JSON, or too deep for json (untrusted.TooDeep)
             args = None
         reply = await answer(toolbox, name, args)
         if reply.timeout:

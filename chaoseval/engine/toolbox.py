@@ -16,7 +16,12 @@ from typing import Any, NamedTuple
 import anyio
 from pydantic import ValidationError
 
-from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT, BodyTooLarge, record_oversized
+from chaoseval.channels.limits import (
+    DEFAULT_REQUEST_LIMIT,
+    BodyTooLarge,
+    record_deep,
+    record_oversized,
+)
 from chaoseval.engine.tooljson import (
     EXCERPT,
     _as_text,
@@ -220,6 +225,10 @@ class ToolBox:
     def note_oversized(self, channel: str, path: str, error: BodyTooLarge) -> None:
         """The agent sent a request body over the limit: a step of its trial."""
         record_oversized(self._state, self._world.clock, channel, path, error)
+
+    def note_deep(self, channel: str, path: str) -> None:
+        """The agent sent a request body nested too deep to take: a step of its trial."""
+        record_deep(self._state, self._world.clock, channel, path)
 
     async def call(self, name: str, /, **args: Any) -> Any:
         return (await self.call_json(name, args))[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,6 +14,7 @@ from pydantic import (
 )
 
 from chaoseval.errors import ConfigError
+from chaoseval.model import untrusted
 from chaoseval.model.trajectory import Trajectory, built
 
 # 2: the manifest lists the run's root causes (name, label, owner); 1 still reads.
@@ -140,9 +140,14 @@ class AgentOutput(BaseModel):
         """The output an agent wrote as ``{"answer": ..., "gave_up": ..., "data": {...}}``, or
         None when ``text`` is not such an object (wire and process agents then keep the text)."""
         try:
-            parsed = json.loads(text)
-        except ValueError:
+            parsed = untrusted.loads(text)
+        except ValueError:  # not JSON, or JSON too deep to read (untrusted.TooDeep)
             return None
+        return cls.from_object(parsed)
+
+    @classmethod
+    def from_object(cls, parsed: Any) -> AgentOutput | None:
+        """:meth:`from_json` of the value already parsed (None: not an answer object)."""
         if not (isinstance(parsed, dict) and "answer" in parsed):
             return None
         data = parsed.get("data")

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from chaoseval import redact
 from chaoseval.errors import JournalError
+from chaoseval.model import untrusted
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
 
 
@@ -172,9 +174,18 @@ def encode_record(record: TrialRecord) -> str:
     """A trial's journal line: secrets out and huge strings cut before it reaches the disk.
 
     pydantic-core's serializer writes the JSON (in Rust, as fast as orjson from the model
-    itself); the Python data is built only when a line needs redacting or cutting."""
+    itself); the Python data is built only when a line needs redacting or cutting. A record
+    the serializer refuses (what an agent sent: a lone surrogate, nesting past its 255
+    levels) is made fit in place, a note step saying what was done (chaoseval.model.untrusted),
+    and written: one trial's output never stops the run."""
     # The serializer itself, not model_dump_json's wrapper (same defaults, 14 keywords fewer).
-    line = _TRIAL_JSON(record).decode()
+    try:
+        line = _TRIAL_JSON(record).decode()
+    except PydanticSerializationError:
+        found = untrusted.scrub(record)
+        text = found.sentence("the trial's data")
+        untrusted.note(record.trajectory, record.sim_seconds, text, found.args())
+        line = _TRIAL_JSON(record).decode()
     return redact.clean_json(line, lambda: record.model_dump(mode="json"))
 
 

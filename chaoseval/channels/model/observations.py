@@ -33,6 +33,7 @@ from http import HTTPStatus
 from typing import Any
 
 from chaoseval.channels.model.wire import content_text
+from chaoseval.model import untrusted
 
 ENVELOPE_KEYS = {"error", "kind", "status", "retry_after", "message"}
 SPECIFIC_KINDS = ("timeout", "http_error", "connection_reset", "invalid_arguments", "unknown_tool")
@@ -116,8 +117,8 @@ def read_content(content: Any, *, flagged: bool = False) -> Observation:
 def parse_value(text: str) -> Any:
     """JSON, or a Python literal (a client that relays ``str(result)``); None when neither."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return untrusted.loads(text)
+    except ValueError:  # untrusted.TooDeep too: then not JSON the sim can read
         pass
     if text.lstrip()[:1] in ("{", "["):
         try:

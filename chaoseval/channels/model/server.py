@@ -29,7 +29,9 @@ from chaoseval.channels.limits import (
     BOUNDED,
     BodyTooLarge,
     declared_length,
+    deep_message,
     read_bounded,
+    record_deep,
     record_oversized,
     replay,
     whole_body,
@@ -49,6 +51,7 @@ from chaoseval.channels.model.sim import SIM_MODEL
 from chaoseval.channels.model.wire import Cut, answer_bytes, dumps, error_body, read_json
 from chaoseval.engine.http import ERROR_HEADER
 from chaoseval.errors import HarnessError, UpstreamError
+from chaoseval.model import untrusted
 
 EXCHANGES = "chaoseval.exchanges"  # scope key: the exchanges a request made, for its timing
 CHANNEL = "chaoseval.model.channel"  # scope key: the trial channel the request's key named
@@ -198,7 +201,7 @@ class ModelServer:
         top, digest, passes = None, None, False
         if channel.reader is not None and path == _CHAT_PATH:
             top, digest, passes = channel.reader.read(raw)
-        opened = _open(path, raw, top)
+        opened = _open(path, raw, top, channel)
         if isinstance(opened, Response):
             await opened(scope, receive, send)
             return
@@ -241,27 +244,40 @@ def _messages(body: dict[str, Any]) -> Translated:
 
 
 def _open(
-    path: str, raw: bytes, top: dict[str, Any] | None
+    path: str, raw: bytes, top: dict[str, Any] | None, channel: TrialModelChannel
 ) -> tuple[dict[str, Any], bool] | Response:
     """The request's JSON body and whether msgspec read it (wire.read_json), or the refusal
     to answer with (``path``: the request's, for its API's error shape). ``top``: its
-    top-level members where they were read alone (wire.read_top), all its step needs."""
+    top-level members where they were read alone (wire.read_top), all its step needs.
+    A body nested past what the parsers take is the agent's: a 400 and a note step."""
     body: Any = top
     plain = body is not None
+    problem = "body is not a JSON object"
     if body is None:
         try:
             body, plain = read_json(raw)
+        except untrusted.TooDeep:
+            return _too_deep(channel, path)
         except ValueError:
             body, plain = None, False
-    problem = "body is not a JSON object"
     if isinstance(body, dict):
         bad = _bad_sampling(body)
         if bad is None:
             return body, plain
         problem = bad
+    return _refusal(path, problem)
+
+
+def _refusal(path: str, problem: str) -> Response:
+    """400 in the API's shape (``path``: the request's)."""
     if path.endswith("/messages"):
         return JSONResponse(anthropic.error_body(400, problem), 400)
     return JSONResponse(error_body(problem, "invalid_request_error"), 400)
+
+
+def _too_deep(channel: TrialModelChannel, path: str) -> Response:
+    record_deep(channel.link.state, channel.link.world.clock, "model", path)
+    return _refusal(path, deep_message())
 
 
 def _bad_sampling(body: dict[str, Any]) -> str | None:
@@ -270,10 +286,13 @@ def _bad_sampling(body: dict[str, Any]) -> str | None:
     A real endpoint answers 400 to ``"temperature": {...}``; so does this one, before the
     value reaches the sim (``float()`` of it raised inside the app: a 500 that SDKs retry as
     a server fault) or the journal (where a dict as a sampling value broke every reader)."""
-    temperature, seed = body.get("temperature"), body.get("seed")
+    temperature, seed, model = body.get("temperature"), body.get("seed"), body.get("model")
     usual = temperature is None or type(temperature) in _NUMBER
-    if usual and (seed is None or type(seed) is int):
+    if usual and (seed is None or type(seed) is int) and (model is None or type(model) is str):
         return None  # the usual case, at once
+    if model is not None and not isinstance(model, str):
+        # Its step records it: a list nested 300 deep there was a record no reader took.
+        return f"model must be a string, not {type(model).__name__}"
     for key, kinds in (("temperature", (int, float)), ("seed", (int,))):
         value = body.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
@@ -323,6 +342,11 @@ async def exchange_response(
     except WireFault as fault:  # a third-party fault kind: the nearest wire shape, a 500
         channel.finish(exchange, status=500, result_class="http_error", error=str(fault))
         return JSONResponse(shape.error(ModelHTTPFault(500, str(fault))), 500)
+    except RecursionError as exc:  # nesting past Python's stack: the agent's, if it sent it
+        if not untrusted.deeper(received):
+            return _harness_error(channel, exchange, shape, exc)
+        channel.finish(exchange, status=400, result_class="http_error", error=deep_message())
+        return _too_deep(channel, scope["path"])
     except Exception as exc:  # whatever else broke, it is not the agent's doing
         return _harness_error(channel, exchange, shape, exc)
     if exchange.call.stream:

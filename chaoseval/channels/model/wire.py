@@ -21,6 +21,8 @@ from typing import Any, TypedDict, cast, get_type_hints
 
 import msgspec
 
+from chaoseval.model import untrusted
+
 STREAM_PIECE = 24  # characters of content or arguments per chunk: several chunks per call
 
 
@@ -106,11 +108,14 @@ def decode_json(raw: bytes) -> Any:
     """``json.loads(raw)``, the same values or the same error, at a quarter of its time for a
     request or answer body: msgspec reads what it can (UTF-8 JSON), and whatever it refuses
     (NaN and Infinity, a UTF-8 BOM or UTF-16 text, a lone surrogate, a number out of its
-    range, malformed JSON) is json's to read or to refuse as before (ValueError)."""
+    range, malformed JSON) is json's to read or to refuse as before (ValueError; JSON nested
+    past either parser's limit, untrusted.TooDeep)."""
     try:
         return _DECODE(raw)
     except msgspec.DecodeError:
-        return json.loads(raw)
+        return untrusted.loads(raw)
+    except RecursionError:  # msgspec's own limit: json's is no further
+        raise untrusted.TooDeep("JSON nested deeper than the parser takes") from None
 
 
 def read_json(raw: bytes) -> tuple[Any, bool]:
@@ -120,7 +125,9 @@ def read_json(raw: bytes) -> tuple[Any, bool]:
     try:
         return _DECODE(raw), True
     except msgspec.DecodeError:
-        return json.loads(raw), False
+        return untrusted.loads(raw), False
+    except RecursionError:  # msgspec's own limit: json's is no further
+        raise untrusted.TooDeep("JSON nested deeper than the parser takes") from None
 
 
 class _Top(TypedDict, total=False):
