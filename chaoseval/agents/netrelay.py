@@ -6,7 +6,9 @@ Its trial's servers (tools, model channel, pages) listen on the host's 127.0.0.1
 that loopback. This script listens on the same ports on the sandbox's 127.0.0.1, so the URLs in
 the agent's environment work unchanged, and for each connection asks chaoseval, over a Unix
 socket in the trial's directory, for a socket already connected to that port on the host
-(passed as a file descriptor, ``SCM_RIGHTS``); then it copies bytes both ways. chaoseval
+(passed as a file descriptor, ``SCM_RIGHTS``); then it copies bytes both ways, a thread a
+direction (threads, not asyncio: importing asyncio alone doubled the relay's start, paid by
+every trial). chaoseval
 connects only to the trial's own ports (chaoseval.agents.sandbox.serve_ports): the agent
 reaches those and nothing else.
 
@@ -22,7 +24,6 @@ library, in any interpreter the sandbox can run.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
@@ -34,57 +35,57 @@ STARTED = b"chaoseval-relay-started"
 CHUNK = 1 << 16
 
 
-async def _upstream(control: str, port: int) -> socket.socket | None:
+def _upstream(control: str, port: int) -> socket.socket | None:
     """A socket connected to ``port`` on the host, from chaoseval; None when refused."""
-    loop = asyncio.get_running_loop()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as ask:
-        ask.setblocking(False)
-        await loop.sock_connect(ask, control)
-        await loop.sock_sendall(ask, port.to_bytes(2, "big"))
-        readable = loop.create_future()
-        loop.add_reader(ask.fileno(), readable.set_result, None)
-        try:
-            await readable
-        finally:
-            loop.remove_reader(ask.fileno())
+        ask.connect(control)
+        ask.sendall(port.to_bytes(2, "big"))
         _, fds, _, _ = socket.recv_fds(ask, 1, 1)
-    if not fds:
-        return None
-    return socket.socket(fileno=fds[0])
+    return socket.socket(fileno=fds[0]) if fds else None
 
 
-async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    """Bytes from ``source`` to ``sink`` until its end, which is passed on (a half-close)."""
     try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()  # a half-close passes on: HTTP/1.0 clients end a request so
-    except (ConnectionError, OSError):
-        writer.close()
+        while data := source.recv(CHUNK):
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:  # a reset on either side ends both ways at once
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
-async def _serve(control: str, port: int) -> asyncio.Server:
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+def _connection(agent: socket.socket, control: str, port: int) -> None:
+    with agent:
         try:
-            sock = await _upstream(control, port)
+            host = _upstream(control, port)
         except OSError:
-            sock = None
-        if sock is None:
-            writer.close()
+            host = None
+        if host is None:
             return
-        up_reader, up_writer = await asyncio.open_connection(sock=sock)
-        try:
-            await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
-        finally:
-            writer.close()
-            up_writer.close()
+        with host:
+            host.setblocking(True)  # chaoseval connected it without blocking: the flag came too
+            for sock in (agent, host):  # as the servers do: no Nagle wait on a split answer
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            back = threading.Thread(target=_pump, args=(host, agent), daemon=True)
+            back.start()
+            _pump(agent, host)
+            back.join()
 
-    return await asyncio.start_server(connection, "127.0.0.1", port)
+
+def _accept(server: socket.socket, control: str, port: int) -> None:
+    while True:
+        agent, _ = server.accept()
+        threading.Thread(target=_connection, args=(agent, control, port), daemon=True).start()
 
 
-async def _main(control: str, status_fd: int, ports: list[int], argv: list[str]) -> int:
-    servers = [await _serve(control, port) for port in ports]
+def _run(control: str, status_fd: int, ports: list[int], argv: list[str]) -> int:
+    for port in ports:
+        server = socket.create_server(("127.0.0.1", port), backlog=128)
+        threading.Thread(target=_accept, args=(server, control, port), daemon=True).start()
     try:
         child = subprocess.Popen(argv)  # inherits stdin, stdout, stderr and the environment
     except OSError as exc:  # no STARTED: chaoseval books it as the sandbox's failure
@@ -94,23 +95,14 @@ async def _main(control: str, status_fd: int, ports: list[int], argv: list[str])
     os.close(status_fd)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    threading.Thread(
-        target=lambda: loop.call_soon_threadsafe(done.set_result, child.wait()), daemon=True
-    ).start()
-    code: int = await done
-    for server in servers:
-        server.close()
-    return code
+    return child.wait()
 
 
 def main(args: list[str]) -> None:
     split = args.index("--")
     control, status_fd, ports = args[:split]
-    argv = args[split + 1 :]
     numbers = [int(p) for p in ports.split(",") if p]
-    code = asyncio.run(_main(control, int(status_fd), numbers, argv))
+    code = _run(control, int(status_fd), numbers, args[split + 1 :])
     if code < 0:  # killed by a signal: end the same way, so the trial reads the same code
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
