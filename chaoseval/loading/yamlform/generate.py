@@ -14,7 +14,7 @@ from faker import Faker
 
 from chaoseval.loading.yamlform.expressions import loose_eq
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
-from chaoseval.loading.yamlform.templates import BRACE, jsonable, to_text
+from chaoseval.loading.yamlform.templates import BRACE, jsonable, spec_problem, to_text
 
 _NOT_PROVIDERS = {
     "add_provider", "cache_pattern", "del_arguments", "format", "get_arguments",
@@ -66,6 +66,10 @@ def _compile_field(node: Node, providers: set[str], earlier: set[str]) -> FieldG
                     f"template {v!r}: {{{name}}} is neither a faker provider, the row number "
                     f"{{n}}, nor an earlier field{did_you_mean(name, [*providers, *earlier, 'n'])}"
                 )
+            # After ':' a format spec for {n} and earlier fields (a provider's are its args).
+            problem = spec_problem(m.group(0)) if name == "n" or name in earlier else None
+            if problem:
+                raise node.error(f"template {v!r:.80}: {problem}")
 
         def template(f: Faker, row: dict[str, Any], tables: Any, n: int) -> Any:
             def sub(m: re.Match[str]) -> str:
