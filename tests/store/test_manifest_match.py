@@ -135,9 +135,8 @@ def test_forked_range_readers_refuse_as_one_pass(
         read_trials(j)
 
 
-def test_what_resume_writes_still_reads(tmp_path: Path, own: list[bytes]) -> None:
-    """A not-evaluable attempt and its re-run, then trials added by --resume -n: its manifest
-    again with the new count, which every reader takes (indices 2 and 3 are not refused)."""
+def _resumed(tmp_path: Path, own: list[bytes]) -> Path:
+    """A not-evaluable attempt and its re-run, then trials added by --resume -n 4."""
     d = json.loads(own[1])
     d["status"], d["root_cause"], d["error"] = "not_evaluable", "harness_error", "broke"
     j = tmp_path / "j.jsonl"
@@ -146,6 +145,13 @@ def test_what_resume_writes_still_reads(tmp_path: Path, own: list[bytes]) -> Non
     assert out.exit_code == 0, out.output
     out = _run(j, "--resume", "-n", "4")
     assert out.exit_code == 0, out.output
+    return j
+
+
+def test_what_resume_writes_still_reads(tmp_path: Path, own: list[bytes]) -> None:
+    """What --resume writes: its manifest again with the new count before trials added by
+    -n, which every reader takes (indices 2 and 3 are not refused)."""
+    j = _resumed(tmp_path, own)
     lines = [json.loads(x) for x in j.read_bytes().splitlines()]
     again = [i for i, x in enumerate(lines) if x["type"] == "manifest"]
     assert again[1:] and lines[again[1]]["trials"] == 4 and lines[0]["trials"] == 2
@@ -159,3 +165,23 @@ def test_what_resume_writes_still_reads(tmp_path: Path, own: list[bytes]) -> Non
     again_resumed = _run(j, "--resume", "-n", "4")  # nothing to add: no manifest line again
     assert again_resumed.exit_code == 0, again_resumed.output
     assert j.read_bytes().count(b'"type":"manifest"') == 2
+
+
+def test_forked_range_readers_take_a_later_manifests_count(
+    tmp_path: Path, own: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest line --resume -n wrote may fall in any reader's range: its count is
+    joined with the rest (one pass and ranges read the same journal alike)."""
+    j = _resumed(tmp_path, own)
+    monkeypatch.setattr(ranges, "MIN_BYTES", 0)
+    monkeypatch.setattr(ranges, "_single_threaded", lambda: True)
+    monkeypatch.setenv("CHAOSEVAL_COLUMN_CACHE", "0")
+    joined = []
+    join = ranges._join
+    monkeypatch.setattr(ranges, "_join", lambda *a: joined.append(join(*a)) or joined[-1])
+    for workers in ("2", "3"):
+        monkeypatch.setenv("CHAOSEVAL_READ_WORKERS", workers)
+        joined.clear()
+        t = read_trials(j)
+        assert len(t) == 8 and t.manifest.trials == 4
+        assert joined and all(x is not None for x in joined)  # read split, not again in one pass
