@@ -225,11 +225,16 @@ async def _start(
     old = _resumed(config, manifest)
     if old is not None:
         manifest = old.full_manifest()
-        manifest.trials = max(manifest.trials, config.trials)
+        # old.manifest.trials: the journal's count, a later manifest line's when one grew it.
+        grown = config.trials > old.manifest.trials
+        manifest.trials = max(old.manifest.trials, config.trials)
         kept = KeptTrials(old)
         if store is not None:
             store.keep_only(kept)
-        return manifest, kept, JournalWriter(old.path, None, truncate_cut_off=True)
+        # More trials than the journal allows: its manifest again with the new count, before
+        # them (readers refuse an index past the count: store.conform).
+        again = manifest if grown else None
+        return manifest, kept, JournalWriter(old.path, again, truncate_cut_off=True)
     if config.references:
         manifest.references = await reference_runs(config.scenarios, config.seed)
     if config.journal is None:

@@ -25,6 +25,7 @@ from chaoseval.model.records import Cell, TrialRecord
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.trajectory import Step
 from chaoseval.redact import redact
+from chaoseval.render.printable import md_code, md_quote, md_text
 from chaoseval.seams.agent import AgentAdapter, load_agent
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
@@ -265,11 +266,12 @@ def _instruction(record: TrialRecord, scenarios: Sequence[Scenario]) -> str | No
 
 
 def _step_line(record: TrialRecord, step: Step) -> str:
+    """One step of the trajectory as a line of Markdown (the agent's text escaped)."""
     if step.kind == "tool":
         args = ", ".join(f"{k}={v!r}" for k, v in (step.args or {}).items())
-        line = f"`{step.tool}({args})` → {step.result_class}"
+        line = f"{md_code(f'{step.tool}({args})')} → {step.result_class}"
         if step.error:
-            line += f": {step.error}"
+            line += f": {md_text(step.error)}"
         return line + _faults(record, step)
     if step.kind == "answer":
         return "answer" + (" (gave up)" if step.gave_up else "")
@@ -284,10 +286,11 @@ def _model_line(record: TrialRecord, step: Step) -> str:
     if not request:
         return "model call"
     answer = step.result if isinstance(step.result, dict) else {}
-    line = f"model call ({request.get('endpoint')}, attempt {request.get('attempt')})"
-    line += f" → {answer.get('status') or step.result_class}"
+    status = answer.get("status") or step.result_class
+    line = f"model call ({md_text(request.get('endpoint'))}, attempt "
+    line += f"{md_text(request.get('attempt'))}) → {md_text(status)}"
     if answer.get("tool_calls"):
-        line += ": calls " + ", ".join(str(c) for c in answer["tool_calls"])
+        line += ": calls " + ", ".join(md_text(c) for c in answer["tool_calls"])
     return line + _faults(record, step)
 
 
@@ -296,7 +299,7 @@ def _faults(record: TrialRecord, step: Step) -> str:
     if not faults:
         return ""
     return " — fault: " + ", ".join(
-        f"{f.perturbation}/{f.kind}"
+        md_text(f"{f.perturbation}/{f.kind}")
         + ("" if f.delivered else " (not delivered)")
         + (" (absorbed by a retry)" if f.detail.get("absorbed") else "")
         for f in faults
@@ -317,60 +320,76 @@ def to_markdown(
             "  ", " "
         ),
         "",
-        f"Journal `{journal.path}` (run {m.run_id}), agent `{m.agent}`, model {m.model.model} "
-        f"T={m.model.temperature:g}, run seed {m.seed}. Drawn with "
-        f"`chaoseval sample --seed {seed} --status {status}`.",
+        f"Journal {md_code(journal.path)} (run {md_text(m.run_id)}), agent {md_code(m.agent)}, "
+        f"model {md_text(m.model.model)} T={m.model.temperature:g}, run seed {m.seed}. Drawn "
+        f"with {md_code(f'chaoseval sample --seed {seed} --status {status}')}.",
         "",
         # What the model requests really sent and used, beside the configured T above.
-        *[f"Sampling {line}.\n" for line in sampling_lines(m.model, as_trials(journal).sampling)],
+        *[
+            f"Sampling {md_text(line)}.\n"
+            for line in sampling_lines(m.model, as_trials(journal).sampling)
+        ],
         "For each trial, read the instruction and the trajectory, then tick whether the "
         "judge's verdict is right.",
         "",
     ]
     for r in records:
-        out += [f"## {r.trial_id}", ""]
-        out.append(f"- **verdict:** {r.status}" + (f" ({r.root_cause})" if r.root_cause else ""))
-        out.append(f"- **cell:** {r.cell}; seed {r.seed}; {r.steps} tool call(s)")
-        out += ["- [ ] verdict confirmed by reviewer", ""]
-        instruction = _instruction(r, scenarios)
-        out += [
-            "### Instruction",
-            "",
-            f"> {instruction}"
-            if instruction
-            else "_(scenario not available to rebuild the instruction)_",
-            "",
-        ]
-        out += ["### Answer", "", f"> {r.answer}" if r.answer else "_(no answer)_", ""]
-        if r.error:
-            out += [f"Error: `{r.error}`", ""]
-        out += ["### Trajectory", ""]
-        # Simulated model calls are bookkeeping; model-channel requests (args) are the story.
-        shown = [s for s in r.trajectory.steps if s.kind != "model" or s.args]
-        out += [f"{i}. {_step_line(r, s)}" for i, s in enumerate(shown, start=1)] or ["_(empty)_"]
-        out += ["", "### Faults", ""]
-        if r.trajectory.faults:
-            for f in r.trajectory.faults:
-                detail = ", ".join(f"{k}={v}" for k, v in f.detail.items())
-                out.append(
-                    f"- {f.perturbation}: {f.kind} ({detail}) at call {f.call_index}, "
-                    f"{'delivered' if f.delivered else 'not delivered'}"
-                )
-        else:
-            out.append("_(none)_")
-        out += ["", "### Checks", ""]
-        if r.checks:
-            out += ["| check | kind | passed | detail |", "|---|---|---|---|"]
-            for c in r.checks:
-                detail = c.detail.replace("|", "\\|").replace("\n", " ")
-                # The kind column stays empty: a check result records no kind.
-                out.append(f"| {c.name} |  | {'yes' if c.passed else 'no'} | {detail[:200]} |")
-        else:
-            out.append("_(none run)_")
-        if r.vetoes:
-            out += ["", "Vetoes: " + "; ".join(f"{v.kind}: {v.detail}" for v in r.vetoes)]
-        out.append("")
+        out += _trial_markdown(r, scenarios)
     return "\n".join(out)
+
+
+def _trial_markdown(r: TrialRecord, scenarios: Sequence[Scenario]) -> list[str]:
+    """One drawn trial's section; every text the agent, its tools or the journal wrote is
+    escaped (raw HTML, links, images and code spans would render, not show)."""
+    out = [f"## {md_text(r.trial_id)}", ""]
+    cause = f" ({md_text(r.root_cause)})" if r.root_cause else ""
+    out.append(f"- **verdict:** {md_text(r.status)}{cause}")
+    out.append(f"- **cell:** {md_text(r.cell)}; seed {r.seed}; {r.steps} tool call(s)")
+    out += ["- [ ] verdict confirmed by reviewer", ""]
+    instruction = _instruction(r, scenarios)
+    out += [
+        "### Instruction",
+        "",
+        md_quote(instruction)
+        if instruction
+        else "_(scenario not available to rebuild the instruction)_",
+        "",
+    ]
+    out += ["### Answer", "", md_quote(r.answer) if r.answer else "_(no answer)_", ""]
+    if r.error:
+        out += [f"Error: {md_code(r.error)}", ""]
+    out += ["### Trajectory", ""]
+    # Simulated model calls are bookkeeping; model-channel requests (args) are the story.
+    shown = [s for s in r.trajectory.steps if s.kind != "model" or s.args]
+    out += [f"{i}. {_step_line(r, s)}" for i, s in enumerate(shown, start=1)] or ["_(empty)_"]
+    return out + _outcome_markdown(r)
+
+
+def _outcome_markdown(r: TrialRecord) -> list[str]:
+    """A drawn trial's faults, checks and vetoes, escaped."""
+    out = ["", "### Faults", ""]
+    for f in r.trajectory.faults:
+        detail = ", ".join(f"{k}={v}" for k, v in f.detail.items())
+        out.append(
+            f"- {md_text(f.perturbation)}: {md_text(f.kind)} ({md_text(detail)}) at call "
+            f"{f.call_index}, {'delivered' if f.delivered else 'not delivered'}"
+        )
+    if not r.trajectory.faults:
+        out.append("_(none)_")
+    out += ["", "### Checks", ""]
+    if r.checks:
+        out += ["| check | kind | passed | detail |", "|---|---|---|---|"]
+        for c in r.checks:
+            # The kind column stays empty: a check result records no kind.
+            passed = "yes" if c.passed else "no"
+            out.append(f"| {md_text(c.name)} |  | {passed} | {md_text(c.detail[:200])} |")
+    else:
+        out.append("_(none run)_")
+    if r.vetoes:
+        vetoes = "; ".join(f"{v.kind}: {v.detail}" for v in r.vetoes)
+        out += ["", f"Vetoes: {md_text(vetoes)}"]
+    out.append("")
+    return out
 
 
 def write_markdown(path: Path, text: str) -> None:

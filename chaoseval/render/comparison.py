@@ -13,7 +13,7 @@ from chaoseval.analysis.compare import CellComparison, HarnessComparison
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.spend import Budget
 from chaoseval.render.markdown import table_markdown
-from chaoseval.render.printable import escape
+from chaoseval.render.printable import escape, md_text
 from chaoseval.render.tables import TableData, budget_value, fmt, fmt_p, fmt_test_p
 
 __all__ = ["comparison_tables", "print_comparison", "render_comparison_markdown"]
@@ -164,11 +164,11 @@ def print_comparison(h: HarnessComparison, console: Console) -> None:
 
 
 def render_comparison_markdown(h: HarnessComparison) -> str:
-    lines = [f"# {h.b_label} (B) vs {h.a_label} (A)", ""]
-    lines += [f"- {line.strip()}" for line in _up_front(h)] + [""]
-    lines += [f"> warning: {w}" for w in h.warnings]
-    lines += [f"- {line}" for line in _unpaired(h)]
-    lines += ["", "## Conclusions", ""] + [f"- {v}" for v in h.conclusions] + [""]
+    lines = [f"# {md_text(h.b_label)} (B) vs {md_text(h.a_label)} (A)", ""]
+    lines += [f"- {md_text(line.strip())}" for line in _up_front(h)] + [""]
+    lines += [f"> warning: {md_text(w)}" for w in h.warnings]
+    lines += [f"- {md_text(line)}" for line in _unpaired(h)]
+    lines += ["", "## Conclusions", ""] + [f"- {md_text(v)}" for v in h.conclusions] + [""]
     absolute, resilience = comparison_tables(h)
     absolute.notes = _left_out(h, resilience=False)
     lines.append(table_markdown(absolute))

@@ -20,6 +20,7 @@ import numpy as np
 
 from chaoseval.errors import JournalError
 from chaoseval.model.records import RunManifest, make_trial_id
+from chaoseval.store.conform import Allowed
 from chaoseval.store.lite import RefCalls, TrialSummary, summarize
 from chaoseval.store.manifest import ReferenceIndex, index_references
 from chaoseval.store.reruns import merge_reruns
@@ -74,6 +75,7 @@ class Builder:
         self.path = path
         self.manifest: RunManifest | None = None
         self.run_id = ""
+        self.allowed = Allowed(frozenset(), frozenset(), 0)  # what the manifest lets lines hold
         self.refs: dict[str, RefCalls] = {}
         self.numeric = {name: array(code) for name, code in NUMERIC}
         self.coded = {name: array("i") for name in CODED}
@@ -97,10 +99,17 @@ class Builder:
         self.full = 4096 * self.row.itemsize  # a chunk's bytes
         self.spill: BinaryIO | None = None  # a forked reader's file: chunks go there (ranges)
 
-    def set_manifest(self, manifest: RunManifest, references: ReferenceIndex | None = None) -> None:
-        """The run's manifest; ``references``: its reference runs when read lean."""
+    def set_manifest(
+        self,
+        manifest: RunManifest,
+        references: ReferenceIndex | None = None,
+        scenarios: frozenset[str] | None = None,
+    ) -> None:
+        """The run's manifest; ``references`` and ``scenarios`` (ids): its reference runs and
+        scenarios when read lean (its scenario list left out)."""
         self.manifest = manifest
         self.run_id = manifest.run_id  # every trial line must carry it
+        self.allowed = Allowed.of(manifest, scenarios)
         index = references or index_references(manifest.references)
         self.t.references = index
         if index is not None:

@@ -56,6 +56,7 @@ _SOURCES = (
     "chaoseval.store.builder",
     "chaoseval.store.colcache",
     "chaoseval.store.columns",
+    "chaoseval.store.conform",
     "chaoseval.store.lines",
     "chaoseval.store.lite",
     "chaoseval.store.manifest",

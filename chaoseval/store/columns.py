@@ -34,6 +34,7 @@ import numpy as np
 from chaoseval.model.records import RunManifest, TrialRecord, make_trial_id
 from chaoseval.store import colcache
 from chaoseval.store.builder import CODED, NUMERIC, Builder, ToolTally
+from chaoseval.store.conform import check_columns
 from chaoseval.store.journal import foreign_line, journal_file, parse_line
 from chaoseval.store.lines import read_range
 from chaoseval.store.lite import RefCalls
@@ -250,6 +251,8 @@ def _read_lines(path: Path) -> tuple[Trials, int]:
             gc.enable()
     t: Trials = b.build()
     phase("columns built")
+    check_columns(t, b.allowed)  # every line of a cell, task and index its manifest allows
+    t.manifest.trials = b.allowed.trials  # as a later manifest line (--resume -n) grew it
     if b.early and b.refs:
         remeasure(b, t, [name for name, _ in NUMERIC])
     if b.rerun:

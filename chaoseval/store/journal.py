@@ -19,6 +19,7 @@ from chaoseval import redact
 from chaoseval.errors import JournalError
 from chaoseval.model import untrusted
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
+from chaoseval.store.conform import Allowed, check_records
 
 
 @dataclass
@@ -111,13 +112,6 @@ def repeated_trial(path: Path, trial_id: str, first: int, again: int) -> Journal
     )
 
 
-def line_at(path: Path, offset: int) -> int:
-    """The line number of the line starting at byte ``offset`` (for an error message only:
-    the column reader keeps offsets, not line numbers)."""
-    with path.open("rb") as fh:
-        return fh.read(offset).count(b"\n") + 1
-
-
 def read_journal(path: str | Path) -> Journal:
     path = journal_file(path)
     raw = path.read_bytes()
@@ -127,6 +121,7 @@ def read_journal(path: str | Path) -> Journal:
     records: dict[str, TrialRecord] = {}
     lines_of: dict[str, int] = {}  # trial id -> the line its kept record came from
     early: list[tuple[int, str]] = []  # (line, run id) of trials before the manifest
+    grown: list[dict[str, Any]] = []  # later manifest lines of the run (--resume -n)
     warnings: list[str] = []
     cut_off: int | None = None
     for number, line in enumerate(lines, start=1):
@@ -152,6 +147,7 @@ def read_journal(path: str | Path) -> Journal:
         elif parsed is None:  # a later manifest: only the journal's own run may write one
             if manifest is not None and data.get("run_id") != manifest.run_id:
                 raise foreign_line(path, number, data.get("run_id"), manifest)
+            grown.append(data)
         else:
             if manifest is None:
                 early.append((number, parsed.run_id))
@@ -167,6 +163,11 @@ def read_journal(path: str | Path) -> Journal:
     for number, run_id in early:  # trials written before the manifest
         if run_id != manifest.run_id:
             raise foreign_line(path, number, run_id, manifest)
+    allowed = Allowed.of(manifest)
+    for data in grown:
+        allowed.grow(data)
+    check_records(path, {lines_of[tid]: r for tid, r in records.items()}, allowed)
+    manifest.trials = allowed.trials
     return Journal(path, manifest, list(records.values()), warnings, cut_off)
 
 

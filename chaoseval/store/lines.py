@@ -44,8 +44,10 @@ def _slow(path: Path, number: int, line: bytes, b: Any) -> TrialRecord | None:
     if isinstance(parsed, RunManifest):
         b.set_manifest(parsed)
         return None
-    if parsed is None and b.manifest is not None and data.get("run_id") != b.manifest.run_id:
-        raise foreign_line(path, number, data.get("run_id"), b.manifest)  # another run's
+    if parsed is None and b.manifest is not None:  # a later manifest line
+        if data.get("run_id") != b.manifest.run_id:
+            raise foreign_line(path, number, data.get("run_id"), b.manifest)  # another run's
+        b.allowed.grow(data)  # its own: --resume -n with more trials (store.conform)
     return parsed
 
 

@@ -63,9 +63,12 @@ _LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _MAP = msgspec.json.Decoder(dict[str, msgspec.Raw] | None)
 
 
-def lean_manifest(line: bytes) -> tuple[RunManifest, ReferenceIndex | None] | None:
-    """The manifest without its scenario list, and its reference runs indexed; None when the
-    line is not a manifest read this way (the full reader then reads it or names its fault)."""
+def lean_manifest(
+    line: bytes,
+) -> tuple[RunManifest, ReferenceIndex | None, frozenset[str]] | None:
+    """The manifest without its scenario list, its reference runs indexed, and its scenarios'
+    ids (what a trial line's task must be: store.conform); None when the line is not a manifest
+    read this way (the full reader then reads it or names its fault)."""
     try:
         parts = _PARTS.decode(line)
     except msgspec.DecodeError:
@@ -78,8 +81,10 @@ def lean_manifest(line: bytes) -> tuple[RunManifest, ReferenceIndex | None] | No
         version = head.get("schema_version")
         if isinstance(version, int) and version > SCHEMA_VERSION:
             return None  # the full reader says to upgrade
-        for raw in _LIST.decode(scenarios):
-            ScenarioInfo.model_validate_json(bytes(raw))  # checked, not kept
+        # Each checked; only its id kept.
+        ids = frozenset(
+            ScenarioInfo.model_validate_json(bytes(raw)).id for raw in _LIST.decode(scenarios)
+        )
         index = None
         if references is not None and (refs := _MAP.decode(references)) is not None:
             index = ReferenceIndex()
@@ -88,4 +93,4 @@ def lean_manifest(line: bytes) -> tuple[RunManifest, ReferenceIndex | None] | No
         manifest = RunManifest.model_validate({**head, "scenarios": []})
     except (msgspec.DecodeError, ValidationError):
         return None
-    return manifest, index
+    return manifest, index, ids

@@ -185,7 +185,7 @@ def _send(out: BinaryIO, b: Any, end: int, number: int) -> None:
         "end": end, "lines": number - 1, "cut_off": t.cut_off_line, "rows": len(b.offsets),
         "vocab": {name: list(table) for name, table in b.vocab.items()},
         "by_row": {name: getattr(t, name) for name in _BY_ROW},
-        "by_tool": t.by_tool, "sampling": t.sampling,
+        "by_tool": t.by_tool, "sampling": t.sampling, "trials": b.allowed.trials,
     })  # fmt: skip
 
 
@@ -264,6 +264,7 @@ def _join(out: BinaryIO, b: Any, path: Path, number: int) -> tuple[int, int] | N
         mine.failed_trials += tally.failed_trials
         mine.causes.update(tally.causes)
     t.sampling.update(head["sampling"])
+    b.allowed.trials = max(b.allowed.trials, head["trials"])  # a later manifest line's
     if head["cut_off"] is not None:
         t.cut_off_line = number + head["cut_off"] - 1
         t.warnings.append(cut_off(path, t.cut_off_line))

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.store.journal import line_at, repeated_trial
+from chaoseval.store.conform import line_at
+from chaoseval.store.journal import repeated_trial
 from chaoseval.store.lite import STATUS
 
 __all__ = ["merge_reruns"]

@@ -102,9 +102,13 @@ def _outputs(tmp: Path, paths: dict[str, Path]) -> dict[str, str]:
 def _renamed(tmp: Path, naive: Path) -> Path:
     """naive with its timeout cell renamed to sort before clean: diverge reads the clean
     successes of such a cell in journal order, of the others in index order."""
-    text = (tmp / naive).read_text().replace('"cell":"timeout"', '"cell":"a-timeout"')
+    manifest, trials = (tmp / naive).read_text().split("\n", 1)
+    # The manifest's cell too (a trial of a cell it does not list is refused: store.conform).
+    cell = '{"name":"%s","perturbations"'
+    manifest = manifest.replace(cell % "timeout", cell % "a-timeout")
+    trials = trials.replace('"cell":"timeout"', '"cell":"a-timeout"')
     renamed = tmp / "renamed.jsonl"
-    renamed.write_text(text.replace("/timeout/", "/a-timeout/"))
+    renamed.write_text(manifest + "\n" + trials.replace("/timeout/", "/a-timeout/"))
     _settle(renamed)
     return renamed.relative_to(tmp)
 

@@ -144,6 +144,24 @@ CASES: dict[str, tuple[Edit, str | None, bool, str]] = {
         lambda b: b.replace("count: 8", "count: 100000000"),
         "generate.orders.count", True, "at most",
     ),
+    # Format specs that build a string that wide (issue 39, item 7): 35 s and 4.9 GB, then a
+    # MemoryError, for the generator's; the others were accepted and built at run time.
+    "huge width in a generator": (
+        lambda b: b.replace('"ORD-{random_int:1000-9999}"', '"LN-{n:999999999d}"'),
+        "generate.orders.fields.order_id", True, "at most 1000",
+    ),
+    "huge width in the instruction": (
+        lambda b: b.replace("order {order_id}.", "order {order_id:>99999999}."),
+        "instruction", True, "at most 1000",
+    ),
+    "huge precision in a check": (
+        lambda b: b.replace('answer_contains: "{order_id}"', 'answer_contains: "{order_id:.5000}"'),
+        "checks[3].answer_contains", True, "at most 1000",
+    ),
+    "width from a given": (
+        lambda b: b.replace('"order {order_id} not found"', '"order {order_id:{customer}} gone"'),
+        "tools.lookup_order.not_found", True, "built from another placeholder",
+    ),
 }  # fmt: skip
 
 
@@ -258,3 +276,27 @@ def test_fuzzed_files_load_or_fail_cleanly(data: st.DataObject, base: str, tmp_p
             load_yaml_file(path)
         except ChaosevalError as exc:
             assert str(exc).startswith(str(path)), exc
+
+
+@pytest.mark.parametrize("how", ["dot-dot", "absolute", "symlink"])
+def test_a_ui_page_outside_the_scenario_directory_is_refused(
+    how: str, base: str, tmp_path: Path
+) -> None:
+    """``ui: page.html`` is served to the agent: a path out of the scenario's directory
+    (``..``, absolute, a symlink out) read any file of the host and served it (issue 39)."""
+    secret = tmp_path / "secret.html"
+    secret.write_text("<p>host secret</p>")
+    home = tmp_path / "scenarios"
+    (home / "pages").mkdir(parents=True)
+    (home / "pages" / "ok.html").write_text("<p>order {order_id}</p>")
+    (home / "pages" / "out.html").symlink_to(secret)
+    given = {"dot-dot": "../secret.html", "absolute": str(secret), "symlink": "pages/out.html"}
+    path = home / "s.yaml"
+    path.write_text(base + f"ui: {given[how]}\n")
+    [message] = errors_of(path)
+    m = WHERE.match(message)
+    assert m and m["file"] == str(path) and m["line"] and m["field"] == "ui", message
+    assert "outside the scenario's directory" in message and str(secret) in message, message
+    path.write_text(base + "ui: pages/ok.html\n")  # inside it: served
+    (scenario,) = load_paths([path])
+    assert scenario.ui == "<p>order {order_id}</p>"

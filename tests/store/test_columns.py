@@ -44,12 +44,14 @@ def test_reruns_keep_the_first_place_and_the_last_values(tmp_path: Path) -> None
     odd = [_status(lines[5], s) for s in ("not_evaluable", "passed")]
     for d in odd:
         d["trial_id"] = "imported-5"
+    del lines[5]  # (under an id of its own: a trial more than its manifest allows beside it)
     extra = [json.dumps(d).encode() + b"\n" for d in (*again, *odd)]
     path = tmp_path / "rerun.jsonl"
-    path.write_bytes(b"".join(lines) + b"".join(extra) + lines[9][:40])
+    path.write_bytes(b"".join(lines) + b"".join(extra) + lines[8][:40])
     _both(path)
     t = read_trials(path)
-    assert t.value("root_cause", 2) == "cause2" and len(t) == 61
+    assert t.value("root_cause", 2) == "cause2" and len(t) == 60
+    assert t.trial_id(59) == "imported-5" and t.value("root_cause", 59) is None
 
 
 _FAULT = {"perturbation": "latency", "channel": "tool", "kind": "latency"}

@@ -38,7 +38,7 @@ from chaoseval.loading.yamlform.sections import (
     validated,
 )
 from chaoseval.loading.yamlform.solution import compile_solution
-from chaoseval.loading.yamlform.templates import jsonable
+from chaoseval.loading.yamlform.templates import bounded_specs, jsonable
 from chaoseval.loading.yamlform.tools import column_types, compile_tool
 from chaoseval.model.records import Budgets
 from chaoseval.model.scenario import (
@@ -102,6 +102,9 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     for key in ("id", "description", "instruction", "tools", "checks", "solution"):
         if key not in doc:
             raise root.error(f"missing required key {key!r}")
+    # Literal rows and the description are never formatted; any other string may be (a
+    # generator's are checked where they compile: a faker provider's ':' takes its args).
+    bounded_specs(root, skip=("tables", "description", "generate"))
     errs = _Collector()
     world = _compile_world(root, errs)
     types = column_types(world.sample_tables)

@@ -14,7 +14,7 @@ from faker import Faker
 
 from chaoseval.loading.yamlform.expressions import loose_eq
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
-from chaoseval.loading.yamlform.templates import BRACE, jsonable, to_text
+from chaoseval.loading.yamlform.templates import BRACE, jsonable, spec_problem, to_text
 
 _NOT_PROVIDERS = {
     "add_provider", "cache_pattern", "del_arguments", "format", "get_arguments",
@@ -49,6 +49,35 @@ def _provider_args(raw: str | None) -> list[Any]:
     return [yaml.safe_load(p.strip()) for p in raw.split(",")]
 
 
+def _template_field(node: Node, v: str, providers: set[str], earlier: set[str]) -> FieldGen:
+    """A field written as a template: its placeholders faker providers (``{name:args}``), the
+    row number ``{n}`` or earlier fields (``{name:format spec}``, bounded: templates)."""
+    for m in BRACE.finditer(v):
+        name = m.group(1)
+        if name not in providers and name != "n" and name not in earlier:
+            raise node.error(
+                f"template {v!r}: {{{name}}} is neither a faker provider, the row number "
+                f"{{n}}, nor an earlier field{did_you_mean(name, [*providers, *earlier, 'n'])}"
+            )
+        # After ':' a format spec for {n} and earlier fields (a provider's are its args).
+        problem = spec_problem(m.group(0)) if name == "n" or name in earlier else None
+        if problem:
+            raise node.error(f"template {v!r:.80}: {problem}")
+
+    def template(f: Faker, row: dict[str, Any], tables: Any, n: int) -> Any:
+        def sub(m: re.Match[str]) -> str:
+            name, raw = m.group(1), m.group(3)
+            if name == "n":
+                return format(n, raw) if raw else str(n)
+            if name in row:
+                return to_text(row[name], raw)
+            return str(jsonable(getattr(f, name)(*_provider_args(raw))))
+
+        return BRACE.sub(sub, v)
+
+    return FieldGen(node, template)
+
+
 def _compile_field(node: Node, providers: set[str], earlier: set[str]) -> FieldGen:
     v = node.value
     if isinstance(v, str) and "{" not in v:
@@ -59,26 +88,7 @@ def _compile_field(node: Node, providers: set[str], earlier: set[str]) -> FieldG
             )
         return FieldGen(node, lambda f, row, tables, n: jsonable(getattr(f, v)()))
     if isinstance(v, str):
-        for m in BRACE.finditer(v):
-            name = m.group(1)
-            if name not in providers and name != "n" and name not in earlier:
-                raise node.error(
-                    f"template {v!r}: {{{name}}} is neither a faker provider, the row number "
-                    f"{{n}}, nor an earlier field{did_you_mean(name, [*providers, *earlier, 'n'])}"
-                )
-
-        def template(f: Faker, row: dict[str, Any], tables: Any, n: int) -> Any:
-            def sub(m: re.Match[str]) -> str:
-                name, raw = m.group(1), m.group(3)
-                if name == "n":
-                    return format(n, raw) if raw else str(n)
-                if name in row:
-                    return to_text(row[name], raw)
-                return str(jsonable(getattr(f, name)(*_provider_args(raw))))
-
-            return BRACE.sub(sub, v)
-
-        return FieldGen(node, template)
+        return _template_field(node, v, providers, earlier)
     if not isinstance(v, dict):
         return FieldGen(node, lambda f, row, tables, n: copy.deepcopy(v))  # a literal scalar
     node.mapping(allowed={"choice", "int", "float", "digits", "from", "value", "date", "weights"})

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from chaoseval.errors import ChaosevalError
 from chaoseval.loading.yamlform.checks import compile_check
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
+from chaoseval.loading.yamlform.templates import spec_problem
 from chaoseval.model.drift import DriftPoint
 from chaoseval.model.scenario import DegradationContract, FactSpec, Policy
 
@@ -116,10 +117,22 @@ def compile_ui(node: Node | None, source: str) -> str | None:
         return None
     text = node.str()
     if text.endswith(".html") and "<" not in text:
-        page = Path(source).parent / text
+        # The page is served to the agent: only a file of the scenario's own directory, its
+        # path resolved (symlinks followed) before it is checked, then read as resolved.
+        home = Path(source).parent.resolve()
+        page = (home / text).resolve()
+        if not page.is_relative_to(home):
+            raise node.error(
+                f"UI page {text!r} is {page}, outside the scenario's directory {home}; keep the "
+                "page in that directory (no '..', absolute path or symlink out of it)"
+            )
         if not page.is_file():
-            raise node.error(f"no such UI page file {page}")
-        return page.read_text()
+            raise node.error(f"no such UI page file {Path(source).parent / text}")
+        html = page.read_text()
+        problem = spec_problem(html)
+        if problem:
+            raise node.error(f"{page}: {problem}")
+        return html
     return text
 
 

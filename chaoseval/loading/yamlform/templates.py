@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -87,20 +87,64 @@ def template_problem(text: str) -> str | None:
     )
 
 
-def checked(node: Any) -> Any:
-    """``node``'s plain value, once every string in it is a well-formed template (a
-    :class:`~chaoseval.loading.yamlform.nodes.Node`; errors name its line and key path)."""
+# A placeholder with a format spec, as str.format and the templates here read it (a name, a
+# conversion, then the spec after ':'); a spec built from another placeholder ({x:{w}}) too.
+_SPECIFIED = re.compile(r"\{[A-Za-z_][\w.]*(?:\[\w*\])*(?:![rsa])?:([^{}]*)(\{?)")
+MAX_WIDTH = 1000  # widths and precisions in a format spec: far above any real template's
+
+
+def spec_problem(text: str) -> str | None:
+    """What is wrong with the format specs in ``text``, or None: a width or precision past
+    :data:`MAX_WIDTH` builds a string that long (``{n:999999999d}``: ~1 GB a value, the
+    process out of memory), and one taken from a given could be anything."""
+    for m in _SPECIFIED.finditer(text):
+        spec, nested = m.group(1), m.group(2)
+        if nested:
+            return (
+                f"the format spec of {m.group(0)[:-1]!r:.80}... is built from another "
+                f"placeholder; write its width as a number (at most {MAX_WIDTH})"
+            )
+        for digits in re.findall(r"\d+", spec):
+            if len(digits) > len(str(MAX_WIDTH)) or int(digits) > MAX_WIDTH:
+                return (
+                    f"format spec {spec!r:.40} asks for a width or precision of {digits:.20}; "
+                    f"at most {MAX_WIDTH} (a wider one makes a string that long for each value)"
+                )
+    return None
+
+
+def _strings(node: Any, skip: tuple[str, ...] = ()) -> Iterator[Any]:
+    """The string nodes under ``node`` (a :class:`~chaoseval.loading.yamlform.nodes.Node`),
+    its keys in ``skip`` left out."""
     value = node.value
     if isinstance(value, str):
-        problem = template_problem(value)
-        if problem:
-            raise node.error(problem)
+        yield node
     elif isinstance(value, dict):
         for key in value:
-            checked(node.child(key))
+            if key not in skip:
+                yield from _strings(node.child(key))
     elif isinstance(value, list):
         for i in range(len(value)):
-            checked(node.child(i))
+            yield from _strings(node.child(i))
+
+
+def bounded_specs(node: Any, skip: tuple[str, ...] = ()) -> None:
+    """Every string under ``node`` (its keys in ``skip`` left out) without a format spec past
+    :data:`MAX_WIDTH`: the error names the string's line and key path. Checked before anything
+    is formatted (the sample world built at load time formats its generators' templates)."""
+    for string in _strings(node, skip):
+        problem = spec_problem(string.value)
+        if problem:
+            raise string.error(problem)
+
+
+def checked(node: Any) -> Any:
+    """``node``'s plain value, once every string in it is a well-formed template (errors name
+    its line and key path)."""
+    for string in _strings(node):
+        problem = template_problem(string.value)
+        if problem:
+            raise string.error(problem)
     return node.plain()
 
 
