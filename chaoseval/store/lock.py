@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from chaoseval import redact
-from chaoseval.errors import JournalError
+from chaoseval.errors import JournalError, disk_full, stop_for
 from chaoseval.store.artifacts import LOCK, store_root
 
 __all__ = ["JournalBusy", "JournalLock"]
@@ -56,11 +56,18 @@ class JournalLock:
         if key in _held:
             raise self._busy(os.getpid())
         while self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except FileNotFoundError:  # its directory was removed by a holder letting go
                 continue
+            except OSError as exc:  # a read-only directory, a full disk
+                if disk_full(exc):
+                    raise stop_for(exc, self.path) from exc
+                raise JournalError(
+                    f"{self.path}: cannot make the journal's lock ({exc.strerror or exc}); "
+                    "give a --journal in a directory this user can write"
+                ) from exc
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -81,7 +88,8 @@ class JournalLock:
         """This process's pid and command line in the file, for a refused writer to name
         where /proc does not show it (another user's process, another system)."""
         assert self._fd is not None
-        note = f"{os.getpid()}\n{_command_line(os.getpid()) or ''}\n".encode()
+        command = redact.redact(_command_line(os.getpid()) or "")  # a key in it is not written
+        note = f"{os.getpid()}\n{command}\n".encode()
         with contextlib.suppress(OSError):  # a note only: the lock itself is held
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, note, 0)

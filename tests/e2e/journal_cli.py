@@ -43,7 +43,7 @@ def chaoseval(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedPro
     return sh(list(args), cwd, user_env(**env))
 
 
-def waiting_run(journal: Path, cwd: Path, *extra: str) -> subprocess.Popen[str]:
+def waiting_run(journal: Path, cwd: Path, *extra: str, **env: str) -> subprocess.Popen[str]:
     """A run whose exec: agent blocks until :func:`release`; returned once its first trial
     started (its manifest written, its lock held)."""
     agent = cwd / "waiting_agent.py"
@@ -52,7 +52,7 @@ def waiting_run(journal: Path, cwd: Path, *extra: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         args,
         cwd=cwd,
-        env=user_env(HANDSHAKE=str(cwd)),
+        env=user_env(HANDSHAKE=str(cwd), **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

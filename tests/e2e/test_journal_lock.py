@@ -21,20 +21,25 @@ from tests.e2e.journal_cli import (
 
 pytestmark = pytest.mark.slow
 
+SECRET = "sk-live-0123456789abcdef"
+
 
 @pytest.mark.parametrize("second", ["--overwrite", "--resume"])
 def test_a_second_writer_is_refused_at_once_and_the_first_runs_writes_stand(
     tmp_path: Path, second: str
 ) -> None:
     journal = tmp_path / "j.jsonl"
-    first = waiting_run(journal, tmp_path, "--overwrite")
+    # A key in the first run's command line: named in the refusal, never written or said.
+    first = waiting_run(journal, tmp_path, "--overwrite", "--model", SECRET, API_KEY=SECRET)
     try:
+        assert SECRET not in (tmp_path / "j.jsonl.d" / ".lock").read_text()
         before = journal.read_bytes()
-        refused = chaoseval(run_args(journal, second), tmp_path)
+        refused = chaoseval(run_args(journal, second), tmp_path, API_KEY=SECRET)
         assert refused.returncode == 2, refused.stderr
         said = " ".join(refused.stderr.split())
         assert f"j.jsonl is being written by process {first.pid} (" in said, said
-        assert "--overwrite" in said.split(f"process {first.pid} (")[1]  # its command line
+        assert "--overwrite --model [REDACTED]" in said.split(f"process {first.pid} (")[1]
+        assert SECRET not in refused.stderr
         assert "another --journal" in said and "Traceback" not in said
         assert journal.read_bytes() == before  # not truncated, not appended to
 
