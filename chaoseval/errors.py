@@ -7,6 +7,8 @@ and is never counted as the agent's failure.
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Literal
 
 Layer = Literal["tool", "transport"]
@@ -108,6 +110,44 @@ class ScenarioLoadErrors(ScenarioError):
 
 class JournalError(HarnessError):
     """A journal file is unreadable, corrupt or belongs to another run."""
+
+
+class HarnessStop(HarnessError):
+    """The harness cannot go on (a disk it writes to is full): the run stops at once, the
+    trials it could not record are not recorded at all (no outcome is booked to the agent for
+    them) and ``--resume`` runs them again. ``chaoseval run`` exits 4 on it."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says a disk (or the user's quota on it) is full."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def stop_for(exc: OSError, where: object) -> HarnessStop:
+    """The HarnessStop of a write to ``where`` that failed with a full disk."""
+    code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    return HarnessStop(f"{where}: {os.strerror(exc.errno or 0)} ({code}) while chaoseval wrote it")
+
+
+def stop_in(exc: BaseException) -> HarnessStop | None:
+    """The HarnessStop behind ``exc`` (itself, a member of an exception group, its cause), a
+    full disk's OSError made one, or None: a trial that ran into it is no outcome of the
+    agent's, wherever in the trial's code it surfaced."""
+    todo: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, HarnessStop):
+            return e
+        if isinstance(e, OSError) and disk_full(e):
+            return stop_for(e, e.filename or "a file of the trial")
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        todo.extend([e.__cause__, e.__context__])
+    return None
 
 
 class ConfigError(ChaosevalError):

@@ -55,6 +55,7 @@ import os
 import shlex
 import shutil
 import signal
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -81,7 +82,7 @@ from chaoseval.channels.model.session import (
 )
 from chaoseval.engine.executors.reap import descendants
 from chaoseval.engine.toolbox import ToolBox
-from chaoseval.errors import ChaosevalError, ConfigError, HarnessError
+from chaoseval.errors import ChaosevalError, ConfigError, HarnessError, disk_full, stop_for
 from chaoseval.model import untrusted
 from chaoseval.model.records import AgentOutput, Isolation
 from chaoseval.seams.agent import Episode, TrialLink
@@ -275,6 +276,8 @@ class ProcessAgent:
             try:
                 argv, env, workdir, status = await self._set_up(episode, stack)
             except OSError as exc:  # no temp dir, no port: chaoseval's trouble, not the agent's
+                if disk_full(exc):  # nor can the run go on
+                    raise stop_for(exc, exc.filename or tempfile.gettempdir()) from exc
                 raise HarnessError(f"exec: the trial could not be set up: {exc}") from exc
             return await self._run_process(
                 argv, env, workdir, episode.instruction, status, episode.link

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -23,7 +23,7 @@ from chaoseval.cli._common import (
     settings,
     user_agent,
 )
-from chaoseval.errors import ChaosevalError, ConfigError, IsolationWarning
+from chaoseval.errors import ChaosevalError, ConfigError, HarnessStop, IsolationWarning
 from chaoseval.render.printable import escape
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from chaoseval.engine.budget import Budget
     from chaoseval.engine.runner import RunConfig, RunProgress
     from chaoseval.engine.toolbox import UnknownTools
+
+HARNESS_STOP = 4  # exit code: the run stopped on a harness error (a full disk)
 
 BudgetCost = Annotated[
     float | None,
@@ -268,10 +270,12 @@ def run_cmd(
             warnings.simplefilter("always", IsolationWarning)  # the run gives it once
             warnings.showwarning = _show_warning  # restored on leaving the block
             result = run(run_config, on_record=unknown)
+    except HarnessStop as exc:
+        _stopped(exc, path)
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        kept = len(read_trials(path)) if path.is_file() else 0
+        kept = _kept(path)
         err.print(
             f"[bold yellow]interrupted:[/] {kept} finished trial(s) are in {path}; "
             f"run the same command with --resume to carry on"
@@ -284,6 +288,28 @@ def run_cmd(
     _end_notes(result, unknown, path)
     if report:
         print_report(read_trials(path), console)
+
+
+def _kept(journal: Path) -> int:
+    """The trials a journal holds (none when there is none, or it cannot be read)."""
+    from chaoseval.store.columns import read_trials
+
+    try:
+        return len(read_trials(journal)) if journal.is_file() else 0
+    except ChaosevalError:
+        return 0
+
+
+def _stopped(exc: HarnessStop, journal: Path) -> NoReturn:
+    """The run stopped on the harness's own failure (a full disk): said once, exit 4."""
+    err.print(
+        f"[bold red]error:[/] the run stopped on a harness error: {escape(str(exc))}. "
+        f"{_kept(journal)} finished trial(s) are in {journal}; no trial the harness could not "
+        "finish is booked to the agent. Free space there, then run the same command with "
+        "--resume to run the rest.",
+        soft_wrap=True,
+    )
+    raise typer.Exit(HARNESS_STOP)
 
 
 def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:

@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Protocol
 
+from chaoseval import redact
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.budget import Budget
 from chaoseval.engine.executors import Executor, Finished, TrialJob, make_executor
@@ -21,7 +22,7 @@ from chaoseval.engine.loops import run_loop
 from chaoseval.engine.matrix import Plans
 from chaoseval.engine.references import reference_runs
 from chaoseval.engine.trial import instantiate
-from chaoseval.errors import ConfigError, IsolationWarning
+from chaoseval.errors import ConfigError, HarnessStop, IsolationWarning
 from chaoseval.model.clock import ClockMode
 from chaoseval.model.records import (
     CLEAN,
@@ -39,8 +40,13 @@ from chaoseval.store.artifacts import ArtifactStore
 from chaoseval.store.columns import Trials, read_trials
 from chaoseval.store.journal import JournalWriter
 from chaoseval.store.kept import KeptTrials
+from chaoseval.store.lock import JournalLock
 
 CLEAN_CELL = Cell(name=CLEAN)
+# Characters of a cell's name: it is a report's column and part of every trial id, written
+# whole in each trial line (a string over redact.TEXT_LIMIT would be cut there, and the ids
+# no longer the manifest's). Far above any name one reads, far below that cut.
+CELL_NAME_LIMIT = 4096
 PACKAGES = ("anyio", "pydantic", "numpy", "hypothesis", "faker", "freezegun", "tenacity", "respx")
 
 
@@ -160,6 +166,12 @@ def plan(config: RunConfig) -> Plans:
         raise ConfigError("no scenarios selected")
     check_sandbox_mode(config.sandbox)  # said for any agent, not only one that sandboxes
     for cell in config.all_cells():
+        if len(cell.name) > CELL_NAME_LIMIT:
+            raise ConfigError(
+                f"a cell name of {len(cell.name)} characters ({cell.name[:60]!r}...): a cell "
+                f'name has at most {CELL_NAME_LIMIT}; give the cell a shorter "name" in its '
+                "spec file"
+            )
         instantiate(cell)  # unknown plugins and bad parameters stop the run before it starts
     return Plans(config.all_cells(), config.scenarios, config.trials)
 
@@ -181,7 +193,10 @@ def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
     if not config.resume:
         return None
     old = read_trials(path)  # columns, line by line: never the whole journal's records
-    if old.full_manifest().config_key() != manifest.config_key():
+    # Compared as written: the journal's manifest has its secrets redacted and long strings cut.
+    if redact.clean_data(old.full_manifest().config_key()) != redact.clean_data(
+        manifest.config_key()
+    ):
         raise ConfigError(
             f"{path} was written by a different run configuration (agent, model, seed, "
             "scenarios, cells or --max-request-size differ); use another --journal or "
@@ -239,12 +254,11 @@ async def _start(
         manifest.references = await reference_runs(config.scenarios, config.seed)
     if config.journal is None:
         return manifest, KeptTrials(), None
-    path = Path(config.journal)
-    if path.exists():
-        path.unlink()
+    # The journal is replaced at once, by one holding its manifest (never an empty file).
+    writer = JournalWriter(Path(config.journal), manifest, truncate_cut_off=False)
     if store is not None:
         store.clear()  # a replaced journal takes its trials' artifacts with it
-    return manifest, KeptTrials(), JournalWriter(path, manifest, truncate_cut_off=False)
+    return manifest, KeptTrials(), writer
 
 
 def _wall_timeout(config: RunConfig) -> float:
@@ -270,18 +284,29 @@ class _Collector:
         self.progress = config.progress
         self.records: list[TrialRecord] | None = [] if config.keep_records else None
         self.count = 0
+        self.stopped: HarnessStop | None = None  # the harness could not go on: no new trial
 
     def may_start(self) -> bool:
+        if self.stopped is not None:
+            return False
         if self.budget.reached:  # no new trial starts; those in flight finish
             self.budget.skipped += 1
             return False
         return True
 
     def done(self, finished: Finished) -> None:
+        if self.stopped is not None:
+            return  # nothing is written past a stop: --resume runs the trials in flight again
+        try:
+            if finished.stop is not None:
+                raise HarnessStop(finished.stop)
+            if self.writer is not None:
+                self.writer.write_line(finished.line)
+        except HarnessStop as exc:  # the trial is not recorded: no outcome is the agent's
+            self.stopped = exc
+            return
         self.count += 1
         self.budget.spend(finished.cost, finished.tokens)
-        if self.writer is not None:
-            self.writer.write_line(finished.line)
         if self.records is None and self.on_record is None and self.progress is None:
             return  # nothing needs the record object: a million trials stay a million lines
         record = finished.record()
@@ -297,7 +322,7 @@ def _job(config: RunConfig, manifest: RunManifest, store: ArtifactStore | None) 
     return TrialJob(
         agent=config.agent,
         agent_name=config.agent_name,
-        model=manifest.model,
+        model=config.model,  # the manifest's has its secrets redacted
         clock_mode=config.clock_mode,
         run_id=manifest.run_id,
         run_seed=config.seed,
@@ -313,8 +338,22 @@ def _job(config: RunConfig, manifest: RunManifest, store: ArtifactStore | None) 
 async def run_matrix(
     config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None
 ) -> RunResult:
+    """Run the matrix; its journal's one writer (chaoseval.store.lock) while it runs."""
     plans = plan(config)
     executor = make_executor(config.executor)
+    if config.journal is None:
+        return await _run_plans(config, plans, executor, on_record)
+    # Taken before anything reads, moves aside, truncates or replaces the journal.
+    with JournalLock(Path(config.journal)):
+        return await _run_plans(config, plans, executor, on_record)
+
+
+async def _run_plans(
+    config: RunConfig,
+    plans: Plans,
+    executor: Executor,
+    on_record: Callable[[TrialRecord], None] | None,
+) -> RunResult:
     store = None if config.journal is None else ArtifactStore.for_journal(Path(config.journal))
     manifest, done, writer = await _start(config, store)
 
@@ -332,7 +371,9 @@ async def run_matrix(
         if progress is not None:
             progress.stop()
         if writer is not None:
-            writer.close()
+            _close(writer, sink.stopped)
+    if sink.stopped is not None:
+        raise sink.stopped
     records: list[TrialRecord] = []
     if sink.records is not None:
         order = {p.trial_id: i for i, p in enumerate(plans)}
@@ -340,6 +381,16 @@ async def run_matrix(
     return RunResult(
         manifest, records, config.journal, resumed=len(done), budget=budget, written=sink.count
     )
+
+
+def _close(writer: JournalWriter, stopped: HarnessStop | None) -> None:
+    """Close the journal; once the run stopped on a full disk, its sync may fail too, and the
+    stop is what is said."""
+    try:
+        writer.close()
+    except HarnessStop:
+        if stopped is None:
+            raise
 
 
 def run(config: RunConfig, on_record: Callable[[TrialRecord], None] | None = None) -> RunResult:

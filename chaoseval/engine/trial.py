@@ -22,7 +22,7 @@ from chaoseval.engine.toolbox import Received, StepBudgetExceeded, ToolBox, Tria
 from chaoseval.engine.ui import render as render_page
 from chaoseval.engine.ui import ui_state
 from chaoseval.engine.walltime import WallLimit
-from chaoseval.errors import HarnessError, PluginError, ScenarioError
+from chaoseval.errors import HarnessError, HarnessStop, PluginError, ScenarioError, stop_in
 from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock, round6
 from chaoseval.model.records import (
     AgentOutput,
@@ -168,10 +168,14 @@ async def run_trial(
                 plugins=plugins,
                 initial=template.tables,
             )
+    except HarnessStop:
+        raise  # no outcome at all: the run stops and --resume runs the trial again
     except HarnessError as exc:
         state.harness_errors.append(exc)
         verdict = judge(scenario, None, state, None, exc)  # type: ignore[arg-type]
     except Exception as exc:  # a bug in chaoseval itself: not the agent's failure
+        if (stop := stop_in(exc)) is not None:
+            raise stop from exc
         err = HarnessError(f"internal error: {type(exc).__name__}: {exc}")
         state.harness_errors.append(err)
         verdict = judge(scenario, None, state, None, err)  # type: ignore[arg-type]
@@ -320,6 +324,8 @@ async def _run_agent(
         if limit.scope.cancel_called and trial.state.budget_exceeded:
             raise StepBudgetExceeded("the agent kept calling tools past its step budget")
         trial.output = _coerce(trial.raw)
+    except HarnessStop:
+        raise
     except HarnessError as exc:
         agent_error = exc
     except TimeoutError as exc:
@@ -332,6 +338,8 @@ async def _run_agent(
             else exc
         )
     except Exception as exc:  # the agent crashed: its failure, recorded with the cause
+        if (stop := stop_in(exc)) is not None:  # unless the disk under it was full
+            raise stop from exc
         agent_error = exc
     except SystemExit as exc:  # sys.exit in an agent ends its trial, not the run
         agent_error = exc

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaoseval import redact
-from chaoseval.errors import JournalError
+from chaoseval.errors import JournalError, disk_full, stop_for
 from chaoseval.model.records import Artifact
 
 ARTIFACT_LIMIT = 1 << 20  # characters of one artifact written; the rest is counted, not kept
@@ -40,6 +40,16 @@ BINARY_LIMIT = 16 << 20  # bytes of one binary artifact (screenshot, Playwright 
 
 def store_root(journal: Path) -> Path:
     return journal.with_name(journal.name + ".d")
+
+
+# chaoseval's own files at the top of a store, beside the trials' directories (whose names
+# never start with a dot: _escape): the writer's lock (chaoseval.store.lock), the journal
+# being made (written whole, then renamed onto the journal), a torn last line set aside and
+# the readers' column cache (chaoseval.store.colcache).
+LOCK = ".lock"
+NEW_JOURNAL = ".journal.new"
+PARTIAL = ".partial"
+COLUMNS = ".columns.npz"
 
 
 # Characters a directory name keeps as they are (urllib's quote keeps the same ones, so the
@@ -107,6 +117,18 @@ def artifact_file(journal: Path, relative: str, *, record: str) -> Path:
         raise OutsideStore(f"{journal}: {exc}") from None
 
 
+@contextmanager
+def _written(path: Path) -> Iterator[None]:
+    """A write to the store: on a full disk, HarnessStop naming the file (the trial is not the
+    agent's to answer for, and the run cannot go on)."""
+    try:
+        yield
+    except OSError as exc:
+        if disk_full(exc):
+            raise stop_for(exc, path) from exc
+        raise
+
+
 @dataclass
 class ArtifactStore:
     """The artifacts of one journal's trials."""
@@ -119,8 +141,17 @@ class ArtifactStore:
         return cls(store_root(journal))
 
     def clear(self) -> None:
-        """Everything stored (``--overwrite``: the journal is replaced)."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        """Everything stored (``--overwrite``: the journal is replaced) but the writer's lock,
+        which guards the journal's path across the replacement."""
+        if not self.root.is_dir():
+            return
+        for entry in self.root.iterdir():
+            if entry.name == LOCK:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
     def discard(self, trial_id: str) -> None:
         """Remove what an attempt of ``trial_id`` left (it will run again from the start)."""
@@ -161,8 +192,9 @@ class ArtifactStore:
         """A file a remote worker wrote at ``relative`` (to the journal's folder), written
         here: only inside the store, whatever the worker's record says."""
         path = inside(self.root, self.root.parent / relative, what=relative)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        with _written(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
 
     def trial(self, trial_id: str) -> TrialArtifacts:
         """A trial's artifacts. Most trials store nothing, so they touch no file at all: the
@@ -191,7 +223,8 @@ class TrialArtifacts:
     def _file(self, name: str) -> Path:
         """Where artifact ``name`` goes: one escaped component in the trial's directory,
         checked to be inside the store (no symlink out of it) before anything is written."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        with _written(self.directory):
+            self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / _escape(name)
         inside(self.store.root, path, what=self.trial_id)
         return path
@@ -215,7 +248,8 @@ class TrialArtifacts:
         if cut:
             kept += f"\n[... cut by chaoseval: {full} bytes in full]\n"
         path = self._file(name)
-        path.write_text(kept, encoding="utf-8", errors="replace")
+        with _written(path):
+            path.write_text(kept, encoding="utf-8", errors="replace")
         return self._ref(name, path, full, cut)
 
     def write_bytes(self, name: str, data: bytes) -> Artifact | None:
@@ -224,7 +258,8 @@ class TrialArtifacts:
         if len(data) > BINARY_LIMIT:
             return None
         path = self._file(name)
-        path.write_bytes(data)
+        with _written(path):
+            path.write_bytes(data)
         return self._ref(name, path, len(data), False)
 
 

@@ -2,12 +2,12 @@
 
 Reading a big journal is most of what a report costs (a 3 GB journal of 1M trials is 1M
 lines to decode and summarise); what comes out of it, :class:`chaoseval.store.columns.Trials`,
-is a few arrays and dicts. After a read, those are written beside the journal as
-``.<name>.columns.npz`` (numpy arrays, and the rest as JSON documents in arrays of bytes:
-no pickle, so a file someone left there cannot run code; the errors, veto items and reference
-calls a document each, decoded only by a command that uses them, with each string in it once),
-and the next read takes them
-instead of the lines, when they are still the journal's:
+is a few arrays and dicts. After a read, those are written in the journal's store, with all
+else kept beside a journal, as ``<journal>.d/.columns.npz`` (numpy arrays, and the rest as
+JSON documents in arrays of bytes: no pickle, so a file someone left there cannot run code;
+the errors, veto items and reference calls a document each, decoded only by a command that
+uses them, with each string in it once), and the next read takes them instead of the lines,
+when they are still the journal's:
 
 - the journal's size, modification time and inode are those it had when it was read, and its
   first and last 64 KB hash the same (a journal that grew, was cut, rewritten or replaced
@@ -41,6 +41,7 @@ import msgspec
 import numpy as np
 
 from chaoseval.model.records import RunManifest
+from chaoseval.store.artifacts import COLUMNS, store_root
 from chaoseval.store.lite import RefCalls
 from chaoseval.store.manifest import ReferenceIndex
 
@@ -76,7 +77,7 @@ def enabled() -> bool:
 
 
 def cache_file(path: Path) -> Path:
-    return path.with_name(f".{path.name}.columns.npz")
+    return store_root(path) / COLUMNS
 
 
 _digest: str | None = None
@@ -202,6 +203,7 @@ def save(path: Path, t: Any, at: Stamp) -> bool:
     target = cache_file(path)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
+        tmp.parent.mkdir(exist_ok=True)
         with tmp.open("wb") as fh:
             np.savez(fh, **arrays)
         os.replace(tmp, target)  # whole or not at all: a reader never sees half a cache

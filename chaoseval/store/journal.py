@@ -6,6 +6,7 @@ finished and ``chaoseval run --resume`` carries on from there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,9 +17,10 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from chaoseval import redact
-from chaoseval.errors import JournalError
+from chaoseval.errors import HarnessError, JournalError, disk_full, stop_for
 from chaoseval.model import untrusted
 from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
+from chaoseval.store.artifacts import NEW_JOURNAL, PARTIAL, store_root
 from chaoseval.store.conform import Allowed, check_records
 
 
@@ -193,19 +195,68 @@ def encode_record(record: TrialRecord) -> str:
 _TRIAL_JSON = TrialRecord.__pydantic_serializer__.to_json
 
 
+def encode_manifest(manifest: RunManifest) -> str:
+    """The manifest's journal line, redacted and capped as every line is (a secret in the
+    agent's command line or the model name is never written)."""
+    return redact.clean_json(manifest.model_dump_json(), lambda: manifest.model_dump(mode="json"))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = os.write(fd, data)
+    if written < len(data):  # a partial write (a signal): write the rest
+        rest = memoryview(data)[written:]
+        while rest:
+            rest = rest[os.write(fd, rest) :]
+
+
+def _failed(exc: OSError, where: Path) -> HarnessError:
+    """A write that failed: a full disk stops the run (HarnessStop), anything else is said
+    with the file it happened to."""
+    if disk_full(exc):
+        return stop_for(exc, where)
+    return JournalError(f"{where}: cannot write: {exc.strerror or exc}")
+
+
+def _replace_with(path: Path, line: str) -> None:
+    """``path`` replaced by a journal of one line, all at once: written whole in the store
+    (``<journal>.d``), then renamed onto the path. A failure leaves the path as it was (a
+    journal it held, or nothing), never an empty or half-written journal."""
+    new = store_root(path) / NEW_JOURNAL
+    try:
+        new.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            _write_all(fd, (line + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(new, path)
+    except OSError as exc:
+        new.unlink(missing_ok=True)
+        raise _failed(exc, path) from exc
+
+
 class JournalWriter:
-    """Appends records, one flushed line each."""
+    """Appends records, one flushed line each.
+
+    Given a manifest, the journal is made new (its one line written atomically: no empty file
+    is left by a failure); without one, an existing journal is continued (``--resume``). A
+    write the disk refuses is taken back whole (the file cut to where the line began) and
+    raised as HarnessStop when the disk is full: the journal never ends in half a line."""
 
     def __init__(self, path: Path, manifest: RunManifest | None, *, truncate_cut_off: bool):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if manifest is not None:
+            _replace_with(path, encode_manifest(manifest))
         if truncate_cut_off:
             self._drop_partial_tail()
         # A plain descriptor, no buffer: each line reaches the file in one write (what the
         # text file's write and flush did, in two calls and a copy).
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        if manifest is not None:
-            self._write(redact.clean_json(manifest.model_dump_json(), manifest.model_dump))
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise _failed(exc, path) from exc
+        self._size = os.fstat(self._fd).st_size  # where the next line begins (one writer)
 
     def _drop_partial_tail(self) -> None:
         """Move a half-written last line aside (never delete it) so appends start clean."""
@@ -213,18 +264,26 @@ class JournalWriter:
         if not raw or raw.endswith(b"\n"):
             return
         cut = raw.rfind(b"\n") + 1
-        aside = self.path.with_suffix(self.path.suffix + ".partial")
-        aside.write_bytes(raw[cut:])
-        with self.path.open("r+b") as fh:
-            fh.truncate(cut)
+        aside = store_root(self.path) / PARTIAL
+        try:
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            aside.write_bytes(raw[cut:])
+            with self.path.open("r+b") as fh:
+                fh.truncate(cut)
+        except OSError as exc:
+            raise _failed(exc, aside) from exc
 
     def _write(self, line: str) -> None:
         data = (line + "\n").encode("utf-8")
-        written = os.write(self._fd, data)
-        if written < len(data):  # a partial write (a full disk, a signal): write the rest
-            rest = memoryview(data)[written:]
-            while rest:
-                rest = rest[os.write(self._fd, rest) :]
+        try:
+            _write_all(self._fd, data)
+        except OSError as exc:
+            # Part of the line may be in the file: cut it off (which a full disk allows), so
+            # the journal ends with the last whole line and --resume runs this trial again.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            raise _failed(exc, self.path) from exc
+        self._size += len(data)
 
     def append(self, record: TrialRecord) -> None:
         self._write(encode_record(record))
@@ -234,5 +293,9 @@ class JournalWriter:
         self._write(line)
 
     def close(self) -> None:
-        os.fsync(self._fd)
-        os.close(self._fd)
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise _failed(exc, self.path) from exc
+        finally:
+            os.close(self._fd)

@@ -115,7 +115,7 @@ def test_interrupted_journal_resumes_without_losing_records(tmp_path):
 
     result = run(_config(path, resume=True))
     assert result.resumed == 10
-    assert (tmp_path / "a.jsonl.partial").exists()  # the torn line is kept aside, not lost
+    assert (tmp_path / "a.jsonl.d" / ".partial").exists()  # the torn line is kept aside
     assert _stable(path) == full
 
 

@@ -75,6 +75,9 @@ def test_a_second_read_takes_the_cache_and_equals_the_first(
         path = journals[name]
         first = read_trials(path)
         assert colcache.cache_file(path).exists(), name
+        # Kept in the journal's store, with all else kept beside a journal: no other file.
+        assert colcache.cache_file(path).parent == path.with_name(path.name + ".d")
+        assert not [p for p in path.parent.iterdir() if p.name.endswith(".npz")]
         kept = colcache.load(path, path.stat())
         assert kept is not None and len(kept["offsets"]) == len(first)
         _same(read_trials(path), first)
@@ -201,6 +204,7 @@ def test_a_damaged_or_foreign_cache_is_ignored(
     naive, resilient = journals["naive"], journals["resilient"]
     read_trials(resilient)
     cache = colcache.cache_file(naive)
+    cache.parent.mkdir(exist_ok=True)  # the journal's store, where its cache is kept
     cache.write_bytes(colcache.cache_file(resilient).read_bytes())  # another journal's
     _same(read_trials(naive), _fresh(naive, monkeypatch))
     cache.write_bytes(cache.read_bytes()[:1000])  # cut short

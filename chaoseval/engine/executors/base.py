@@ -49,6 +49,9 @@ class Finished:
     tokens: int
     line: str  # the journal line, redacted and capped
     parsed: TrialRecord | None = None  # the record, when it ran in this process
+    # Why the harness could not finish the trial (a full disk, chaoseval.errors.HarnessStop):
+    # nothing is recorded for it, the run stops and --resume runs it again.
+    stop: str | None = None
 
     @classmethod
     def of(cls, record: TrialRecord) -> Finished:
@@ -62,6 +65,11 @@ class Finished:
             line=encode_record(record),
             parsed=record,
         )
+
+    @classmethod
+    def stopped(cls, trial_id: str, why: str) -> Finished:
+        """A trial the harness could not finish: no record, only why."""
+        return cls(trial_id=trial_id, status="stopped", cost=0.0, tokens=0, line="", stop=why)
 
     def record(self) -> TrialRecord:
         """The TrialRecord, parsed from the line when it came from another process."""

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import anyio
 
-from chaoseval.engine.executors.base import Finished, Sink, TrialJob
-from chaoseval.engine.executors.one import agent_session, run_one
+from chaoseval.engine.executors.base import Sink, TrialJob
+from chaoseval.engine.executors.one import agent_session, finish
 from chaoseval.engine.trial import TrialPlan
 
 
@@ -25,7 +25,7 @@ class InProcessExecutor:
             for plan in queue:
                 if not sink.may_start():
                     continue  # the budget is reached: the rest are skipped, not started
-                sink.done(Finished.of(await run_one(plan, job)))
+                sink.done(await finish(plan, job))
 
         async with agent_session(job.agent), anyio.create_task_group() as tg:
             for _ in range(max(1, min(job.concurrency, len(plans)))):

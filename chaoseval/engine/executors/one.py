@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -9,7 +10,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from chaoseval.engine.executors.base import Finished
 from chaoseval.engine.trial import TrialPlan, record_unfinished, run_trial
+from chaoseval.errors import HarnessError, HarnessStop
 from chaoseval.model.records import TrialRecord
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.store.artifacts import binding
@@ -26,6 +29,18 @@ def kill_grace(agent: object) -> float:
     not fixed: a fixed one raced an exec: agent's grace, and a worker killed first is booked
     as one that "ignored its cancellation" with every other trial in flight on it run again."""
     return float(getattr(agent, "stop_grace", 0.0)) + GRACE
+
+
+async def finish(plan: TrialPlan, job: TrialJob) -> Finished:
+    """``plan`` run (:func:`run_one`) as the runner receives it: its record, or, when the
+    harness could not go on (HarnessStop: a full disk), why, and no record at all."""
+    try:
+        return Finished.of(await run_one(plan, job))
+    except HarnessStop as exc:
+        if job.store is not None:  # what it wrote before the disk filled belongs to no record
+            with contextlib.suppress(OSError, HarnessError):
+                job.store.discard(plan.trial_id)
+        return Finished.stopped(plan.trial_id, str(exc))
 
 
 async def run_one(plan: TrialPlan, job: TrialJob) -> TrialRecord:

@@ -50,7 +50,7 @@ from chaoseval.engine.executors.one import Flight, kill_grace, overdue
 from chaoseval.engine.executors.queue import TrialQueue
 from chaoseval.engine.executors.ray_worker import WATCH, Result, TrialActor
 from chaoseval.engine.trial import TrialPlan
-from chaoseval.errors import ChaosevalError, ConfigError, HarnessError, user_facing
+from chaoseval.errors import ChaosevalError, ConfigError, HarnessError, HarnessStop, user_facing
 
 TICK = 0.1  # seconds between the driver's looks at its actors
 LOST_IDLE = 3  # actors dying with no trial in flight before the run gives up
@@ -283,8 +283,12 @@ class _Pool:
         if store is not None and files:
             # As a local trial's first artifact does: what an earlier attempt left goes.
             store.discard(finished.trial_id)
-            for relative, data in files:
-                store.place(relative, data)
+            try:
+                for relative, data in files:
+                    store.place(relative, data)
+            except HarnessStop as exc:  # the driver's disk is full: the run stops
+                store.discard(finished.trial_id)
+                finished = Finished.stopped(finished.trial_id, str(exc))
         self.sink.done(finished)
 
     async def _lost(self, a: _Actor, exc: BaseException) -> None:

@@ -35,7 +35,7 @@ from chaoseval.channels.model import prices
 from chaoseval.channels.model.prices import Prices
 from chaoseval.engine.executors import worker
 from chaoseval.engine.executors.base import Finished, TrialJob
-from chaoseval.engine.executors.one import agent_session, run_one
+from chaoseval.engine.executors.one import agent_session, finish
 from chaoseval.engine.executors.process import _rss
 from chaoseval.engine.executors.reap import kill_descendants
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT
@@ -129,15 +129,15 @@ class TrialActor:
 
     async def trial(self, index: int) -> Result:
         await self._started()
-        record = await run_one(self.plans[index], self.job)  # records every outcome itself
+        finished = await finish(self.plans[index], self.job)  # records every outcome itself
+        record = finished.parsed
         files: list[tuple[str, bytes]] = []
         store = self.job.store
-        if store is not None and record.artifacts:
+        if store is not None and record is not None and record.artifacts:
             for ref in record.artifacts:
                 path = store.file(ref.path, record=record.trial_id)
                 files.append((ref.path, path.read_bytes()))
             store.discard(record.trial_id)  # shipped: not kept here too
-        finished = Finished.of(record)
         finished.parsed = None  # the line is what travels
         return finished, files
 

@@ -29,8 +29,8 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from chaoseval.engine.executors.base import Finished, TrialJob
-from chaoseval.engine.executors.one import agent_session, run_one
+from chaoseval.engine.executors.base import TrialJob
+from chaoseval.engine.executors.one import agent_session, finish
 from chaoseval.engine.executors.wire import BLOCKER, HEARTBEAT, receive, send
 from chaoseval.engine.loops import run_loop
 from chaoseval.engine.trial import TrialPlan
@@ -93,8 +93,7 @@ async def _serve(
             await send(stream, message)
 
     async def trial(index: int) -> None:
-        record = await run_one(plans[index], job)  # run_trial records every outcome itself
-        finished = Finished.of(record)
+        finished = await finish(plans[index], job)  # run_trial records every outcome itself
         finished.parsed = None  # the line is what travels
         await reply(("done", index, finished))
 
