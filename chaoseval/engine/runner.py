@@ -249,7 +249,7 @@ async def _start(
         # More trials than the journal allows: its manifest again with the new count, before
         # them (readers refuse an index past the count: store.conform).
         again = manifest if grown else None
-        return manifest, kept, JournalWriter(old.path, again, truncate_cut_off=True)
+        return manifest, kept, JournalWriter(old.path, None, truncate_cut_off=True, again=again)
     if config.references:
         manifest.references = await reference_runs(config.scenarios, config.seed)
     if config.journal is None:

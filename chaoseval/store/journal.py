@@ -240,11 +240,19 @@ class JournalWriter:
     """Appends records, one flushed line each.
 
     Given a manifest, the journal is made new (its one line written atomically: no empty file
-    is left by a failure); without one, an existing journal is continued (``--resume``). A
+    is left by a failure); without one, an existing journal is continued (``--resume``), its
+    manifest appended ``again`` when the resume grew its trials per cell. A
     write the disk refuses is taken back whole (the file cut to where the line began) and
     raised as HarnessStop when the disk is full: the journal never ends in half a line."""
 
-    def __init__(self, path: Path, manifest: RunManifest | None, *, truncate_cut_off: bool):
+    def __init__(
+        self,
+        path: Path,
+        manifest: RunManifest | None,
+        *,
+        truncate_cut_off: bool,
+        again: RunManifest | None = None,
+    ):
         self.path = path
         if manifest is not None:
             _replace_with(path, encode_manifest(manifest))
@@ -257,6 +265,8 @@ class JournalWriter:
         except OSError as exc:
             raise _failed(exc, path) from exc
         self._size = os.fstat(self._fd).st_size  # where the next line begins (one writer)
+        if again is not None:  # a continued journal's manifest again, its count grown
+            self._write(encode_manifest(again))
 
     def _drop_partial_tail(self) -> None:
         """Move a half-written last line aside (never delete it) so appends start clean."""
