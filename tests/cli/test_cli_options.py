@@ -51,7 +51,7 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     ([*RUN, "--budget-tokens", "0"], "--budget-tokens"),
     ([*RUN, "--resume", "--journal", "M"], "nothing to continue"),
     ([*RUN, "--journal", "D"], "is a directory"),
-    ([*RUN, "--journal", "J/run.jsonl"], "error: j.jsonl: File exists"),  # an OSError
+    ([*RUN, "--journal", "J/run.jsonl"], "cannot make the journal's lock (Not a directory)"),
     ([*RUN, "--scenarios", "M"], "--scenarios missing.jsonl: no such file or directory"),
     (["run", "-a", "mod:factory", "--app-dir", "M"], "--app-dir missing.jsonl: no such directory"),
     ([*RUN, "-p", "latencyy"], "did you mean 'latency'"),
