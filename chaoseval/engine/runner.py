@@ -71,7 +71,9 @@ class RunProgress(Protocol):
 
     def trial_done(self, record: TrialRecord) -> None: ...
 
-    def stop(self) -> None: ...
+    def stop(self, ended: str = "finished") -> None:
+        """The run ended: "finished", "interrupted" (Ctrl-C), "stopped" (a budget or a harness
+        stop) or "stopped by an error"."""
 
 
 @dataclass
@@ -398,13 +400,18 @@ async def _run_plans(
         budget.spend(cost, tokens)  # run totals: what the resumed trials spent counts
     sink = _Collector(config, budget, writer, on_record)
     progress = config.progress
+    ended = "interrupted"  # unless the run gets to say otherwise: Ctrl-C, a cancel
     try:
         if progress is not None:
             progress.start(config.agent_name, len(todo))
         await executor.run(todo, _job(config, manifest, store), sink)
+        ended = "finished" if sink.stopped is None else "stopped"
+    except Exception:
+        ended = "stopped by an error"
+        raise
     finally:
         if progress is not None:
-            progress.stop()
+            progress.stop(ended)
         if writer is not None:
             _close(writer, sink.stopped)
     if sink.stopped is not None:
