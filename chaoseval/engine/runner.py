@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import sys
 import uuid
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from chaoseval import redact
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
@@ -70,7 +71,9 @@ class RunProgress(Protocol):
 
     def trial_done(self, record: TrialRecord) -> None: ...
 
-    def stop(self) -> None: ...
+    def stop(self, ended: str = "finished") -> None:
+        """The run ended: "finished", "interrupted" (Ctrl-C), "stopped" (a budget or a harness
+        stop) or "stopped by an error"."""
 
 
 @dataclass
@@ -176,6 +179,40 @@ def plan(config: RunConfig) -> Plans:
     return Plans(config.all_cells(), config.scenarios, config.trials)
 
 
+# The flag or setting that sets each part of RunManifest.config_key, as a user would change it.
+_CONFIG_FLAGS = {
+    "agent": "--agent",
+    "model": "the model (--model, --temperature, --model-seed)",
+    "seed": "--seed",
+    "scenarios": "the scenarios (-s)",
+    "cells": "the cells (-p)",
+    "request_limit": "--max-request-size",
+}
+
+
+def config_differences(was: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """What differs between two :meth:`RunManifest.config_key` values, each as
+    ``FLAG: journal X, this run Y`` (lists as what one has that the other has not)."""
+    out = []
+    for key, flag in _CONFIG_FLAGS.items():
+        a, b = was.get(key), now.get(key)
+        if a == b:
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            only_was = ", ".join(_brief(x) for x in a if x not in b) or "nothing else"
+            only_now = ", ".join(_brief(x) for x in b if x not in a) or "nothing else"
+            out.append(f"{flag}: only the journal has {only_was}; only this run has {only_now}")
+        else:
+            out.append(f"{flag}: the journal has {_brief(a)}, this run {_brief(b)}")
+    return out
+
+
+def _brief(value: Any, limit: int = 120) -> str:
+    """A config value as a user would recognise it: its text, else its JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
     """The journal this run continues (``--resume`` on a non-empty journal), else None.
 
@@ -194,13 +231,13 @@ def _resumed(config: RunConfig, manifest: RunManifest) -> Trials | None:
         return None
     old = read_trials(path)  # columns, line by line: never the whole journal's records
     # Compared as written: the journal's manifest has its secrets redacted and long strings cut.
-    if redact.clean_data(old.full_manifest().config_key()) != redact.clean_data(
-        manifest.config_key()
-    ):
+    was_key = redact.clean_data(old.full_manifest().config_key())
+    now_key = redact.clean_data(manifest.config_key())
+    if was_key != now_key:
         raise ConfigError(
-            f"{path} was written by a different run configuration (agent, model, seed, "
-            "scenarios, cells or --max-request-size differ); use another --journal or "
-            "--overwrite"
+            f"{path} was written by a different run configuration: "
+            + "; ".join(config_differences(was_key, now_key))
+            + "; resume with the journal's settings, or use another --journal or --overwrite"
         )
     was, now = old.manifest.isolation, manifest.isolation
     if was is not None and now is not None and was.sandbox != now.sandbox:
@@ -363,13 +400,18 @@ async def _run_plans(
         budget.spend(cost, tokens)  # run totals: what the resumed trials spent counts
     sink = _Collector(config, budget, writer, on_record)
     progress = config.progress
+    ended = "interrupted"  # unless the run gets to say otherwise: Ctrl-C, a cancel
     try:
         if progress is not None:
             progress.start(config.agent_name, len(todo))
         await executor.run(todo, _job(config, manifest, store), sink)
+        ended = "finished" if sink.stopped is None else "stopped"
+    except Exception:
+        ended = "stopped by an error"
+        raise
     finally:
         if progress is not None:
-            progress.stop()
+            progress.stop(ended)
         if writer is not None:
             _close(writer, sink.stopped)
     if sink.stopped is not None:

@@ -4,6 +4,7 @@ latency                          one plugin, default parameters
 latency:mean=0.5,jitter=0.1      parameters (values parsed as YAML scalars)
 latency:mean=0.5|2|8             a sweep: one cell per value
 latency:mean=2+timeout           a stack: several plugins in one cell
+latency(mean=2)+timeout          the same, as reports print a cell
 path/to/spec.json                a saved spec (as written by `chaoseval search`)
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,17 @@ def scalar(text: str) -> Any:
         return text
 
 
+# A cell's label as reports print it (PerturbationSpec.label): `timeout(probability=0.3)`.
+_LABEL = re.compile(r"([\w.-]+)\((.*)\)", re.DOTALL)
+
+
 def _parse_one(text: str) -> list[PerturbationSpec]:
-    """One plugin, possibly with swept parameters: a list of concrete specs."""
+    """One plugin, possibly with swept parameters: a list of concrete specs. Its label as a
+    report prints it (``name(k=v,...)``) is read as ``name:k=v,...``, so a cell can be
+    copied from a report into ``-p``."""
+    printed = _LABEL.fullmatch(text.strip())
+    if printed is not None:
+        text = f"{printed[1]}:{printed[2]}" if printed[2].strip() else printed[1]
     name, _, rest = text.strip().partition(":")
     if not name:
         raise ConfigError(f"empty perturbation name in {text!r}")

@@ -49,11 +49,15 @@ class TerminalProgress:
         self._counts[record.status] += 1
         if self._task is None:
             return
-        c = self._counts
-        status = f"pass {c['passed']} fail {c['failed']} n/e {c['not_evaluable']}"
-        self._bar.update(self._task, advance=1, status=status)
+        self._bar.update(self._task, advance=1, status=self._status())
 
-    def stop(self) -> None:
+    def _status(self) -> str:
+        c = self._counts
+        return f"pass {c['passed']} fail {c['failed']} n/e {c['not_evaluable']}"
+
+    def stop(self, ended: str = "finished") -> None:
+        if self._task is not None and ended != "finished":  # the bar's last word: why it ended
+            self._bar.update(self._task, status=f"{self._status()} ({ended})")
         self._bar.stop()
 
 
@@ -84,12 +88,12 @@ class LineProgress:
         with self._lock:
             self._counts[record.status] += 1
 
-    def stop(self) -> None:
+    def stop(self, ended: str = "finished") -> None:
         self._stopped.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-            self._write(self.status() + " (finished)")
+            self._write(f"{self.status()} ({ended})")
 
     def status(self) -> str:
         with self._lock:

@@ -224,4 +224,9 @@ def load_agent(name: str) -> AgentAdapter:
         obj = _call_factory(base, factory, params)
     if not isinstance(obj, AgentAdapter):
         raise ConfigError(f"agent {name!r} did not give an object with 'async run(episode)'")
+    if not inspect.iscoroutinefunction(obj.run):  # else every trial crashes on its await
+        raise ConfigError(
+            f"agent {name!r}: {type(obj).__name__}.run is not async; define it as "
+            "'async def run(self, episode)'"
+        )
     return obj

@@ -35,6 +35,18 @@ def import_object(path: str) -> object:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"cannot import module {module_name!r} (from {path!r}): {exc}") from exc
+    except SyntaxError as exc:  # the user's file: where, and what, in one line
+        where = f"{exc.filename}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
+        text = f" ({exc.text.strip()[:120]})" if exc.text and exc.text.strip() else ""
+        raise ConfigError(
+            f"cannot import module {module_name!r} (from {path!r}): {where}: "
+            f"{type(exc).__name__}: {exc.msg}{text}"
+        ) from None
+    except Exception as exc:  # raised by the module's own top-level code
+        raise ConfigError(
+            f"cannot import module {module_name!r} (from {path!r}): {_raised_at(exc)}"
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     obj: object = module
     for part in attr.split("."):
         try:
@@ -45,6 +57,16 @@ def import_object(path: str) -> object:
             hint = f"; did you mean {module_name}:{close[0]}?" if close else ""
             raise ConfigError(f"module {module_name!r} has no attribute {attr!r}{hint}") from None
     return obj
+
+
+def _raised_at(exc: BaseException) -> str:
+    """``file:line: `` of the innermost frame ``exc`` passed through ("" when it has none)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}: "
 
 
 @dataclass(frozen=True)

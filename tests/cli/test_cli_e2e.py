@@ -199,6 +199,8 @@ def test_interrupted_run_keeps_its_trials_and_resumes(tmp_path):
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "--resume" in stderr
+    # the status line's last word is what happened (it said "(finished)" after a Ctrl-C)
+    assert "(interrupted)" in stderr and "(finished)" not in stderr, stderr
     kept = journal.read_text().count('"type":"trial"')
     assert kept >= 19
 

@@ -119,11 +119,22 @@ def test_interrupted_journal_resumes_without_losing_records(tmp_path):
     assert _stable(path) == full
 
 
-def test_resume_refuses_a_different_configuration(tmp_path):
+def test_resume_refuses_a_different_configuration_naming_what_differs(tmp_path):
+    """Only what differs is named, with both values (before, every field that might differ
+    was listed whatever had changed)."""
     path = tmp_path / "a.jsonl"
     run(_config(path))
-    with pytest.raises(ConfigError, match="different run configuration"):
+    with pytest.raises(ConfigError, match="different run configuration") as seed:
         run(_config(path, seed=99, resume=True))
+    assert "--seed: the journal has 3, this run 99" in str(seed.value)
+    assert "--agent" not in str(seed.value) and "-p" not in str(seed.value)
+    changed = _config(path, resume=True)
+    changed.cells = parse_cells(["latency", "malformed"])
+    with pytest.raises(ConfigError) as cells:
+        run(changed)
+    said = str(cells.value)
+    assert "the cells (-p): only the journal has" in said and "timeout" in said
+    assert "only this run has" in said and "malformed" in said and "--seed" not in said
 
 
 def test_corrupt_line_in_the_middle_names_the_line(tmp_path):
