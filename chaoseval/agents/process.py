@@ -51,6 +51,7 @@ outside), the agent's group is killed by :mod:`chaoseval.agents.guard`.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import shlex
 import shutil
@@ -228,6 +229,7 @@ class ProcessAgent:
         # chaoseval was started ('exec:python examples/agent.py') must still name that file.
         # absolute(), not resolve(): a venv's python is a symlink that must stay one.
         argv = [str(Path(a).absolute()) if _relative_file(a) else a for a in argv]
+        _check_script(argv)
         if shutil.which(argv[0]) is None:  # said before any trial runs, not as 100 crashes
             raise ConfigError(f"exec: {argv[0]!r} is not an executable file or on PATH")
         self.argv = argv
@@ -409,6 +411,31 @@ class ProcessAgent:
             await process.wait()
         _signal_group(process, signal.SIGKILL)
         await process.wait()
+
+
+# What an interpreter runs: the first word of an exec: command that is not an option, when it
+# has one of these suffixes, must be a file. A typo there ran every trial into the
+# interpreter's "can't open file '/tmp/chaoseval-.../work/agnt.py'", a path in the trial's
+# directory the user never wrote.
+SCRIPT_SUFFIXES = {".py", ".js", ".mjs", ".cjs", ".ts", ".mts", ".rb", ".sh", ".pl", ".php"}
+
+
+def _check_script(argv: list[str]) -> None:
+    """ConfigError when the script the command runs is not a file, with a near name."""
+    script = next((a for a in argv[1:] if not a.startswith("-")), None)
+    if script is None or Path(script).suffix not in SCRIPT_SUFFIXES:
+        return
+    path = Path(script)
+    if path.is_file():
+        return
+    where = path.parent if path.parent.is_dir() else Path.cwd()
+    names = [p.name for p in where.iterdir() if p.suffix == path.suffix] if where.is_dir() else []
+    close = difflib.get_close_matches(path.name, names, n=1)
+    hint = f"; did you mean {str(where / close[0])!r}?" if close else ""
+    raise ConfigError(
+        f"exec: {script!r} is not a file (looked for it from {Path.cwd()}){hint}; give its "
+        "path relative to where chaoseval runs, or an absolute one"
+    )
 
 
 def _relative_file(arg: str) -> bool:

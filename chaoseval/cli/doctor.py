@@ -103,9 +103,11 @@ def _agent(cfg: Any, scenarios: list[Any]) -> Check:
     said = f"{cfg.agent} answered a clean trial of {record.scenario}: {record.status}"
     if record.status == "not_evaluable" or record.root_cause in ("crash", "timeout"):
         why = record.error or record.root_cause or "no answer"
-        return Check(
-            "agent", "fail", f"{said} ({why})", "make it answer one trial: chaoseval replay"
+        again = (
+            f"chaoseval run -s {record.scenario} -n 1 --journal doctor.jsonl, then "
+            "chaoseval report doctor.jsonl (its stderr: doctor.jsonl.d/)"
         )
+        return Check("agent", "fail", f"{said} ({why})", f"make it answer one trial: {again}")
     cause = f" ({record.root_cause})" if record.root_cause else ""
     return Check("agent", "ok", said + cause)
 

@@ -48,3 +48,30 @@ def test_doctor_shows_an_agents_stderr_without_obeying_it(tmp_path: Path) -> Non
     out = chaoseval("chaoseval doctor", tmp_path, code=1).stdout
     assert "boom" in out, out
     assert "\x1b" not in out and "\x07" not in out, repr(out)
+
+
+def test_a_typo_in_an_exec_agent_s_script_is_named_with_a_near_name(tmp_path: Path) -> None:
+    """Before: every trial crashed on `can't open file '/tmp/chaoseval-.../work/agnt.py'`, a
+    path in the trial's directory the user never wrote; doctor then advised `chaoseval
+    replay` with no journal to replay."""
+    (tmp_path / "agent.py").write_text("print('{\"answer\": \"hi\"}')\n")
+    (tmp_path / "chaoseval.toml").write_text(
+        'agent = "exec:python agnt.py"\nscenarios = ["vending-*"]\n'
+    )
+    out = flat(chaoseval("chaoseval doctor", tmp_path, code=1).stdout)
+    assert "'agnt.py' is not a file" in out and "did you mean 'agent.py'?" in out, out
+    assert "chaoseval-" not in out
+    run = chaoseval("chaoseval run -n 1 --journal j.jsonl", tmp_path, code=2)
+    assert "did you mean 'agent.py'?" in run.stderr and not (tmp_path / "j.jsonl").exists()
+
+
+def test_doctor_s_fix_for_a_failing_agent_is_a_command_that_keeps_its_reasons(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bad.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "chaoseval.toml").write_text(
+        'agent = "exec:python bad.py"\nscenarios = ["vending-refund-log-down"]\n'
+    )
+    out = flat(chaoseval("chaoseval doctor", tmp_path, code=1).stdout)
+    assert "chaoseval replay" not in out, out
+    assert "chaoseval run -s vending-refund-log-down -n 1 --journal doctor.jsonl" in out, out
