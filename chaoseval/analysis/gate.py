@@ -254,7 +254,10 @@ def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
         if rule.kind == "graceful":
             g = graceful(cell, ms)
             v = g.rate
-            why = f" ({g.recovered} recovered, {g.degraded} degraded per contract, {g.failed} not)"
+            why = (
+                f" ({g.recovered} recovered, {g.fell_back} fell back per contract, "
+                f"{g.failed} not)"
+            )
             if v is None:
                 why = " (no trial received a fault that a degradation contract names)"
         else:

@@ -105,7 +105,9 @@ def test_report_flags_a_baseline_at_the_floor(tmp_path: Path) -> None:
     a = analyze(j, n_resamples=200)
     v = build_verdict(a, j)
     lines = v.lines()
-    assert "clean baseline is at the floor" in lines[0] and "significantly" not in lines[0]
+    # Counts first (issue 41): the cell is inconclusive, and its line says why.
+    assert lines[0].startswith("1 inconclusive of 1 perturbed cell(s)")
+    assert "inconclusive" in lines[1] and "clean baseline is at the floor" in lines[1]
     assert "timeout: the clean baseline is at 0: this cell cannot show degradation." in lines
     cell = verdict_json(v)["cells"][0]
     assert cell["baseline_at_floor"] is True and cell["decided_by"] == "pass^1"
@@ -124,7 +126,7 @@ def test_report_judges_by_the_recorded_primary(tmp_path: Path) -> None:
         a = analyze(j, n_resamples=200)
         v = build_verdict(a, j)
         assert a.primary == v.metric == metric and v.cells[0].metric == metric
-        assert v.lines()[0].startswith(f"1 of 1 perturbation(s) degrade {metric}")
+        assert v.lines()[0].startswith(f"1 degraded of 1 perturbed cell(s) ({metric}")
 
 
 def test_compare_needs_one_primary_and_says_what_four_tasks_can_show(tmp_path: Path) -> None:
