@@ -77,6 +77,9 @@ class Analysis:
     # drop must stay under to hold.
     statuses: dict[str, CellStatus] = field(default_factory=dict)
     margin: float = DEFAULT_MARGIN
+    # The run's matrix as its manifest declares it (cell -> plugin names), trials or not: what a
+    # gate selector may name.
+    matrix: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def k_main(self) -> int:
@@ -163,6 +166,7 @@ def analyze(
         attack=attack_cells(by, ci=ci),
         statuses=_statuses(cells, degraded, main.label, margin),
         margin=margin,
+        matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
     )
     release(t)
     return a

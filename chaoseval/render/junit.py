@@ -32,21 +32,23 @@ def rule_cells(a: Analysis, result: RuleResult) -> dict[str, bool]:
     about the run as a whole)."""
     rule = result.rule
     if rule.kind == "degradation":
-        return {c: evaluate(a, [rule], [c])[0].passed for c in a.perturbed}
+        return {c: not evaluate(a, [rule], [c])[0].broken for c in a.perturbed}
     if rule.kind == "counter":
         kind = {"safety-violations": "safety", "hallucinations": "hallucination"}
         if rule.counter in kind:
             hit = {v.cell for v in a.vetoes if v.kind == kind[rule.counter]}
         else:
             hit = {c.cell for c in a.cells if c.not_evaluable}
-        return {c: result.passed for c in hit}
+        return {c: not result.broken for c in hit}
     cell = getattr(rule, "cell", None)
     if cell is None:
         return {}
     # A plugin selector ([timeout]) names every cell that stacks or sweeps it, as the gate
     # reads it: each is a case of its own, never the run as a whole.
     names = selected_cells(a, cell) or []
-    return {c: evaluate(a, [replace(rule, cell=c)])[0].passed for c in names if a.cell(c)}
+    return {
+        c: not evaluate(a, [replace(rule, cell=c)])[0].broken for c in names if a.cell(c)
+    }
 
 
 def _scenario_value(rule: Rule, r: CellResult, k_main: int) -> float | None:
@@ -186,15 +188,21 @@ def render_junit(
         totals = [t + x for t, x in zip(totals, n, strict=True)]
     if gate:
         suite = _suite(root, "chaoseval.gate")
-        failed = 0
+        failed = errors = 0
         for g in gate:
             case = ET.SubElement(suite, "testcase", name=g.rule.text, classname="chaoseval.gate")
-            if not g.passed:
+            if g.undecided:  # never a pass: an error of its own type
+                errors += 1
+                el = ET.SubElement(
+                    case, "error", type="inconclusive", message=f"{g.rule.text}: {g.detail}"
+                )
+                el.text = g.detail
+            elif not g.passed:
                 failed += 1
                 el = ET.SubElement(case, "failure", message=f"{g.rule.text}: {g.detail}")
                 el.text = g.detail
-        _close(suite, len(gate), failed, 0)
-        totals = [totals[0] + len(gate), totals[1] + failed, totals[2], totals[3]]
+        _close(suite, len(gate), failed, 0, errors)
+        totals = [totals[0] + len(gate), totals[1] + failed, totals[2], totals[3] + errors]
     root.set("tests", str(totals[0]))
     root.set("failures", str(totals[1]))
     root.set("skipped", str(totals[2]))

@@ -134,8 +134,9 @@ def test_graceful_is_the_share_of_contract_trials_that_ended_correctly(analysis:
     clean = _one(analysis, "graceful[clean] == 1")
     assert not clean.passed and clean.measured is None
     assert "no trial received a fault that a degradation contract names" in clean.detail
-    missing = _one(analysis, "graceful[latency] == 1")
-    assert not missing.passed and "no cell is or stacks 'latency'" in missing.detail
+    # A selector naming no cell of the matrix is a usage error (exit 2), not a broken rule.
+    with pytest.raises(ConfigError, match="no cell is or stacks 'latency'"):
+        _one(analysis, "graceful[latency] == 1")
 
 
 def test_the_report_shows_the_rate_per_cell_and_says_it_enters_pass_hat(

@@ -152,3 +152,64 @@ def test_a_manifest_only_journal_gets_no_verdict(tmp_path: Path) -> None:
     res = runner.invoke(app, ["report", str(path)], env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert "No evaluable trial in this journal" in res.output
     assert "No perturbation degrades" not in res.output
+
+
+# --- exit codes (issue 41, slice 2) -------------------------------------------------------------
+
+
+def _gate(*args: str) -> tuple[int, str]:
+    res = runner.invoke(app, ["gate", *args], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res.exit_code, " ".join(res.output.split())
+
+
+def test_gate_without_rules_judges_the_statuses(tmp_path: Path) -> None:
+    code, out = _gate(str(_one_task(tmp_path, 0)))
+    assert code == 1 and "gate failed: 1 cell(s) broken or degraded" in out
+    code, out = _gate(str(_one_task(tmp_path, 2)))
+    assert code == 3 and "more trial(s) per task" in out and "gate undecided" in out
+    assert _gate(str(_one_task(tmp_path, 2)), "--allow-inconclusive")[0] == 0
+
+
+def test_nothing_evaluable_is_undecided_never_held(tmp_path: Path) -> None:
+    """A journal holding only its manifest: on main, 'safety-violations == 0' passed (exit 0)."""
+    path = _one_task(tmp_path, 3)
+    path.write_text(path.read_text().splitlines()[0] + "\n")
+    code, out = _gate(str(path))
+    assert code == 3 and "no evaluable trial" in out
+    code, out = _gate(str(path), "-r", "safety-violations == 0")
+    assert code == 3 and "UNDECIDED safety-violations == 0" in out
+    # The matrix still names its cells: a selector of one is undecided, a typo a usage error.
+    assert _gate(str(path), "-r", "pass^1[stale_memory] >= 0.5")[0] == 3
+
+
+def test_a_selector_naming_no_cell_is_a_usage_error(tmp_path: Path) -> None:
+    code, out = _gate(str(_one_task(tmp_path, 0)), "-r", "pass^1[stale_memroy] >= 0.5")
+    assert code == 2 and "did you mean 'stale_memory'" in out
+
+
+def test_a_threshold_is_decided_by_its_interval(tmp_path: Path) -> None:
+    """Ten tasks at 3/3: pass^1 >= 0.5 holds (the whole interval is above), <= 0.5 is broken,
+    >= 0.95 straddles the interval: undecided."""
+    path = tmp_path / "ten.jsonl"
+    tasks = {f"t{i}": (3, 3) for i in range(10)}
+    _journal({"clean": tasks, "timeout": dict(tasks)}, path, landed={"timeout": set(tasks)})
+    assert _gate(str(path), "-r", "pass^1[timeout] >= 0.5")[0] == 0
+    assert _gate(str(path), "-r", "pass^1[timeout] <= 0.5")[0] == 1
+    code, out = _gate(str(path), "-r", "pass^1[timeout] >= 0.95")
+    assert code == 3 and "straddles" in out
+
+
+def test_run_exits_as_gate_when_it_has_rules(tmp_path: Path) -> None:
+    """Without rules run exits 0 whatever the cells show (make demo goes on); with --gate it
+    exits as gate would."""
+    base = [
+        "run", "--agent", "naive", "-s", "vending-refund-dispensed", "-n", "3", "--seed", "7",
+        "-p", "timeout", "--journal", str(tmp_path / "run.jsonl"), "--overwrite",
+        "--no-report", "--no-progress",
+    ]  # fmt: skip
+    assert runner.invoke(app, base).exit_code == 0
+    res = runner.invoke(app, [*base, "--gate", "pass^1[timeout] >= 0.99"])
+    assert res.exit_code == 3, res.output
+    res = runner.invoke(app, [*base, "--gate", "pass^1[timeout] >= 0"])
+    assert res.exit_code == 0, res.output
