@@ -285,10 +285,17 @@ def compare_cmd(
             "recorded different ones)"
         ),
     ] = None,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(help="exit 1 when B is worse or less resilient in a cell, 3 if undecided"),
+    ] = False,
+    allow_inconclusive: AllowInconclusive = False,
+    margin: Margin = 0.1,
 ) -> None:
     """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p;
     verdicts from the primary metric the runs recorded (pass^1 unless declared)."""
     from chaoseval.analysis.compare import compare_journals
+    from chaoseval.analysis.compare_status import judge_comparison, regression_exit, status_lines
     from chaoseval.analysis.primary import parse_primary
     from chaoseval.render.comparison import print_comparison, render_comparison_markdown
 
@@ -300,17 +307,26 @@ def compare_cmd(
         wanted = {parse_primary(primary, where="--primary").kk} if primary else None
         for t in (ja, jb):
             _check_ks(t, k, wanted, "--primary asks for")
+        check_margin(margin)
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed, primary=primary)
+        statuses = judge_comparison(h, ja, jb, margin)
+        lines = status_lines(statuses)
         if format == "table":
+            for line in lines:
+                console.print(escape(line), highlight=False)
             print_comparison(h, console)
         elif format == "markdown":
-            _emit(render_comparison_markdown(h), output, "comparison")
+            head = "".join(f"- `{line}`\n" for line in lines)
+            _emit(head + "\n" + render_comparison_markdown(h), output, "comparison")
         elif format == "json":
-            _emit(json.dumps(h.to_json(), indent=2), output, "comparison")
+            doc = {**h.to_json(), "statuses": statuses}
+            _emit(json.dumps(doc, indent=2), output, "comparison")
         else:
             raise ConfigError(f"unknown --format {format!r}; use table, markdown or json")
     except ChaosevalError as exc:
         fail(exc)
+    if fail_on_regression and (code := regression_exit(statuses, allow_inconclusive)):
+        raise typer.Exit(code)
 
 
 def _check_pairable(a: Trials, b: Trials) -> None:

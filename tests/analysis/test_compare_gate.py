@@ -419,3 +419,20 @@ def test_gate_cli_fails_naming_broken_rules(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "pass^k needs k <= trials" in " ".join(bad.output.split())
     bad = runner.invoke(app, [*args, "--rule", "pass^2 ~ 1"])
     assert bad.exit_code == 2 and "cannot parse gate rule" in bad.output
+
+
+def test_compare_fails_on_a_regression(pair: tuple[Journal, Journal], tmp_path: Path) -> None:
+    """compare --fail-on-regression (issue 41): B worse or less resilient in a cell exits 1,
+    and each cell says its status in the report's words, with its scope."""
+    a, b = (str(j.path) for j in pair)
+    worse = runner.invoke(app, ["compare", b, a, "--fail-on-regression", "-f", "json"])
+    assert worse.exit_code == 1, worse.output
+    statuses = json.loads(worse.output[worse.output.index("{") :])["statuses"]
+    assert statuses["timeout"]["score"] == "degraded"
+    assert statuses["timeout"]["resilience"] == "degraded"
+    assert statuses["timeout"]["score_scope"] == "tasks like these"
+    # Without the flag the comparison is a report: exit 0.
+    assert runner.invoke(app, ["compare", b, a]).exit_code == 0
+    better = runner.invoke(app, ["compare", a, b, "--fail-on-regression"])
+    assert better.exit_code in (0, 3), better.output
+    assert "timeout" in better.output and "B improved" in better.output
