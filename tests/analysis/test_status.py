@@ -213,3 +213,23 @@ def test_run_exits_as_gate_when_it_has_rules(tmp_path: Path) -> None:
     assert res.exit_code == 3, res.output
     res = runner.invoke(app, [*base, "--gate", "pass^1[timeout] >= 0"])
     assert res.exit_code == 0, res.output
+
+
+def test_json_lists_veto_items_by_trial_id(tmp_path: Path) -> None:
+    """Issue 41: after --resume the journal holds its trials in completion order; two journals
+    of the same trials give the same JSON report."""
+    counts = {"clean": {"t0": (3, 3), "t1": (3, 3)}, "timeout": {"t0": (3, 1), "t1": (3, 1)}}
+    vetoes = {"t1/timeout/2": "safety", "t0/timeout/1": "hallucination", "t1/clean/0": "safety"}
+    first = tmp_path / "first.jsonl"
+    _journal(counts, first, vetoes=vetoes, landed={"timeout": {"t0", "t1"}})
+    manifest, *trials = first.read_text().splitlines()
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_text("\n".join([manifest, *reversed(trials)]) + "\n")
+    items = []
+    for path in (first, shuffled):
+        out = tmp_path / f"{path.stem}.json"
+        res = runner.invoke(app, ["report", str(path), "-f", "json", "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        items.append(json.loads(out.read_text())["analysis"]["vetoes"]["items"])
+    assert items[0] == items[1]
+    assert [v["trial_id"] for v in items[0]] == sorted(vetoes)
