@@ -44,6 +44,7 @@ class MatrixResult:
 
     @property
     def broken(self) -> list[RuleResult]:
+        """The rules that did not hold: broken, or undecided (never a pass)."""
         return [r for r in self.gate if not r.passed]
 
 
@@ -66,9 +67,11 @@ class MatrixRunner:
         result = _run_and_gate(settings, resamples)
         if check and result.broken:
             lines = [r.message() for r in result.gate]
+            undecided = sum(r.undecided for r in result.broken)
+            what = "broken" if not undecided else f"broken or undecided ({undecided} undecided)"
             pytest.fail(
                 f"chaoseval gate failed: {len(result.broken)} of {len(result.gate)} rule(s) "
-                f"broken (journal: {result.path})\n" + "\n".join(lines),
+                f"{what} (journal: {result.path})\n" + "\n".join(lines),
                 pytrace=False,
             )
         return result

@@ -36,6 +36,7 @@ from chaoseval.analysis.process import (
     recorded_references,
 )
 from chaoseval.analysis.slices import Slices, ToolSlice, VetoItem, slices
+from chaoseval.analysis.status import DEFAULT_MARGIN, CellStatus, cell_statuses
 from chaoseval.store.columns import Group, Trials, as_trials
 from chaoseval.store.journal import Journal
 
@@ -72,6 +73,13 @@ class Analysis:
     primary: str = DEFAULT_PRIMARY
     # Cells where a planted instruction reached the agent: attack success and utility.
     attack: list[AttackCell] = field(default_factory=list)
+    # Each perturbed cell's status in its scope (chaoseval.analysis.status), and the margin a
+    # drop must stay under to hold.
+    statuses: dict[str, CellStatus] = field(default_factory=dict)
+    margin: float = DEFAULT_MARGIN
+    # The run's matrix as its manifest declares it (cell -> plugin names), trials or not: what a
+    # gate selector may name.
+    matrix: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def k_main(self) -> int:
@@ -102,12 +110,14 @@ def analyze(
     seed: int = 0,
     references: bool = True,
     primary: str | None = None,
+    margin: float = DEFAULT_MARGIN,
 ) -> Analysis:
     """Analyse one journal; reads the journal and nothing else.
 
     Tool-call correctness and path efficiency use the reference runs the run recorded in its
     manifest; ``references=False`` leaves them off. Verdicts use the primary metric the run
-    recorded, or ``primary`` when given (its k joins ``ks``)."""
+    recorded, or ``primary`` when given (its k joins ``ks``); ``margin``: the drop a cell
+    must stay under to hold."""
     t = as_trials(journal)
     main = parse_primary(primary) if primary else recorded_primary(t.manifest)
     ks = sorted(set(ks or t.manifest.ks) | ({main.kk} if main.metric != "mean" else set()))
@@ -154,9 +164,33 @@ def analyze(
         measures=measure(records),
         primary=main.label,
         attack=attack_cells(by, ci=ci),
+        statuses=_statuses(cells, degraded, main.label, margin),
+        margin=margin,
+        matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
     )
     release(t)
     return a
+
+
+def _statuses(
+    cells: Sequence[CellResult],
+    degraded: dict[str, list[Comparison]],
+    primary: str,
+    margin: float,
+) -> dict[str, CellStatus]:
+    clean = next((c for c in cells if c.cell == CLEAN), None)
+    perturbed = [c for c in cells if c.cell != CLEAN]
+    return cell_statuses(
+        {c.cell: c.counts for c in perturbed},
+        clean.counts if clean is not None else None,
+        {
+            c.cell: next((x for x in degraded.get(c.cell, []) if x.label == primary), None)
+            for c in perturbed
+        },
+        {c.cell: not c.did_not_land for c in perturbed},
+        primary,
+        margin,
+    )
 
 
 def _slices_json(a: Analysis, lists: Callable[[Iterable[Any]], Any]) -> dict[str, Any]:

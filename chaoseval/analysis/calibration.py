@@ -15,9 +15,20 @@ import numpy as np
 
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.compare import CellComparison, CellCounts, compare_cells
+from chaoseval.analysis.degradation import adjust_by_metric, compare_metrics
 from chaoseval.analysis.primary import parse_primary
+from chaoseval.analysis.status import cell_statuses
 
-__all__ = ["Rates", "floor_case", "null_case", "simulate"]
+__all__ = [
+    "POPULATIONS",
+    "Rates",
+    "equal_drops",
+    "equal_drops_case",
+    "false_drops",
+    "floor_case",
+    "null_case",
+    "simulate",
+]
 
 TRIALS = 5
 # A suite with a spread of difficulties, some tasks near 0 and near 1 (U-shaped), each
@@ -52,6 +63,67 @@ def floor_case(rng: np.random.Generator, tasks: int, cells: int) -> Pair:
         {cell: (_counts(rng, q), set[str]()) for cell, q in a.items()},
         {cell: (_counts(rng, q), set[str]()) for cell, q in b.items()},
     )
+
+
+# Per-task clean success rates (issue 41's held-out simulation): skewed towards failure, and
+# U-shaped (many tasks near 0 and near 1, where a floor is chosen).
+POPULATIONS = {"skewed": (0.5, 2.0), "u-shaped": (0.4, 0.4)}
+# The share of the smaller clean rate both harnesses lose: large, so that a task chosen for a
+# lucky clean success shows a drop it does not have (the bias of choosing on the estimate).
+DROP_BETA = (5.0, 2.0)
+
+
+def equal_drops_case(population: str) -> Case:
+    """A null of equal true drops: A's clean rate per task drawn from the population, B better
+    on every task (half of A's failures fixed), and both losing the same amount on each task
+    (a share of A's rate), so every task's true difference of drops is 0. A has the tasks near
+    the floor: choosing them on the clean counts the drops are estimated from favours B."""
+    shape = POPULATIONS[population]
+
+    def case(rng: np.random.Generator, tasks: int, cells: int) -> Pair:
+        p = rng.beta(*shape, size=tasks)
+        q = 1 - (1 - p) / 2
+        losses = [p * rng.beta(*DROP_BETA, size=tasks) for _ in range(cells)]
+        a = {CLEAN: p} | {f"x{j}": p - d for j, d in enumerate(losses)}
+        b = {CLEAN: q} | {f"x{j}": q - d for j, d in enumerate(losses)}
+        return (
+            {cell: (_counts(rng, r), set[str]()) for cell, r in a.items()},
+            {cell: (_counts(rng, r), set[str]()) for cell, r in b.items()},
+        )
+
+    return case
+
+
+@dataclass(frozen=True)
+class DropRates:
+    """Under equal true drops: the share of runs claiming "more resilient" for either side,
+    and the share whose difference-of-drops interval (the primary's) covers 0."""
+
+    reps: int
+    claimed: float
+    covered: float
+    measured: int  # runs with an interval (some task left to compare)
+
+
+def equal_drops(
+    population: str, tasks: int, reps: int, *, seed: int = 0, primary: str = "pass^1"
+) -> DropRates:
+    """One perturbed cell, compared ``reps`` times under :func:`equal_drops_case`."""
+    rng = np.random.default_rng(seed)
+    main = parse_primary(primary, TRIALS)
+    case = equal_drops_case(population)
+    claimed = covered = measured = 0
+    for _ in range(reps):
+        a, b = case(rng, tasks, 1)
+        cell = compare_cells(
+            a, b, (main.kk,), main, n_resamples=20, seed=int(rng.integers(1 << 30))
+        )[-1]
+        claimed += cell.more_resilient is not None
+        did = cell.get_resilience(main.label)
+        if did is not None and did.difference is not None:
+            measured += 1
+            covered += did.difference.contains(0.0)
+    return DropRates(reps, claimed / reps, covered / max(1, measured), measured)
 
 
 @dataclass(frozen=True)
@@ -100,3 +172,38 @@ def simulate(
         {k: v / reps for k, v in counts["b"].items()},
         {k: v / reps for k, v in counts["r"].items()},
     )
+
+
+def _draw(rng: np.random.Generator, p: np.ndarray, n: int) -> dict[str, tuple[int, int]]:
+    return {f"t{i}": (n, int(c)) for i, c in enumerate(rng.binomial(n, p))}
+
+
+def false_drops(
+    tasks: int, reps: int, *, cells: int = 3, trials: int = 3, seed: int = 0,
+    population: str = "u-shaped",
+) -> float:
+    """Under the null (each perturbed cell the same agent as clean: the same per-task success
+    probability), the share of ``reps`` runs in which some cell is called broken or degraded
+    (chaoseval.analysis.status, pass^1, Holm across the ``cells``): the family-wise rate."""
+    rng = np.random.default_rng(seed)
+    shape = POPULATIONS[population]
+    hits = 0
+    for _ in range(reps):
+        p = rng.beta(*shape, size=tasks)
+
+        clean = _draw(rng, p, trials)
+        counts = {f"x{j}": _draw(rng, p, trials) for j in range(cells)}
+        comps = {
+            c: compare_metrics(
+                n, clean, [("pass^k", 1)], {}, arms=(c, CLEAN), key=c, n_resamples=100,
+                ci=0.95, seed=0,
+            )
+            for c, n in counts.items()
+        }  # fmt: skip
+        adjust_by_metric(comps.values())
+        statuses = cell_statuses(
+            counts, clean, {c: x[0] for c, x in comps.items()}, dict.fromkeys(counts, True),
+            "pass^1",
+        )  # fmt: skip
+        hits += any(st.status in ("broken", "degraded") for st in statuses.values())
+    return hits / reps

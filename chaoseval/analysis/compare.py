@@ -11,6 +11,17 @@ the other metrics keep intervals and are tested only in a fixed order behind it:
   no clean success are left out, relative retention is shown beside it, and the claim needs
   both scales to agree (chaoseval.analysis.resilience).
 
+Which tasks are at the floor is chosen on clean trials the drops are not estimated from: each
+harness's scored clean trials of a task are split by trial index, before any outcome is looked
+at, into choosing trials (the first half, fewer where the primary's k needs more to estimate)
+and estimating trials (:func:`clean_split`); repeats are exchangeable, so the two halves are
+independent.
+Chosen on the same counts the drop is computed from, a task kept for a lucky clean success
+shows a drop it does not have (regression to the mean): under equal true drops "B more
+resilient" came out in 15% of 67-task runs (benchmarks/calibration_sim.py). With the split the
+choice is independent of the estimate, so the difference of drops over the kept tasks is
+unbiased; the price is the choosing trials' share of the clean arm's variance.
+
 A budget table sits beside it so that more attempts (retries, model calls) are not mistaken for a
 better architecture. Tasks or cells present in only one journal are reported and left out.
 """
@@ -41,8 +52,11 @@ from chaoseval.analysis.degradation import (
 from chaoseval.analysis.primary import Primary, gatekeep, parse_primary, recorded_primary
 from chaoseval.analysis.resilience import (
     Retention,
+    Split,
     TaskCountMap,
-    floor_tasks,
+    clean_split,
+    count_split,
+    floor_by_choosing,
     macro,
     resilience_call,
     retention,
@@ -300,9 +314,11 @@ def _cell(
     cell: str,
     opts: dict[str, Any],
     primary: Primary,
+    split: tuple[Split, Split] | None = None,
 ) -> CellComparison:
     """B against A in one cell: absolute B - A and, against each one's clean cell, the drops
-    (without the tasks where either had no clean success) and the retention."""
+    (without the tasks where either had no clean success in its choosing trials, estimated
+    on the estimating ones: ``split``) and the retention."""
     la, lb = labels
     (counts_a, lost_a), (counts_b, lost_b) = a, b
     # A task the perturbation reached in neither run is not a test of anything.
@@ -318,18 +334,19 @@ def _cell(
     )
     resilience: list[Comparison] = []
     out = CellComparison(cell, absolute, resilience)
-    if clean is not None and cell != CLEAN:
+    if clean is not None and split is not None and cell != CLEAN:
         # A drop where the fault reached one harness only compares a fault with no fault.
         left_out = dict(neither)
         for t in sorted(lost_a ^ lost_b):
             left_out[t] = f"the fault landed only in {lb if t in lost_a else la}'s run"
-        clean_a, clean_b = clean
+        all_a, all_b = clean
+        (choose_a, clean_a), (choose_b, clean_b) = split
         ca = {t: v for t, v in counts_a.items() if t not in left_out}
         cb = {t: v for t, v in counts_b.items() if t not in left_out}
         # Clean scores over the tasks paired here, before the floor tasks go: the floor test
         # of "more resilient" is about the harness, not about the tasks that are left.
-        paired = [t for t in ca if t in cb and t in clean_a and t in clean_b]
-        at_zero = floor_tasks({la: _on(clean_a, paired), lb: _on(clean_b, paired)}, primary)
+        paired = [t for t in ca if t in cb and t in all_a and t in all_b]
+        at_zero = floor_by_choosing({la: (choose_a, clean_a), lb: (choose_b, clean_b)}, paired)
         out.floor = at_zero
         kept = [t for t in paired if t not in at_zero and min(
             ca[t][0], cb[t][0], clean_a[t][0], clean_b[t][0]) >= primary.kk]  # fmt: skip
@@ -349,7 +366,7 @@ def _cell(
             ci=opts["ci"], seed=derive_seed(opts["seed"], "retention", cell),
         )  # fmt: skip
         out.retention = ret
-        out.clean_scores = (macro(clean_a, paired, primary), macro(clean_b, paired, primary))
+        out.clean_scores = (macro(all_a, paired, primary), macro(all_b, paired, primary))
     return out
 
 
@@ -367,18 +384,26 @@ def compare_cells(
     n_resamples: int = 10_000,
     ci: float = 0.95,
     seed: int = 0,
+    split: tuple[Split, Split] | None = None,
 ) -> list[CellComparison]:
     """The comparison and verdict of every cell in both ``a`` and ``b`` (cell -> per-task
     counts and the tasks its fault did not reach), from counts alone: what
-    :func:`compare_journals` does after reading the journals."""
+    :func:`compare_journals` does after reading the journals. ``split``: each harness's clean
+    counts as (choosing, estimating) (:func:`clean_split`); without it a seeded random split
+    of the counts (:func:`count_split`)."""
     cells = [c for c in a if c in b]
     cells.sort(key=lambda c: (c != CLEAN, c))
     grid: list[tuple[str, int | None]] = [("pass^k", k) for k in reversed(ks)] + [("mean", None)]
     if primary.metric == "pass@k":
         grid.append(("pass@k", primary.k))
     clean = (a[CLEAN][0], b[CLEAN][0]) if CLEAN in cells else None
+    if split is None and clean is not None:
+        split = (
+            count_split(clean[0], primary.kk, derive_seed(seed, "floor", "a")),
+            count_split(clean[1], primary.kk, derive_seed(seed, "floor", "b")),
+        )
     opts: dict[str, Any] = {"n_resamples": n_resamples, "ci": ci, "seed": seed}
-    out = [_cell(a[c], b[c], clean, grid, labels, c, opts, primary) for c in cells]
+    out = [_cell(a[c], b[c], clean, grid, labels, c, opts, primary, split) for c in cells]
     # One family per metric across the cells, for each question asked; in each cell the
     # metrics after the primary are tested only behind it, in a fixed order.
     adjust_by_metric(c.comparisons for c in out)
@@ -437,6 +462,11 @@ def compare_journals(
         {c: (task_counts(g), set(not_landed(g))) for c, g in ga.items()},
         {c: (task_counts(g), set(not_landed(g))) for c, g in gb.items()},
         ks, main, labels=(la, lb), n_resamples=n_resamples, ci=ci, seed=seed,
+        split=(
+            (clean_split(ga[CLEAN], main.kk), clean_split(gb[CLEAN], main.kk))
+            if CLEAN in ga and CLEAN in gb
+            else None
+        ),
     )  # fmt: skip
 
     return HarnessComparison(

@@ -5,7 +5,8 @@ Rule grammar (spaces optional, operators ``>= <= > < == !=``):
 - ``pass^5 >= 0.90``, ``pass@2 > 0.5``, ``mean >= 0.8``: on the clean cell; a selector picks
   others: ``pass^5[timeout] >= 0.5`` (one cell) or ``pass^5[*] >= 0.5`` (every cell);
 - ``max-degradation pass^5 <= 0.10``: the largest drop ``clean - perturbed`` (paired, on the
-  tasks both cells score) over the perturbed cells, or over those named with ``--perturbation``;
+  tasks both cells score) over the perturbed cells, or over those named with ``--perturbation``,
+  each cell's decided by its drop's interval as a rate's threshold is;
 - a rule that names no metric (``max-degradation <= 0.10``), or names ``primary``
   (``primary[timeout] >= 0.5``), uses the primary metric the run recorded (pass^1 unless the
   run declared another: chaoseval.analysis.primary), as report and compare do;
@@ -20,24 +21,59 @@ Rule grammar (spaces optional, operators ``>= <= > < == !=``):
   (the normal checks passed, or the contract held); without a selector, pooled over the run.
 
 A selector names a cell, or a plugin: ``[timeout]`` is every cell that stacks or sweeps
-``timeout`` when no cell is called exactly that, and each of those cells must meet the rule.
+``timeout`` when no cell is called exactly that, and each of those cells must meet the rule. A
+selector that names no cell of the run's matrix is a usage error (with a did-you-mean).
+
+A rule ends held, broken or undecided. A threshold on a rate (``pass^1[timeout] >= 0.8``) is
+decided by the rate's task-level interval (chaoseval.analysis.inference.rate_interval), not its
+point estimate: broken when the interval lies on the wrong side, held when on the right side,
+undecided when it straddles the bound. A rule whose cells hold no evaluable trial (a journal
+with only its manifest, a run stopped before a cell ran) is undecided, never held.
+
+The exit codes a judgement ends with are chaoseval.exitcodes' (re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from chaoseval.analysis.aggregate import CLEAN
 from chaoseval.analysis.build import Analysis
+from chaoseval.analysis.exact import exact_value
+from chaoseval.analysis.inference import rate_interval
 from chaoseval.analysis.measures import AGGREGATES, METRICS, aggregate, graceful
 from chaoseval.analysis.primary import parse_primary
 from chaoseval.errors import ConfigError
+from chaoseval.exitcodes import (
+    EXIT_BROKEN,
+    EXIT_HARNESS,
+    EXIT_HELD,
+    EXIT_UNDECIDED,
+    EXIT_USAGE,
+    exit_code,
+)
 
-__all__ = ["Rule", "RuleResult", "evaluate", "parse_rule", "selected_cells"]
+__all__ = [
+    "EXIT_BROKEN",
+    "EXIT_HARNESS",
+    "EXIT_HELD",
+    "EXIT_UNDECIDED",
+    "EXIT_USAGE",
+    "Rule",
+    "RuleResult",
+    "evaluate",
+    "exit_code",
+    "parse_rule",
+    "selected_cells",
+]
+
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -83,10 +119,23 @@ class RuleResult:
     passed: bool
     measured: float | None
     detail: str
+    # Neither held nor broken: no evaluable trial, or an interval straddling the bound.
+    undecided: bool = False
+
+    @property
+    def broken(self) -> bool:
+        return not self.passed and not self.undecided
 
     def message(self) -> str:
-        state = "ok    " if self.passed else "BROKEN"
+        state = "UNDECIDED" if self.undecided else "ok    " if self.passed else "BROKEN"
         return f"{state} {self.rule.text}: {self.detail}"
+
+
+def _undecided(rule: Rule, detail: str, measured: float | None = None) -> RuleResult:
+    return RuleResult(rule, False, measured, detail, undecided=True)
+
+
+NO_TRIALS = "no evaluable trial in this journal: nothing to judge"
 
 
 def parse_rule(text: str) -> Rule:
@@ -180,10 +229,14 @@ def evaluate(
     """Evaluate ``rules`` on an analysis; ``perturbations`` scopes max-degradation rules."""
     out: list[RuleResult] = []
     main = parse_primary(a.primary)
+    _check_perturbations(a, perturbations)
     for rule in rules:
         if rule.kind in ("metric", "degradation") and rule.metric is None:
             rule = dataclasses.replace(rule, metric=main.metric, k=main.k)
-        if rule.kind == "counter":
+        _check_selector(a, rule.cell)
+        if not sum(c.summary.trials for c in a.cells):
+            out.append(_undecided(rule, NO_TRIALS))
+        elif rule.kind == "counter":
             out.append(_counter(a, rule))
         elif rule.kind == "metric":
             out.append(_metric(a, rule))
@@ -205,24 +258,73 @@ def _counter(a: Analysis, rule: Rule) -> RuleResult:
 
 
 def _metric(a: Analysis, rule: Rule) -> RuleResult:
-    check = OPS[rule.op]
     label = "mean" if rule.metric == "mean" else f"{rule.metric}".replace("k", str(rule.k))
     # The same selectors as the per-cell rules: a plugin's name picks each cell with it.
     cells = selected_cells(a, rule.cell) if rule.cell is not None else [CLEAN]
     if not cells:
-        known = ", ".join(c.cell for c in a.cells)
-        return RuleResult(rule, False, None, f"no cell is or stacks {rule.cell!r}; cells: {known}")
+        return _undecided(rule, f"no evaluable trial in a cell {rule.cell!r} selects")
     worst: float | None = None
     parts = []
-    ok = True
+    states = set()
     for cell in cells:
         v = _metric_value(a, cell, rule.metric or "mean", rule.k)
-        parts.append(f"{label}[{cell}] = {_fmt(v)}")
-        if v is None or not check(v, rule.value):
-            ok = False
+        state, iv = _by_interval(a, cell, rule)
+        shown = "" if iv is None else f" [{iv[0]:.4g}, {iv[1]:.4g}]"
+        tail = " (undecided: the interval straddles the bound)" if state == "undecided" else ""
+        parts.append(f"{label}[{cell}] = {_fmt(v)}{shown}{tail}")
+        states.add(state if v is not None else "undecided")
         if v is not None and (worst is None or v < worst):
             worst = v
-    return RuleResult(rule, ok, worst, "; ".join(parts))
+    if "broken" in states:
+        return RuleResult(rule, False, worst, "; ".join(parts))
+    if "undecided" in states:
+        return _undecided(rule, "; ".join(parts), worst)
+    return RuleResult(rule, True, worst, "; ".join(parts))
+
+
+def _by_interval(a: Analysis, cell: str, rule: Rule) -> tuple[str, tuple[float, float] | None]:
+    """A rate's threshold decided by its task-level interval: 'held' when the whole interval
+    meets the rule, 'broken' when none of it does, 'undecided' when it straddles the bound.
+    ``==`` and ``!=`` are read on the point estimate (an interval never equals a number)."""
+    c = a.cell(cell)
+    kk = 1 if rule.metric == "mean" else rule.k or 1
+    metric = rule.metric or "mean"
+    values = [
+        float(exact_value(n, k, metric, kk)) for n, k in (c.counts.values() if c else []) if n >= kk
+    ]
+    if not values:
+        return "undecided", None
+    check = OPS[rule.op]
+    if rule.op in ("==", "!="):
+        return ("held" if check(sum(values) / len(values), rule.value) else "broken"), None
+    iv = rate_interval(np.array(values))
+    low, high = iv.low, iv.high
+    if check(low, rule.value) and check(high, rule.value):
+        return "held", (low, high)
+    if not check(low, rule.value) and not check(high, rule.value):
+        return "broken", (low, high)
+    return "undecided", (low, high)
+
+
+def _check_selector(a: Analysis, sel: str | None) -> None:
+    """A selector must name a cell of the run's matrix (or a plugin one stacks): a typo is a
+    usage error with a did-you-mean, never a rule that cannot be met."""
+    if sel is None or sel == "*":
+        return
+    known = {c.cell for c in a.cells} | set(a.matrix)
+    plugins = {p for ps in [*a.plugins.values(), *a.matrix.values()] for p in ps}
+    if sel in known or sel in plugins:
+        return
+    close = difflib.get_close_matches(sel, sorted(known | plugins), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(
+        f"no cell is or stacks {sel!r}{hint} (cells: {', '.join(sorted(known)) or 'none'})"
+    )
+
+
+def _check_perturbations(a: Analysis, names: Sequence[str]) -> None:
+    for name in names:
+        _check_selector(a, name)
 
 
 def selected_cells(a: Analysis, sel: str | None) -> list[str] | None:
@@ -240,8 +342,7 @@ def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
     """A process or graceful rule: over the run, or each selected cell meeting it."""
     cells = selected_cells(a, rule.cell)
     if cells == []:
-        known = ", ".join(c.cell for c in a.cells)
-        return RuleResult(rule, False, None, f"no cell is or stacks {rule.cell!r}; cells: {known}")
+        return _undecided(rule, f"no evaluable trial in a cell {rule.cell!r} selects")
     groups = [("run", a.measures)] if cells is None else [(c, a.measures.select(c)) for c in cells]
     if rule.kind == "graceful" and rule.cell == "*":
         # Every cell a contract applied in: the others have nothing to degrade from.
@@ -249,12 +350,15 @@ def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
     check = OPS[rule.op]
     values: list[float] = []
     parts = []
-    ok = True
+    ok, unknown = True, False
     for cell, ms in groups:
         if rule.kind == "graceful":
             g = graceful(cell, ms)
             v = g.rate
-            why = f" ({g.recovered} recovered, {g.degraded} degraded per contract, {g.failed} not)"
+            why = (
+                f" ({g.recovered} recovered, {g.fell_back} fell back per contract, "
+                f"{g.failed} not)"
+            )
             if v is None:
                 why = " (no trial received a fault that a degradation contract names)"
         else:
@@ -262,10 +366,14 @@ def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
             why = f" over {len(ms)} trials"
         label = "graceful" if rule.kind == "graceful" else f"{rule.agg}({rule.metric})"
         parts.append(f"{label}[{cell}] = {_fmt(v)}{why}")
-        if v is None or not check(v, rule.value):
+        if v is None:
+            unknown = True
+        elif not check(v, rule.value):
             ok = False
         if v is not None:
             values.append(v)
+    if ok and unknown:  # nothing broke it, but some cell had nothing to measure
+        return _undecided(rule, "; ".join(parts), _worst(rule.op, values))
     return RuleResult(rule, ok, _worst(rule.op, values), "; ".join(parts))
 
 
@@ -281,30 +389,44 @@ def _degradation(a: Analysis, rule: Rule, names: Sequence[str]) -> RuleResult:
     label = "mean" if rule.metric == "mean" else f"{rule.metric}".replace("k", str(rule.k))
     cells = [c for c in a.perturbed if _matches(a, c, names)]
     if names and not cells:
-        return RuleResult(
-            rule, False, None, f"no perturbed cell matches --perturbation {', '.join(names)}"
+        return _undecided(
+            rule, f"no evaluable trial in a perturbed cell --perturbation {', '.join(names)} names"
         )
     if not cells:
-        return RuleResult(rule, False, None, "no perturbed cell in this journal")
+        return _undecided(rule, "no perturbed cell in this journal")
     worst: tuple[float, str, str] | None = None
     parts = []
-    ok = True
+    ok, unknown = True, False
     for cell in cells:
         cmp = next((c for c in a.degradation.get(cell, []) if c.label == label), None)
         if cmp is None or cmp.difference is None:
-            ok = False
+            unknown = True
             parts.append(f"{cell}: not measurable")
             continue
         # 0.0 - x rather than -x: no "-0" in messages.
         drop = 0.0 - cmp.difference.estimate
-        ci = f"[{0.0 - cmp.difference.high:+.3f}, {0.0 - cmp.difference.low:+.3f}]"
-        if not check(drop, rule.value):
+        low, high = 0.0 - cmp.difference.high, 0.0 - cmp.difference.low
+        ci = f"[{low:+.3f}, {high:+.3f}]"
+        # Decided by the drop's interval, as a rate's threshold is: broken when all of it
+        # breaks the rule, held when all of it meets it.
+        if rule.op in ("==", "!="):
+            meets = check(drop, rule.value)
+            breaks = not meets
+        else:
+            meets = check(low, rule.value) and check(high, rule.value)
+            breaks = not check(low, rule.value) and not check(high, rule.value)
+        if breaks:
             ok = False
+        elif not meets:
+            unknown = True
         if worst is None or drop > worst[0]:
             worst = (drop, cell, ci)
-        parts.append(f"{cell}: {drop:+.3f}")
+        parts.append(f"{cell}: {drop:+.3f} {ci}" + ("" if meets or breaks else " (undecided)"))
     if worst is None:
-        return RuleResult(rule, False, None, "; ".join(parts))
+        return _undecided(rule, "; ".join(parts))
+    if ok and unknown:
+        detail = f"largest drop {worst[0]:+.4g} under {worst[1]}; interval straddles the bound; "
+        return _undecided(rule, detail + "; ".join(parts), worst[0])
     detail = f"largest drop {worst[0]:+.4g} under {worst[1]} (95% CI {worst[2]}); " + "; ".join(
         parts
     )

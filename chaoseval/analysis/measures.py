@@ -34,7 +34,7 @@ __all__ = [
 # for simulated agents, real otherwise), not the harness's wall time.
 METRICS = ("steps", "tool_calls", "tokens", "cost", "latency")
 AGGREGATES = ("mean", "p95")
-Outcome = Literal["recovered", "degraded", "failed"]
+Outcome = Literal["recovered", "fell_back", "failed"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class TrialMeasures:
     cost: float
     latency: float
     # None: no fault a degradation contract names reached the agent. Otherwise how it ended:
-    # "recovered" (the normal checks passed anyway), "degraded" (they failed but a contract
+    # "recovered" (the normal checks passed anyway), "fell_back" (they failed but a contract
     # held: the degraded outcome the scenario declares correct) or "failed".
     outcome: Outcome | None = None
 
@@ -63,7 +63,7 @@ _COLUMNS = {
     "cost": "cost",
     "latency": "sim_seconds",
 }
-_OUTCOMES: tuple[Outcome, ...] = ("recovered", "degraded", "failed")
+_OUTCOMES: tuple[Outcome, ...] = ("recovered", "fell_back", "failed")
 
 
 @dataclass(frozen=True)
@@ -131,12 +131,14 @@ class Graceful:
     cell: str
     eligible: int  # trials with such a fault
     recovered: int  # the normal checks passed anyway
-    degraded: int  # the normal checks failed but the contract held: a correct degradation
+    # The normal checks failed but the contract held: the fallback the scenario declares
+    # correct. Not "degraded": that word is a cell's status (chaoseval.analysis.status).
+    fell_back: int
     failed: int
 
     @property
     def rate(self) -> float | None:
-        return (self.recovered + self.degraded) / self.eligible if self.eligible else None
+        return (self.recovered + self.fell_back) / self.eligible if self.eligible else None
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "rate": self.rate}
@@ -155,5 +157,5 @@ def graceful(cell: str, measures: Measures | Iterable[TrialMeasures]) -> Gracefu
     else:
         ends = [m.outcome for m in measures if m.outcome is not None]
     return Graceful(
-        cell, len(ends), ends.count("recovered"), ends.count("degraded"), ends.count("failed")
+        cell, len(ends), ends.count("recovered"), ends.count("fell_back"), ends.count("failed")
     )

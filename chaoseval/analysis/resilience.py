@@ -7,12 +7,13 @@
 - relative retention per harness, ``mean(cell) / mean(clean)`` over the same tasks, with a
   seeded paired bootstrap interval (tasks resampled once for all four arms).
 
-A task where either harness has no clean success on the primary metric (its clean value is 0)
-has nothing to lose there: its "drop" of 0 says nothing about resilience, so it is listed and
-left out of both. "More resilient" is said only when the DiD is significant and retention
-points the same way, and never of a harness whose clean primary score is at the floor
-(chaoseval.analysis.primary.at_floor); when the two scales disagree the verdict says the answer
-depends on the scale.
+A task where either harness has no clean success has nothing to lose there: its "drop" of 0
+says nothing about resilience, so it is listed and left out of both. Which tasks those are is
+decided on clean trials held out of the estimate (:func:`clean_split`), so the choice does not
+bias the difference of drops (issue 41). "More resilient" is said only when the DiD is
+significant and retention points the same way, and never of a harness whose clean primary
+score is at the floor (chaoseval.analysis.primary.at_floor); when the two scales disagree the
+verdict says the answer depends on the scale.
 """
 
 from __future__ import annotations
@@ -39,10 +40,15 @@ from chaoseval.analysis.inference import (
 )
 from chaoseval.analysis.primary import FLOOR, Primary, at_floor
 from chaoseval.analysis.stats import Interval, _percentiles, _resampled_means
+from chaoseval.store.columns import Group
 
 __all__ = [
     "Retention",
-    "floor_tasks",
+    "Split",
+    "choosing",
+    "clean_split",
+    "count_split",
+    "floor_by_choosing",
     "macro",
     "resilience_call",
     "retention",
@@ -53,26 +59,70 @@ __all__ = [
 TaskCountMap = dict[str, tuple[int, int]]
 
 
-def _clean_zero(counts: TaskCountMap, tasks: Sequence[str], p: Primary) -> set[str]:
-    arms = [(np.array([counts[t][0] for t in tasks]), np.array([counts[t][1] for t in tasks]))]
-    (num,), _ = exact_values(arms, p.metric, p.kk)
-    return {t for t, v in zip(tasks, num.tolist(), strict=True) if v == 0}
+# Each harness's clean counts split in two: (choosing, estimating) per task.
+Split = tuple[TaskCountMap, TaskCountMap]
 
 
-def floor_tasks(clean: Mapping[str, TaskCountMap], p: Primary) -> dict[str, str]:
-    """Tasks where a harness's clean primary value is 0 (no clean success: nothing to lose),
-    with why; ``clean`` maps each harness's label to its clean counts. Tasks with fewer than
-    k scored trials are left to the pairing, which lists them itself."""
+def choosing(n: int, kk: int) -> int:
+    """How many of a task's ``n`` scored clean trials choose: half, and none when the estimate
+    would be left with fewer than ``kk``."""
+    return max(0, min(n // 2, n - kk))
+
+
+def clean_split(g: Group, kk: int) -> Split:
+    """A clean cell's scored trials per task split by index: every other one (the 2nd, 4th,
+    ... in index order, :func:`choosing` of them) chooses the floor tasks, the others estimate
+    the drop. Alternating rather than the first half: a run whose later trials fare worse (a
+    rate limit, a warming cache) splits evenly."""
+    st = g["status"]
+    keep = st != 2
+    sc, idx, ok = g["scenario"][keep], g["index"][keep], st[keep] == 0
+    order = np.lexsort((idx, sc))
+    sc, ok = sc[order], ok[order]
+    codes, first, n = np.unique(sc, return_index=True, return_counts=True)
+    rank = np.arange(len(sc)) - np.repeat(first, n)
+    m = np.maximum(0, np.minimum(n // 2, n - kk))
+    task = np.repeat(np.arange(len(codes)), n)
+    c_all = np.bincount(task, weights=ok, minlength=len(codes)).astype(int)
+    chooses = (rank % 2 == 1) & (rank // 2 < m[task])
+    c_m = np.bincount(task, weights=ok & chooses, minlength=len(codes)).astype(int)
+    names = g.t.vocab["scenario"]
+    choose: TaskCountMap = {}
+    estimate: TaskCountMap = {}
+    for i, code in enumerate(codes.tolist()):
+        t = names[code]
+        choose[t] = (int(m[i]), int(c_m[i]))
+        estimate[t] = (int(n[i] - m[i]), int(c_all[i] - c_m[i]))
+    return choose, estimate
+
+
+def count_split(counts: TaskCountMap, kk: int, seed: int) -> Split:
+    """For counts without trial indices: the choosing trials' successes a seeded
+    hypergeometric draw (a random subset). Independent of the estimate only over fresh seeds;
+    a journal is split by index (:func:`clean_split`)."""
+    rng = np.random.default_rng(seed)
+    choose: TaskCountMap = {}
+    estimate: TaskCountMap = {}
+    for t in sorted(counts):
+        n, c = counts[t]
+        m = choosing(n, kk)
+        k = int(rng.hypergeometric(c, n - c, m)) if m and 0 < c < n else (m if c == n else 0)
+        choose[t], estimate[t] = (m, k), (n - m, c - k)
+    return choose, estimate
+
+
+def floor_by_choosing(choose: Mapping[str, Split], tasks: Sequence[str]) -> dict[str, str]:
+    """Tasks where a harness had no success among its choosing trials: nothing to lose."""
     out: dict[str, str] = {}
-    for label, counts in clean.items():
-        tasks = [t for t, (n, _) in counts.items() if n >= p.kk]
-        for t in sorted(_clean_zero(counts, tasks, p)):
-            who = out.get(t)
-            out[t] = (
-                f"no clean {p.label} success in {label}'s run: nothing to lose"
-                if who is None
-                else f"no clean {p.label} success in either run: nothing to lose"
-            )
+    for label, (ch, _) in choose.items():
+        for t in tasks:
+            m, k = ch[t]
+            if m and not k:
+                out[t] = (
+                    f"no clean success in {label}'s {m} choosing trial(s): nothing to lose"
+                    if t not in out
+                    else "no clean success in either run's choosing trials: nothing to lose"
+                )
     return out
 
 

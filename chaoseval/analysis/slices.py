@@ -113,7 +113,7 @@ def slices(records: Records) -> Slices:
 
 
 def _vetoes(g: Group) -> list[VetoItem]:
-    """Each veto item of the group's rows, in row order (each row's names and trial id as
+    """Each veto item of the group's rows, sorted by trial id (each row's names and trial id as
     Trials.value and Trials.trial_id give them, taken out of the columns a block at a time)."""
     t = g.t
     by_row = t.vetoes
@@ -141,4 +141,7 @@ def _vetoes(g: Group) -> list[VetoItem]:
             if tid is None:
                 tid = make_trial_id(sc, cell, index)
             vetoes += [VetoItem(kind, tid, sc, cell, detail) for kind, detail in found]
+    # By trial id, not row order: a journal resumed (or run with more workers) lists its trials
+    # in completion order, and two journals of the same trials must give the same report.
+    vetoes.sort(key=lambda v: v.trial_id)
     return vetoes

@@ -1,6 +1,7 @@
-"""The verdict a report opens with: which perturbations degrade the primary metric
-significantly, by how much (with the interval), the leading root cause, which cells start at the
-floor (nothing to lose), which did not land, and what was absorbed.
+"""The verdict a report opens with: each perturbed cell's status first, counts first
+(``stale_memory  0/3 passed (clean 3/3)  broken on 1 of 1 task``; chaoseval.analysis.status),
+then by how much the primary metric changes (with the interval), the leading root cause, which
+cells start at the floor (nothing to lose), which did not land, and what was absorbed.
 
 Pure: built from an :class:`~chaoseval.analysis.build.Analysis` and the journal's records. The
 significance is the degradation module's (``Comparison.significant`` of the primary metric:
@@ -19,6 +20,7 @@ from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, groups
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.primary import FLOOR, at_floor
+from chaoseval.analysis.status import STATUSES, CellStatus
 from chaoseval.analysis.twins import TwinSet, twins
 from chaoseval.store.columns import Group, as_group, as_trials
 from chaoseval.store.journal import Journal
@@ -72,6 +74,14 @@ class CellVerdict:
     faults_delivered: int
     faults_absorbed: int
     vetoes: Counter[str] = field(default_factory=Counter)
+    status: CellStatus | None = None  # None only for a cell the analysis gave no status
+
+    @property
+    def word(self) -> str:
+        """The cell's status, as every view names it."""
+        if self.status is not None:
+            return self.status.status
+        return "did not land" if self.did_not_land else "inconclusive"
 
     @property
     def significant(self) -> bool:
@@ -111,6 +121,7 @@ class Verdict:
     twins: dict[str, TwinSet]
     clean_vetoes: Counter[str] = field(default_factory=Counter)
     agent: str = ""  # as the run named it: says whose the clean cell's vetoes are
+    evaluable: int = 0  # scored trials in the journal: none, nothing can be judged
 
     def by(self, direction: Direction) -> list[CellVerdict]:
         landed = [c for c in self.cells if not c.did_not_land]
@@ -125,27 +136,31 @@ class Verdict:
         """Some cell has a change against clean (not so without a clean cell)."""
         return any(c.comparison is not None and c.comparison.difference for c in self.cells)
 
+    def count(self, word: str) -> int:
+        return sum(c.word == word for c in self.cells)
+
     def headline(self) -> str:
-        if self.cells and not self.measurable:
-            return "No change against clean can be measured (no clean trials on the tasks reached)"
-        drops = self.by("drop")
-        if drops:
-            names = ", ".join(c.label for c in drops)
+        """Counts first, pytest-style: '1 broken, 2 held of 3 perturbed cell(s) (pass^1; ...)'."""
+        if not self.evaluable:
+            return "No evaluable trial in this journal: nothing can be judged"
+        if not self.cells:
+            return "No perturbed cell in this journal: nothing to judge against clean"
+        words = [f"{self.count(w)} {w}" for w in STATUSES if self.count(w)]
+        if not self.measurable:
             return (
-                f"{len(drops)} of {len(self.cells)} perturbation(s) degrade {self.metric} "
-                f"significantly: {names}"
+                "No change against clean can be measured (no clean trials on the tasks "
+                f"reached): {', '.join(words)}"
             )
-        floor = self.at_floor
-        if floor and len(floor) == len(self.by("none")):
-            return (
-                f"No perturbation can show degradation of {self.metric}: the clean baseline is "
-                f"at the floor in every cell tested ({len(floor)})"
-            )
-        tail = f"; {len(floor)} at the floor cannot show it" if floor else ""
         return (
-            f"No perturbation degrades {self.metric} significantly ({len(self.cells)} tested, "
-            f"Holm-adjusted across them{tail})"
+            f"{', '.join(words)} of {len(self.cells)} perturbed cell(s) ({self.metric}; broken: "
+            "on these tasks, trials as the units; degraded: on tasks like these, tasks as the "
+            "units; Holm across the cells)"
         )
+
+    def status_lines(self) -> list[str]:
+        """One counts line per cell: ``stale_memory  0/3 passed (clean 3/3)  broken ...``."""
+        width = max((len(c.label) for c in self.cells), default=0)
+        return [c.status.line(c.label, width) for c in self.cells if c.status is not None]
 
     @property
     def at_floor(self) -> list[CellVerdict]:
@@ -154,7 +169,7 @@ class Verdict:
     def lines(self, compact: bool = False) -> list[str]:
         """The verdict as plain sentences, most important first; ``compact`` names the cells
         that are not significant without their numbers (a table beside it has them)."""
-        out = [self.headline() + "."]
+        out = [self.headline() + ".", *self.status_lines()]
         for c in sorted(self.by("drop"), key=_drop_size):
             cause = (
                 f"; leading root cause {c.leading_cause} ({c.leading_count} of "
@@ -167,7 +182,11 @@ class Verdict:
             out.append(f"{c.label}: {c.metric} improves, {c.change()}.")
         for c in self.at_floor:
             out.append(f"{c.label}: {c.floor_note()}.")
-        quiet = sorted((c for c in self.by("none") if not c.at_floor), key=_drop_size)
+        # A cell decided on these tasks (broken, improved) is not "not significant".
+        quiet = sorted(
+            (c for c in self.by("none") if not c.at_floor and c.word not in DECIDED_HERE),
+            key=_drop_size,
+        )
         listed = quiet
         if quiet and not self.by("drop") and _drop_size(quiet[0]) < 0:
             c, listed = quiet[0], quiet[1:]
@@ -186,7 +205,7 @@ class Verdict:
         few = [c for c in quiet if c.tasks_reached < FEW_TASKS] if self.measurable else []
         if few:
             out.append(
-                "Reached too few tasks to tell: "
+                "Reached too few tasks for a claim on tasks like these: "
                 + ", ".join(f"{c.label} ({c.tasks_reached})" for c in few)
                 + "; add scenarios these perturbations reach."
             )
@@ -226,6 +245,9 @@ class Verdict:
             )
         return line + "."
 
+
+# Statuses the exact test on these tasks decides when the task-level test cannot.
+DECIDED_HERE = frozenset({"broken", "improved"})
 
 # The reference agents whose simulated policy slips on purpose (chaoseval.agents.simulated),
 # with a ``slips`` parameter to turn it off.
@@ -280,6 +302,7 @@ def _cell_verdict(
         faults_delivered=c.faults_delivered,
         faults_absorbed=absorbed,
         vetoes=Counter(c.vetoes),
+        status=a.statuses.get(c.cell),
     )
 
 
@@ -308,6 +331,7 @@ def build_verdict(
         tw,
         Counter(clean.vetoes) if clean else Counter(),
         a.agent,
+        sum(c.summary.trials for c in a.cells),
     )
 
 
@@ -315,6 +339,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
     return {
         "metric": v.metric,
         "primary": v.metric,
+        "statuses": {w: v.count(w) for w in STATUSES},
         "summary": v.lines(),
         "labels": v.labels,
         "cells": [
@@ -322,6 +347,9 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
                 "cell": c.cell,
                 "label": c.label,
                 "metric": c.metric,
+                "status": c.word,
+                "scope": c.status.scope if c.status else "",
+                "status_detail": c.status.to_json() if c.status else None,
                 "direction": c.direction,
                 "significant": c.significant,
                 "decided_by": c.metric,

@@ -17,6 +17,7 @@ from chaoseval.errors import ChaosevalError, ConfigError
 from chaoseval.render.printable import escape, visible
 
 if TYPE_CHECKING:
+    from chaoseval.analysis.build import Analysis
     from chaoseval.store.columns import Trials
 
 FORMATS = ("table", "json", "markdown", "html", "junit")
@@ -92,6 +93,7 @@ def report_impl(
     resamples: int = 10_000,
     twins: int = 3,
     errors_as: str = "source",
+    margin: float = 0.1,
 ) -> None:
     """Everything ``chaoseval report`` does; raises ChaosevalError on bad input."""
     from chaoseval.analysis.aggregate import release
@@ -111,10 +113,11 @@ def report_impl(
         raise ConfigError(f"unknown --from {source!r}; use one of {', '.join(SOURCES)}")
     if twins < 0:
         raise ConfigError(f"--twins {twins}: use a count >= 0 (0 lays out every failed trial)")
+    check_margin(margin)
     data = load(journal, source, scorer, errors_as)
     phase("report: journal loaded")
     ks = _check_ks(data, k)
-    a = analyze(data, ks, n_resamples=resamples, references=source is None)
+    a = analyze(data, ks, n_resamples=resamples, references=source is None, margin=margin)
     phase("report: analysed")
     if format == "junit":
         _emit(render_junit(data, a), output, "JUnit XML")
@@ -173,6 +176,28 @@ Resamples = Annotated[
 ]
 
 
+AllowInconclusive = Annotated[
+    bool,
+    typer.Option(
+        "--allow-inconclusive",
+        help="exit 0 instead of 3 when something could not be decided (inconclusive cells, a "
+        "rule without evaluable trials or whose interval straddles its bound)",
+    ),
+]
+Margin = Annotated[
+    float,
+    typer.Option(
+        help="a cell holds when its drop's upper bound is under this (in the primary metric, "
+        "between 0 and 1)",
+    ),
+]
+
+
+def check_margin(margin: float) -> None:
+    if not 0 < margin < 1:
+        raise ConfigError(f"--margin {margin:g}: use a drop between 0 and 1, e.g. 0.1")
+
+
 def report_cmd(
     journal: JournalArg = None,
     format: Annotated[
@@ -195,12 +220,16 @@ def report_cmd(
         ),
     ] = 3,
     errors_as: ErrorsAs = "source",
+    margin: Margin = 0.1,
 ) -> None:
     """Summarise a journal: the verdict, pass^k against clean with intervals, root causes,
     vetoes, process, and failed trials beside their clean twins."""
     try:
         journal = journal or settings(config).default_journal()
-        report_impl(journal, format, output, k, source, scorer, twins=twins, errors_as=errors_as)
+        report_impl(
+            journal, format, output, k, source, scorer, twins=twins, errors_as=errors_as,
+            margin=margin,
+        )  # fmt: skip
     except ChaosevalError as exc:
         fail(exc)
 
@@ -256,10 +285,17 @@ def compare_cmd(
             "recorded different ones)"
         ),
     ] = None,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(help="exit 1 when B is worse or less resilient in a cell, 3 if undecided"),
+    ] = False,
+    allow_inconclusive: AllowInconclusive = False,
+    margin: Margin = 0.1,
 ) -> None:
     """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p;
     verdicts from the primary metric the runs recorded (pass^1 unless declared)."""
     from chaoseval.analysis.compare import compare_journals
+    from chaoseval.analysis.compare_status import judge_comparison, regression_exit, status_lines
     from chaoseval.analysis.primary import parse_primary
     from chaoseval.render.comparison import print_comparison, render_comparison_markdown
 
@@ -271,17 +307,26 @@ def compare_cmd(
         wanted = {parse_primary(primary, where="--primary").kk} if primary else None
         for t in (ja, jb):
             _check_ks(t, k, wanted, "--primary asks for")
+        check_margin(margin)
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed, primary=primary)
+        statuses = judge_comparison(h, ja, jb, margin)
+        lines = status_lines(statuses)
         if format == "table":
+            for line in lines:
+                console.print(escape(line), highlight=False)
             print_comparison(h, console)
         elif format == "markdown":
-            _emit(render_comparison_markdown(h), output, "comparison")
+            head = "".join(f"- `{line}`\n" for line in lines)
+            _emit(head + "\n" + render_comparison_markdown(h), output, "comparison")
         elif format == "json":
-            _emit(json.dumps(h.to_json(), indent=2), output, "comparison")
+            doc = {**h.to_json(), "statuses": statuses}
+            _emit(json.dumps(doc, indent=2), output, "comparison")
         else:
             raise ConfigError(f"unknown --format {format!r}; use table, markdown or json")
     except ChaosevalError as exc:
         fail(exc)
+    if fail_on_regression and (code := regression_exit(statuses, allow_inconclusive)):
+        raise typer.Exit(code)
 
 
 def _check_pairable(a: Trials, b: Trials) -> None:
@@ -322,7 +367,7 @@ def gate_cmd(
             "-r",
             help="e.g. 'pass^5>=0.90', 'max-degradation pass^5 <= 0.10', "
             "'safety-violations == 0', 'hallucinations == 0' (repeatable; replaces the "
-            "settings file's gate list)",
+            "settings file's gate list; without any, the cells' statuses are judged)",
         ),
     ] = None,
     perturbation: Annotated[
@@ -337,35 +382,62 @@ def gate_cmd(
     junit: Annotated[Path | None, typer.Option(help="also write JUnit XML with the rules")] = None,
     resamples: Resamples = 2_000,
     config: ConfigPath = None,
+    allow_inconclusive: AllowInconclusive = False,
+    margin: Margin = 0.1,
 ) -> None:
-    """Fail (exit 1) when a rule is broken, naming each broken rule and its measured value."""
-    from chaoseval.analysis.build import analyze
-    from chaoseval.analysis.gate import evaluate, parse_rule
-    from chaoseval.render.junit import render_junit
-
+    """Judge a journal: exit 0 when everything held, 1 when a rule is broken (or, without
+    rules, a cell is broken or degraded), 2 on a usage error, 3 when something could not be
+    decided (--allow-inconclusive: 0)."""
     try:
         cfg = settings(config)
-        rule = rule or cfg.gate
-        if not rule:
-            raise ConfigError(
-                "no gate rules: pass --rule (repeatable), or set gate = [...] in "
-                + (cfg.source or "chaoseval.toml or [tool.chaoseval] in pyproject.toml")
-            )
-        rules = [parse_rule(r) for r in rule]
-        data = load(journal or cfg.default_journal(), source, errors_as=errors_as)
-        ks = _check_ks(data, k, {r.k for r in rules if r.k is not None})
-        a = analyze(data, ks, n_resamples=resamples, references=False)
-        results = evaluate(a, rules, perturbation or [])
+        code = judge(
+            journal or cfg.default_journal(), rule or cfg.gate or [], perturbation or [], k,
+            source=source, errors_as=errors_as, junit=junit, resamples=resamples,
+            margin=margin, allow_inconclusive=allow_inconclusive,
+        )  # fmt: skip
     except ChaosevalError as exc:
         fail(exc)
+    if code:
+        raise typer.Exit(code)
+
+
+def judge(
+    path: Path,
+    rules: list[str],
+    perturbation: list[str],
+    k: list[int] | None,
+    *,
+    source: str | None = None,
+    errors_as: str = "source",
+    junit: Path | None = None,
+    resamples: int = 2_000,
+    margin: float = 0.1,
+    allow_inconclusive: bool = False,
+) -> int:
+    """What ``gate`` (and ``run`` with gate rules) prints and its exit code: the rules, or
+    without any the cells' statuses (chaoseval.analysis.status)."""
+    from chaoseval.analysis.build import analyze
+    from chaoseval.analysis.gate import evaluate, exit_code, parse_rule
+    from chaoseval.render.junit import render_junit
+
+    check_margin(margin)
+    parsed = [parse_rule(r) for r in rules]
+    data = load(path, source, errors_as=errors_as)
+    ks = _check_ks(data, k, {r.k for r in parsed if r.k is not None})
+    a = analyze(data, ks, n_resamples=resamples, references=False, margin=margin)
     for w in data.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
+    if not parsed:
+        return _judge_statuses(data, a, junit, allow_inconclusive)
+    results = evaluate(a, parsed, perturbation)
     for r in results:
-        style = "green" if r.passed else "bold red"
+        style = "green" if r.passed else "yellow" if r.undecided else "bold red"
         console.print(f"[{style}]{escape(r.message())}[/]", highlight=False, soft_wrap=True)
     if junit is not None:
         _emit(render_junit(data, a, results), junit, "JUnit XML")
-    broken = [r for r in results if not r.passed]
+    broken = [r for r in results if r.broken]
+    undecided = [r for r in results if r.undecided]
+    code = exit_code(bool(broken), bool(undecided), allow_inconclusive)
     if broken:
         console.print(
             f"[bold red]gate failed:[/] {len(broken)} of {len(results)} rule(s) broken: "
@@ -373,8 +445,45 @@ def gate_cmd(
             highlight=False,
             soft_wrap=True,
         )
-        raise typer.Exit(1)
-    console.print(f"[green]gate passed:[/] {len(results)} rule(s)")
+    elif undecided:
+        console.print(
+            f"[bold yellow]gate undecided:[/] {len(undecided)} of {len(results)} rule(s) could "
+            "not be decided: " + escape("; ".join(f"{r.rule.text} ({r.detail})" for r in undecided))
+            + (" (--allow-inconclusive: exit 0)" if allow_inconclusive else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        console.print(f"[green]gate passed:[/] {len(results)} rule(s)")
+    return code
+
+
+def _judge_statuses(data: Trials, a: Analysis, junit: Path | None, allow: bool) -> int:
+    """No rule given: any broken or degraded cell fails, an inconclusive one (or a journal with
+    nothing evaluable) is undecided."""
+    from chaoseval.analysis.gate import exit_code
+    from chaoseval.analysis.verdict import build_verdict
+    from chaoseval.render.junit import render_junit
+    from chaoseval.render.verdict import print_verdict
+
+    v = build_verdict(a, data, 0)
+    print_verdict(v, console)
+    if junit is not None:
+        _emit(render_junit(data, a), junit, "JUnit XML")
+    failing = v.count("broken") + v.count("degraded")
+    undecided = v.count("inconclusive") or not v.evaluable
+    code = exit_code(bool(failing), bool(undecided), allow)
+    if failing:
+        console.print(f"[bold red]gate failed:[/] {failing} cell(s) broken or degraded")
+    elif undecided:
+        console.print(
+            "[bold yellow]gate undecided:[/] "
+            + ("no evaluable trial" if not v.evaluable else f"{undecided} cell(s) inconclusive")
+            + (" (--allow-inconclusive: exit 0)" if allow else "")
+        )
+    else:
+        console.print(f"[green]gate passed:[/] {len(v.cells)} cell(s), none broken or degraded")
+    return code
 
 
 def register(app: typer.Typer) -> None:

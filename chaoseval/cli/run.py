@@ -23,7 +23,15 @@ from chaoseval.cli._common import (
     settings,
     user_agent,
 )
-from chaoseval.errors import ChaosevalError, ConfigError, HarnessStop, IsolationWarning
+from chaoseval.errors import (
+    ChaosevalError,
+    ConfigError,
+    HarnessStop,
+    IsolationWarning,
+    PluginError,
+    UpstreamError,
+)
+from chaoseval.exitcodes import EXIT_HARNESS
 from chaoseval.render.printable import escape
 
 if TYPE_CHECKING:
@@ -32,7 +40,6 @@ if TYPE_CHECKING:
     from chaoseval.engine.runner import RunConfig, RunProgress
     from chaoseval.engine.toolbox import UnknownTools
 
-HARNESS_STOP = 4  # exit code: the run stopped on a harness error (a full disk)
 
 BudgetCost = Annotated[
     float | None,
@@ -202,6 +209,15 @@ ShowProgress = Annotated[
     ),
 ]
 Report = Annotated[bool, typer.Option(help="print the report when done")]
+GateRules = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gate",
+        help="a gate rule to judge the run by when it ends, as `gate --rule` (repeatable; "
+        "replaces the settings' gate list): then run exits as gate does (0 held, 1 broken, 3 "
+        "undecided); without rules it exits 0",
+    ),
+]
 SandboxMode = Annotated[
     str | None,
     typer.Option(
@@ -240,6 +256,7 @@ def run_cmd(
     model_key_env: ModelKeyEnv = "OPENAI_API_KEY",
     prices: PricesFile = None,
     config: ConfigPath = None,
+    gate: GateRules = None,
     executor: ExecutorName = None,
     max_memory: MaxMemory = None,
     ray_address: RayAddress = None,
@@ -272,6 +289,8 @@ def run_cmd(
             result = run(run_config, on_record=unknown)
     except HarnessStop as exc:
         _stopped(exc, path)
+    except (PluginError, UpstreamError) as exc:
+        fail(exc, EXIT_HARNESS)  # the harness stopped the run, not the user's input
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
@@ -288,6 +307,21 @@ def run_cmd(
     _end_notes(result, unknown, path)
     if report:
         print_report(read_trials(path), console)
+    rules = gate or s.gate
+    if rules:
+        _gate(path, rules)
+
+
+def _gate(path: Path, rules: list[str]) -> None:
+    """Judge the finished run by its gate rules and exit as ``chaoseval gate`` does."""
+    from chaoseval.cli.analysis import judge
+
+    try:
+        code = judge(path, rules, [], None)
+    except ChaosevalError as exc:
+        fail(exc)
+    if code:
+        raise typer.Exit(code)
 
 
 def _kept(journal: Path) -> int:
@@ -309,7 +343,7 @@ def _stopped(exc: HarnessStop, journal: Path) -> NoReturn:
         "--resume to run the rest.",
         soft_wrap=True,
     )
-    raise typer.Exit(HARNESS_STOP)
+    raise typer.Exit(EXIT_HARNESS)
 
 
 def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:

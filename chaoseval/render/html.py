@@ -97,8 +97,9 @@ def _plots(a: Analysis, labels: dict[str, str]) -> str:
             heatmap(a, labels),
             "</div>",
             f"<figcaption>{escape(a.primary)} perturbed - clean per scenario: red = drop, blue = "
-            "gain, coloured only in the perturbations whose change is significant (the others "
-            "grey, marked n.s.); — = not measurable (not reached).</figcaption></figure>",
+            "gain, coloured only in the perturbations whose change is decided (broken, degraded "
+            "or improved); inconclusive ones amber, held ones grey, each marked with its status; "
+            "— = not measurable (not reached).</figcaption></figure>",
             "<h2>Root causes</h2><figure>",
             root_cause_bars(a, labels),
             "<figcaption>Trials per cell: passed, each root cause of failure, not evaluable."

@@ -1,12 +1,13 @@
 """JUnit XML for CI: one test case per scenario x cell, never one per trial.
 
-Without gate rules a case fails when its cell's pass^k drop against clean is significant (the
-degradation module's task-level paired test, adjusted across the perturbations) and this
-scenario is one of the tasks that dropped. With gate rules (``chaoseval gate --junit``) only the
-rules judge: a case fails when a rule about its cell is broken and this scenario's own value
-breaks it too (a cell-level rule broken means at least one of its scenarios breaks it, so the
-JUnit fails exactly when the gate does), and each rule is also a case of its own. A scenario the
-cell's faults never reached is skipped: it was not tested there.
+Without gate rules a case fails when its cell is broken or degraded (chaoseval.analysis.status:
+on these tasks, or on tasks like these) and this scenario is one of the tasks that dropped; a
+case of an inconclusive cell is an ``<error type="inconclusive">``, never a pass. With gate
+rules (``chaoseval gate --junit``) only the rules judge: a case fails when a rule about its
+cell is broken and this scenario's own value breaks it too (a cell-level rule broken means at
+least one of its scenarios breaks it, so the JUnit fails exactly when the gate does), and each
+rule is also a case of its own. A scenario the cell's faults never reached is skipped: it was
+not tested there.
 """
 
 from __future__ import annotations
@@ -31,21 +32,23 @@ def rule_cells(a: Analysis, result: RuleResult) -> dict[str, bool]:
     about the run as a whole)."""
     rule = result.rule
     if rule.kind == "degradation":
-        return {c: evaluate(a, [rule], [c])[0].passed for c in a.perturbed}
+        return {c: not evaluate(a, [rule], [c])[0].broken for c in a.perturbed}
     if rule.kind == "counter":
         kind = {"safety-violations": "safety", "hallucinations": "hallucination"}
         if rule.counter in kind:
             hit = {v.cell for v in a.vetoes if v.kind == kind[rule.counter]}
         else:
             hit = {c.cell for c in a.cells if c.not_evaluable}
-        return {c: result.passed for c in hit}
+        return {c: not result.broken for c in hit}
     cell = getattr(rule, "cell", None)
     if cell is None:
         return {}
     # A plugin selector ([timeout]) names every cell that stacks or sweeps it, as the gate
     # reads it: each is a case of its own, never the run as a whole.
     names = selected_cells(a, cell) or []
-    return {c: evaluate(a, [replace(rule, cell=c)])[0].passed for c in names if a.cell(c)}
+    return {
+        c: not evaluate(a, [replace(rule, cell=c)])[0].broken for c in names if a.cell(c)
+    }
 
 
 def _scenario_value(rule: Rule, r: CellResult, k_main: int) -> float | None:
@@ -90,34 +93,46 @@ def _failure_by_rules(
     return "\n".join(reasons) or None
 
 
-def _failure_by_significance(a: Analysis, r: CellResult, significant: set[str]) -> str | None:
-    if r.cell not in significant or r.delta is None:
+def _failure_by_status(a: Analysis, r: CellResult) -> str | None:
+    st = a.statuses.get(r.cell)
+    if st is None or st.status not in ("broken", "degraded") or r.delta is None:
         return None
     d = value_of(r.delta, parse_primary(a.primary))
     if d is None or d >= 0:
         return None
-    cmp = next(c for c in a.degradation[r.cell] if c.label == a.primary)
-    iv = cmp.difference
+    cmp = next((c for c in a.degradation.get(r.cell, []) if c.label == a.primary), None)
+    iv = cmp.difference if cmp is not None else None
     cell_change = (
         ""
-        if iv is None
+        if iv is None or cmp is None
         else (
             f"; cell {iv.estimate + 0.0:+.3f} [{iv.low + 0.0:+.3f}, {iv.high + 0.0:+.3f}], "
             f"Holm p = {cmp.p_holm:.3g}"
         )
     )
-    return f"{a.primary} dropped by {0.0 - d:.3f} against clean on this scenario{cell_change}"
+    return (
+        f"{st.status}: {st.line(r.cell)}; {a.primary} dropped by {0.0 - d:.3f} against clean "
+        f"on this scenario{cell_change}"
+    )
+
+
+def _undecided(a: Analysis, cell: str) -> str:
+    """Why the cell is inconclusive ('' when it is not): an undecided case is never a pass."""
+    st = a.statuses.get(cell)
+    if st is None or st.status != "inconclusive":
+        return ""
+    return f"inconclusive: {st.line(cell)}"
 
 
 def _suite(root: ET.Element, name: str) -> ET.Element:
     return ET.SubElement(root, "testsuite", name=name)
 
 
-def _close(suite: ET.Element, tests: int, failures: int, skipped: int) -> None:
+def _close(suite: ET.Element, tests: int, failures: int, skipped: int, errors: int = 0) -> None:
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
-    suite.set("errors", "0")
+    suite.set("errors", str(errors))
 
 
 def render_junit(
@@ -128,20 +143,15 @@ def render_junit(
     root = ET.Element("testsuites", name=f"chaoseval {journal.manifest.agent}")
     labels = short_labels([c.cell for c in a.cells], a.plugins)
     per = by_scenario_cell(as_trials(journal), a.ks)
-    significant = {
-        cell
-        for cell, comps in a.degradation.items()
-        if any(c.label == a.primary and c.significant for c in comps)
-    }
     broken: dict[str, list[RuleResult]] = {}
     for g in gate or ():
         for cell, ok in rule_cells(a, g).items():
             if not ok:
                 broken.setdefault(cell, []).append(g)
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     for cell in [c.cell for c in a.cells]:
         suite = _suite(root, f"chaoseval.{labels[cell]}")
-        n = [0, 0, 0]
+        n = [0, 0, 0, 0]  # tests, failures, skipped, errors
         for (scenario, c), r in sorted(per.items()):
             if c != cell:
                 continue
@@ -159,12 +169,17 @@ def render_junit(
             why = (
                 _failure_by_rules(a, scenario, r, broken.get(cell, []))
                 if gate is not None
-                else _failure_by_significance(a, r, significant)
+                else _failure_by_status(a, r)
             )
+            undecided = gate is None and _undecided(a, cell)
             if why:
                 n[1] += 1
                 el = ET.SubElement(case, "failure", message=why.splitlines()[0])
                 el.text = why
+            elif undecided:
+                n[3] += 1
+                el = ET.SubElement(case, "error", type="inconclusive", message=undecided)
+                el.text = undecided
             out = ET.SubElement(case, "system-out")
             out.text = f"cell: {cell}\n" + ", ".join(
                 f"pass^{k} {r.summary.pass_hat.get(k)}" for k in a.ks
@@ -173,18 +188,25 @@ def render_junit(
         totals = [t + x for t, x in zip(totals, n, strict=True)]
     if gate:
         suite = _suite(root, "chaoseval.gate")
-        failed = 0
+        failed = errors = 0
         for g in gate:
             case = ET.SubElement(suite, "testcase", name=g.rule.text, classname="chaoseval.gate")
-            if not g.passed:
+            if g.undecided:  # never a pass: an error of its own type
+                errors += 1
+                el = ET.SubElement(
+                    case, "error", type="inconclusive", message=f"{g.rule.text}: {g.detail}"
+                )
+                el.text = g.detail
+            elif not g.passed:
                 failed += 1
                 el = ET.SubElement(case, "failure", message=f"{g.rule.text}: {g.detail}")
                 el.text = g.detail
-        _close(suite, len(gate), failed, 0)
-        totals = [totals[0] + len(gate), totals[1] + failed, totals[2]]
+        _close(suite, len(gate), failed, 0, errors)
+        totals = [totals[0] + len(gate), totals[1] + failed, totals[2], totals[3] + errors]
     root.set("tests", str(totals[0]))
     root.set("failures", str(totals[1]))
     root.set("skipped", str(totals[2]))
+    root.set("errors", str(totals[3]))
     ET.indent(root)
     # ElementTree escapes markup but writes control characters as they are, which no XML 1.0
     # parser accepts: a cell or scenario name holding an ESC made the whole file unreadable.

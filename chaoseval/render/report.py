@@ -17,7 +17,7 @@ from chaoseval.analysis.pairtext import long_list, pair_text
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.printable import escape
-from chaoseval.render.tables import attack_table, cell_notes, delta_cell
+from chaoseval.render.tables import attack_table, cell_notes, delta_cell, status_word
 from chaoseval.render.terminal import print_table
 from chaoseval.render.verdict import print_twins, print_verdict
 from chaoseval.store.columns import Trials, as_trials
@@ -115,6 +115,7 @@ def _cell_table(a: Analysis, v: Verdict, journal: Trials) -> Table:
         title_justify="left",
     )
     table.add_column("perturbation")
+    table.add_column("status")
     table.add_column("tasks", justify="right")  # the tasks its faults reached
     table.add_column("trials", justify="right")
     table.add_column("n/e", justify="right", header_style="bold")
@@ -139,6 +140,7 @@ def _cell_table(a: Analysis, v: Verdict, journal: Trials) -> Table:
             delta_text = f"[dim]{delta_text}[/]"
         table.add_row(
             escape(v.labels.get(r.cell, r.cell)),
+            escape(status_word(a, r.cell)),
             str(s.tasks),
             str(r.trials),
             str(r.not_evaluable) if r.not_evaluable else "0",

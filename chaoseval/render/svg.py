@@ -46,14 +46,13 @@ def _open(plot: str, width: float, height: float, label: str, natural: bool = Fa
 
 
 def significant_cells(a: Analysis) -> set[str]:
-    """The perturbed cells whose change in the primary metric against clean is significant
-    (the verdict's own question: chaoseval.analysis.primary)."""
-    label = a.primary
-    return {
-        cell
-        for cell, comps in a.degradation.items()
-        if any(c.label == label and c.significant for c in comps)
-    }
+    """The perturbed cells whose change against clean is decided in either scope: broken,
+    degraded or improved (chaoseval.analysis.status)."""
+    return {c for c, s in a.statuses.items() if s.status in ("broken", "degraded", "improved")}
+
+
+# An undecided column is never shown as a pass: inconclusive is amber, held a pale grey.
+_UNDECIDED = {"inconclusive": ("#fdebd0", "#b9770e"), "held": ("#f2f2f2", "#888")}
 
 
 def _label(labels: dict[str, str] | None, cell: str) -> str:
@@ -147,7 +146,8 @@ def _diverging(v: float | None) -> str:
 
 def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28) -> str:
     """Scenario x perturbation heatmap of the change in pass^k (k = the largest k); only the
-    columns whose change is significant are coloured, the others stay grey."""
+    columns whose change is decided (broken, degraded, improved) are coloured, inconclusive ones
+    amber, held ones grey."""
     cells = a.perturbed
     scenarios = heatmap_rows(a)
     significant = significant_cells(a)
@@ -173,7 +173,8 @@ def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28)
         x = label_w + cell_w * (j + 0.5)
         parts.append(_t(x, 16, _label(labels, cell), 11, font_weight="bold"))
         if cell not in significant:
-            parts.append(_t(x, 30, "n.s.", 11, fill="#888"))
+            word = a.statuses[cell].status if cell in a.statuses else "inconclusive"
+            parts.append(_t(x, 30, word, 11, fill=_UNDECIDED.get(word, ("", "#888"))[1]))
     for i, sc in enumerate(scenarios):
         y = 40 + cell_h * i
         parts.append(_t(label_w - 8, y + cell_h / 2 + 4, sc, 11, "end"))
@@ -181,12 +182,13 @@ def heatmap(a: Analysis, labels: dict[str, str] | None = None, cell_h: int = 28)
             v = a.heatmap.get((sc, cell))
             x = label_w + cell_w * j
             sig = cell in significant
-            fill = _diverging(v) if sig else "#f2f2f2"
+            word = a.statuses[cell].status if cell in a.statuses else "inconclusive"
+            fill = _diverging(v) if sig else _UNDECIDED.get(word, ("#f2f2f2", ""))[0]
             parts.append(
                 f"<rect class='heat{' sig' if sig else ''}' x='{x}' y='{y}' "
                 f"width='{cell_w - 2}' height='{cell_h - 2}' fill='{fill}'><title>{escape(sc)} / "
                 f"{escape(cell)}: {'n/a' if v is None else f'{v + 0.0:+.3f}'}"
-                f"{'' if sig else ' (cell not significant)'}</title></rect>"
+                f"{'' if sig else f' (cell {word})'}</title></rect>"
             )
             text = "—" if v is None else f"{v + 0.0:+.2f}"
             parts.append(

@@ -26,6 +26,7 @@ __all__ = [
     "fmt_p",
     "fmt_test_p",
     "report_tables",
+    "status_word",
     "veto_counts_per_cell",
     "veto_counts_text",
 ]
@@ -94,6 +95,12 @@ def delta_cell(a: Analysis, cell: str) -> str:
     return text + (" *" if c.significant else " (n.s.)")
 
 
+def status_word(a: Analysis, cell: str) -> str:
+    """The cell's status (chaoseval.analysis.status); blank for clean, the baseline."""
+    st = a.statuses.get(cell)
+    return "" if st is None else st.status
+
+
 def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
     labels = verdict.labels if verdict else {}
     absorbed = {c.cell: c.faults_absorbed for c in verdict.cells} if verdict else {}
@@ -125,7 +132,8 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
     notes.append(
         f"Δ{a.primary} (the primary metric): perturbed - clean on the tasks the cell reached, "
         "paired by task; "
-        "* = significant (Holm-adjusted across the perturbations), (n.s.) = not significant. "
+        "* = significant (Holm-adjusted across the perturbations), (n.s.) = not significant "
+        "on tasks like these (the status says what the trials show on these tasks). "
         "Absorbed: faults the client's own retry absorbed before the agent saw them."
     )
     return TableData("summary", "Reliability per cell (macro over tasks)", cols, rows, notes)
@@ -414,16 +422,16 @@ def browser_table(a: Analysis) -> TableData | None:
 GRACEFUL_NOTE = (
     "A trial counts here when a fault a scenario's degradation contract names reached the "
     "agent. It passes if its normal checks pass (recovered) or if the contract holds "
-    "(degraded correctly), and those contract verdicts enter the perturbed cell's pass^k. "
+    "(fell back correctly), and those contract verdicts enter the perturbed cell's pass^k. "
     "Gate on it with e.g. 'graceful[timeout] == 1.0'."
 )
 
 
 def graceful_table(a: Analysis) -> TableData | None:
     """None when no trial of the run was judged against a contract."""
-    cols = ["cell", "trials hit", "recovered", "degraded per contract", "failed", "graceful"]
+    cols = ["cell", "trials hit", "recovered", "fell back per contract", "failed", "graceful"]
     rows = [
-        [cell, str(g.eligible), str(g.recovered), str(g.degraded), str(g.failed), fmt(g.rate)]
+        [cell, str(g.eligible), str(g.recovered), str(g.fell_back), str(g.failed), fmt(g.rate)]
         for cell, g in graceful_by_cell(a.measures).items()
     ]
     if not rows:

@@ -29,6 +29,7 @@ from chaoseval.render.printable import escape as rich_escape
 
 __all__ = [
     "VERDICT_CSS",
+    "counts_html",
     "legend_html",
     "print_twins",
     "print_verdict",
@@ -40,8 +41,13 @@ __all__ = [
 VERDICT_CSS = """
 .headline{font-size:16px;font-weight:600;margin:6px 0} p.veto{font-size:13px}
 ul.verdict{font-size:14px;margin:4px 0 10px;padding-left:20px} ul.verdict li{margin:3px 0}
-tr.drop td:first-child{border-left:4px solid #c0392b} tr.gain td:first-child{border-left:4px
-solid #2e6fb7} tr.nl td{color:#888}
+tr.broken td:first-child,tr.degraded td:first-child{border-left:4px solid #c0392b}
+tr.improved td:first-child{border-left:4px solid #2e6fb7} tr.nl td{color:#888}
+tr.inconclusive td:first-child{border-left:4px solid #e08a1e} tr.inconclusive td:nth-child(2)
+{background:#fdebd0} tr.held td:first-child{border-left:4px solid #27ae60}
+pre.counts{font-size:13px;background:#f7f7f7;padding:6px 10px;margin:4px 0}
+pre.counts span.broken,pre.counts span.degraded{color:#c0392b;font-weight:600}
+pre.counts span.inconclusive{color:#b9770e;font-weight:600} pre.counts span.held{color:#1e8449}
 .badge{display:inline-block;border-radius:3px;padding:0 5px;margin:1px 2px;font-size:11px;
 color:#fff;background:#c0392b} .badge.absorbed{background:#e08a1e} .badge.missed{background:#999}
 table.verdict{width:100%} table.verdict td,table.verdict th{white-space:normal}
@@ -67,15 +73,29 @@ def _cell_anchor(cell: str) -> str:
 
 
 def _verdict_word(c: CellVerdict) -> str:
-    if c.did_not_land:
-        return "did not land"
-    if c.at_floor:
-        return "baseline at the floor: cannot show degradation"
-    return {"drop": "degrades", "gain": "improves", "none": "not significant"}[c.direction]
+    """The status, with its scope: the same word as the terminal, the JSON and the JUnit."""
+    if c.status is None or not c.status.scope:
+        return c.word
+    return f"{c.word} (on {c.status.scope})"
+
+
+def _status_css(c: CellVerdict) -> str:
+    return "nl" if c.word == "did not land" else c.word
+
+
+def counts_html(v: Verdict) -> str:
+    """The counts lines that head the page, each status in its colour."""
+    width = max((len(c.label) for c in v.cells), default=0)
+    rows = [
+        f"<span class='{_status_css(c)}'>{escape(c.status.line(c.label, width))}</span>"
+        for c in v.cells
+        if c.status is not None
+    ]
+    return f"<pre class='counts'>{chr(10).join(rows)}</pre>" if rows else ""
 
 
 def _verdict_row(v: Verdict, c: CellVerdict) -> str:
-    css = "nl" if c.did_not_land else c.direction
+    css = _status_css(c)
     vetoes = ", ".join(f"{k} {n}" for k, n in sorted(c.vetoes.items())) or "0"
     if c.leading_cause and c.new_failures:
         cause = escape(f"{c.leading_cause} ({c.leading_count} of {c.new_failures})")
@@ -106,7 +126,8 @@ def _verdict_row(v: Verdict, c: CellVerdict) -> str:
 
 
 def verdict_html(v: Verdict) -> str:
-    items = "".join(f"<li>{escape(line)}</li>" for line in v.lines(compact=True)[1:])
+    skip = 1 + len(v.status_lines())  # the headline and the counts lines, shown above
+    items = "".join(f"<li>{escape(line)}</li>" for line in v.lines(compact=True)[skip:])
     head = (
         "<tr><th>cell</th><th>verdict</th><th>"
         + escape(f"Δ{v.metric} [95% CI], adjusted p")
@@ -117,13 +138,18 @@ def verdict_html(v: Verdict) -> str:
     rows = "".join(_verdict_row(v, c) for c in v.cells)
     return (
         "<section id='verdict'><h2>Verdict</h2>"
-        f"<p class='headline'>{escape(v.headline())}.</p><ul class='verdict'>{items}</ul>"
+        f"<p class='headline'>{escape(v.headline())}.</p>{counts_html(v)}"
+        f"<ul class='verdict'>{items}</ul>"
         f"<div class='wide'><table class='data verdict' id='table-verdict'><thead>{head}</thead>"
         f"<tbody>{rows}</tbody></table></div>"
-        "<ul class='notes'><li>Significance: the change of the primary metric "
+        "<ul class='notes'><li>Status: degraded when the change of the primary metric "
         f"({escape(v.metric)}, recorded in the run) against clean on the tasks the cell "
-        "reached, paired by task, adjusted across the perturbations (Holm); only significant "
-        "cells are coloured in the heatmap. New failures: the clean twin (same scenario, same "
+        "reached, paired by task (tasks as the units: on tasks like these), is a significant "
+        "drop, adjusted across the perturbations (Holm); broken when only the one-sided exact "
+        "test with trials as the units, stratified by task (on these tasks), finds a drop at "
+        "p <= 0.05 after Holm; improved for the mirror image; held when the drop's upper bound "
+        "is under the margin; inconclusive otherwise (amber: never a pass). Only decided cells "
+        "are coloured in the heatmap. New failures: the clean twin (same scenario, same "
         "trial seed) passed. Vetoes: trials with a safety violation or hallucination on the "
         "tasks the cell reached, as in every per-cell count of the report.</li>"
         "</ul></section>"
@@ -280,11 +306,25 @@ def twins_html(v: Verdict, journal: str) -> str:
 # --- terminal --------------------------------------------------------------------------------
 
 
+_TERMINAL = {"broken": "red", "degraded": "red", "inconclusive": "yellow", "held": "green"}
+
+
 def print_verdict(v: Verdict, console: Console) -> None:
     lines = v.lines()
-    style = "bold red" if v.by("drop") else "bold green"
+    style = (
+        "bold red"
+        if v.count("broken") or v.count("degraded")
+        else "bold yellow"
+        if v.count("inconclusive") or not v.evaluable
+        else "bold green"
+    )
     console.print(f"[{style}]Verdict:[/] {rich_escape(lines[0])}", highlight=False)
-    for line in lines[1:]:
+    counted = [c for c in v.cells if c.status is not None]
+    for c, line in zip(counted, lines[1 : 1 + len(counted)], strict=True):
+        colour = _TERMINAL.get(c.word)
+        shown = rich_escape(line)
+        console.print(f"  [{colour}]{shown}[/]" if colour else f"  {shown}", highlight=False)
+    for line in lines[1 + len(counted) :]:
         console.print(f"  {rich_escape(line)}", highlight=False)
     legend = {cell: short for cell, short in v.labels.items() if cell != short}
     for cell, short in legend.items():

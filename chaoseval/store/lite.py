@@ -36,7 +36,7 @@ __all__ = [
 ILLEGAL_ERRORS = ("no tool named", "invalid arguments", "step budget")
 _ACTIONS = frozenset({"tool", "model", "observation", "memory"})
 STATUS = {"passed": 0, "failed": 1, "not_evaluable": 2}
-OUTCOMES = ("recovered", "degraded", "failed")
+OUTCOMES = ("recovered", "fell_back", "failed")
 
 
 class _Name(msgspec.Struct):
@@ -308,7 +308,7 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
         utility = int(r.utility)
     else:  # model.records.task_done: every check ran and passed, or a contract held
         utility = int((bool(checks) and passed) or any(c.held for c in contracts))
-    # Under a contract: recovered / degraded / failed.
+    # Under a contract: recovered / fell back (the contract held) / failed.
     outcome = (2 if status != "passed" else 0 if passed else 1) if contracts else -1
     values = (
         r.index,

@@ -34,7 +34,7 @@ def _record(cell: str, i: int, calls: int, status: Status, end: str | None) -> T
     for _ in range(calls):
         traj.add_step("tool", tool="get", args={}, result_class="ok")
     traj.add_step("answer")
-    contracts = [] if end is None else [ContractResult(name="c", held=end == "degraded")]
+    contracts = [] if end is None else [ContractResult(name="c", held=end == "fell_back")]
     return TrialRecord(
         run_id="r",
         trial_id=f"t0/{cell}/{i}",
@@ -61,9 +61,9 @@ def _record(cell: str, i: int, calls: int, status: Status, end: str | None) -> T
 @pytest.fixture(scope="module")
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
     """Clean: 4 trials of 2 tool calls. Timeout: 4 trials of 8 calls, which ended recovered,
-    degraded (the contract held), degraded, failed."""
+    fell back (the contract held), fell back, failed."""
     records = [_record("clean", i, 2, "passed", None) for i in range(4)]
-    ends = ["recovered", "degraded", "degraded", "failed"]
+    ends = ["recovered", "fell_back", "fell_back", "failed"]
     records += [
         _record(CELL, i, 8, "failed" if e == "failed" else "passed", e) for i, e in enumerate(ends)
     ]
@@ -128,14 +128,15 @@ def test_process_rules_measure_the_run_or_each_cell(analysis: Analysis) -> None:
 def test_graceful_is_the_share_of_contract_trials_that_ended_correctly(analysis: Analysis) -> None:
     g = _one(analysis, "graceful[timeout] == 1.0")
     assert (g.passed, g.measured) == (False, 0.75)
-    assert "1 recovered, 2 degraded per contract, 1 not" in g.detail
+    assert "1 recovered, 2 fell back per contract, 1 not" in g.detail
     assert _one(analysis, "graceful >= 0.75").passed  # pooled over the run
     assert _one(analysis, "graceful[*] >= 0.75").passed  # cells without contract trials skip
     clean = _one(analysis, "graceful[clean] == 1")
     assert not clean.passed and clean.measured is None
     assert "no trial received a fault that a degradation contract names" in clean.detail
-    missing = _one(analysis, "graceful[latency] == 1")
-    assert not missing.passed and "no cell is or stacks 'latency'" in missing.detail
+    # A selector naming no cell of the matrix is a usage error (exit 2), not a broken rule.
+    with pytest.raises(ConfigError, match="no cell is or stacks 'latency'"):
+        _one(analysis, "graceful[latency] == 1")
 
 
 def test_the_report_shows_the_rate_per_cell_and_says_it_enters_pass_hat(

@@ -37,18 +37,22 @@ def test_equal_drops_from_a_floor_are_not_more_resilient() -> None:
     # "A more resilient" from pass^5 (A's clean pass^5 is 0: nothing to lose).
     a = _cells(5, {"clean": (1, 0), "timeout": (0, 0)})
     b = _cells(5, {"clean": (5, 0), "timeout": (4, 0)})
+    # The floor is chosen on two of A's five clean trials, the drop estimated on the other
+    # three (issue 41): a task kept because its one success fell among the choosing trials
+    # shows A losing nothing on the estimating ones. Counts fixed per task are the split's
+    # worst case (with random trials the two halves are independent); no verdict either way.
     t = _one(a, b, "pass^1")["timeout"]
     did = t.get_resilience("pass^1")
     assert did is not None and did.difference is not None
-    assert did.difference.estimate == 0.0 and t.more_resilient is None
-    assert t.retention is not None and t.retention.a is not None and t.retention.b is not None
-    assert (t.retention.a.estimate, t.retention.b.estimate) == (0.0, pytest.approx(0.8))
-    # Judged by pass^5, every task is on A's floor: listed, and left out of the DiD.
+    assert t.more_resilient is None and t.withheld is not None
+    assert 0 < len(t.floor) < 30
+    whys = t.floor.values()
+    assert all("nothing to lose" in why and "a's 2 choosing" in why.lower() for why in whys)
+    # Judged by pass^5 with five trials, no trial is left to choose on: no task is left out,
+    # and A, whose clean pass^5 is 0, is never called more resilient.
     t = _one(a, b, "pass^5")["timeout"]
-    assert t.more_resilient is None and len(t.floor) == 30
-    assert all("nothing to lose" in why and "a's run" in why.lower() for why in t.floor.values())
-    p5 = t.get_resilience("pass^5")
-    assert p5 is not None and p5.tasks == 0 and set(p5.excluded) >= set(t.floor)
+    assert t.more_resilient is None and not t.floor
+    assert t.withheld is not None and "floor" in t.withheld
 
 
 def test_scales_that_disagree_give_no_verdict() -> None:
@@ -59,7 +63,8 @@ def test_scales_that_disagree_give_no_verdict() -> None:
     t = _one(a, b, "pass^1", ks=(1,))["timeout"]
     did = t.get_resilience("pass^1")
     assert did is not None and did.significant and did.difference is not None
-    assert did.difference.estimate == pytest.approx(-0.1)
+    # -0.1 on all ten trials a side; the clean arm is estimated on the held-out half.
+    assert did.difference.estimate < 0
     assert t.more_resilient is None and t.withheld is not None
     assert t.withheld.startswith("depends on the scale")
     assert "depends on the scale" in t.summary
@@ -105,7 +110,9 @@ def test_report_flags_a_baseline_at_the_floor(tmp_path: Path) -> None:
     a = analyze(j, n_resamples=200)
     v = build_verdict(a, j)
     lines = v.lines()
-    assert "clean baseline is at the floor" in lines[0] and "significantly" not in lines[0]
+    # Counts first (issue 41): the cell is inconclusive, and its line says why.
+    assert lines[0].startswith("1 inconclusive of 1 perturbed cell(s)")
+    assert "inconclusive" in lines[1] and "clean baseline is at the floor" in lines[1]
     assert "timeout: the clean baseline is at 0: this cell cannot show degradation." in lines
     cell = verdict_json(v)["cells"][0]
     assert cell["baseline_at_floor"] is True and cell["decided_by"] == "pass^1"
@@ -124,7 +131,7 @@ def test_report_judges_by_the_recorded_primary(tmp_path: Path) -> None:
         a = analyze(j, n_resamples=200)
         v = build_verdict(a, j)
         assert a.primary == v.metric == metric and v.cells[0].metric == metric
-        assert v.lines()[0].startswith(f"1 of 1 perturbation(s) degrade {metric}")
+        assert v.lines()[0].startswith(f"1 degraded of 1 perturbed cell(s) ({metric}")
 
 
 def test_compare_needs_one_primary_and_says_what_four_tasks_can_show(tmp_path: Path) -> None:

@@ -29,7 +29,11 @@ def test_command_modules_import_only_common_and_app_imports_them() -> None:
     commands = set(modules) - {"app", "_common"}
     assert commands, "no command modules found"
     # Only catalogue imports another command module (authoring's lint, as `scenarios lint`).
-    allowed = {"catalogue": {"chaoseval.cli.authoring", "chaoseval.cli.authoring.lint_cmd"}}
+    # ... and run, gate's judgement when the run has gate rules (issue 41).
+    allowed = {
+        "catalogue": {"chaoseval.cli.authoring", "chaoseval.cli.authoring.lint_cmd"},
+        "run": {"chaoseval.cli.analysis", "chaoseval.cli.analysis.judge"},
+    }
     for name in sorted(commands | {"_common"}):
         cli_imports = {m for m in modules[name] if m.startswith("chaoseval.cli.")}
         common = {m for m in cli_imports if m.startswith("chaoseval.cli._common")}

@@ -66,7 +66,7 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     (["compare", "D", "J"], "is a directory"),
     (["compare", "J", "J", "--resamples", "0"], "--resamples"),
     (["gate", "D", "-r", "pass^1>=0.5"], "is a directory"),
-    (["gate", "J"], "no gate rules"),
+    (["gate", "J", "--margin", "1.5"], "--margin 1.5"),
     (["summary", "D"], "is a directory"),
     (["summary", "J", "--k", "0"], "--k"),
     (["diverge", "D"], "is a directory"),

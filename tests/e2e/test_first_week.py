@@ -37,8 +37,9 @@ def test_1_a_plugin_selector_picks_a_cell_with_parameters(project: Path) -> None
         proc.stdout
     )
     assert "not measurable" not in proc.stdout
-    broken = chaoseval("chaoseval gate --rule 'pass^3[latency] >= 0'", project, code=1)
-    assert "no cell is or stacks 'latency'" in broken.stdout
+    # A selector naming no cell is a usage error (issue 41): exit 2, the message on stderr.
+    broken = chaoseval("chaoseval gate --rule 'pass^3[latency] >= 0'", project, code=2)
+    assert "no cell is or stacks 'latency'" in " ".join(broken.stderr.split())
 
 
 def test_2_replay_and_sample_read_the_settings_scenario_paths(project: Path) -> None:

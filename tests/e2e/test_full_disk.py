@@ -18,10 +18,10 @@ from tests.e2e.journal_cli import chaoseval, lines, run_args
 
 pytestmark = pytest.mark.slow
 
-HARNESS_STOP = 4
 # stderr of 40,000 characters: an artifact that does not fit on a 64 KB disk beside the journal
 NOISY_AGENT = """\
 import json, sys
+from chaoseval.exitcodes import EXIT_HARNESS
 sys.stderr.write("e" * 40000)
 print(json.dumps({"answer": "done"}))
 """
@@ -53,7 +53,7 @@ def _said(proc: subprocess.CompletedProcess[str]) -> str:
 
 def _assert_stopped(proc: subprocess.CompletedProcess[str], where: str) -> None:
     said = _said(proc)
-    assert proc.returncode == HARNESS_STOP, proc.stderr
+    assert proc.returncode == EXIT_HARNESS, proc.stderr
     assert "the run stopped on a harness error" in said and "ENOSPC" in said, said
     assert where in said and "--resume" in said, said
     assert "Traceback" not in proc.stderr

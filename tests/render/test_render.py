@@ -90,7 +90,7 @@ def test_html_is_self_contained_with_plots_and_tables(journal: Journal) -> None:
     series = [attrs.get("data-cell") for t, attrs in p.tags if t == "polyline"]
     assert sorted(series) == ["clean", "clean", "latency", "timeout"]
     # The heatmap has a rectangle per scenario x perturbation.
-    heat = [1 for t, attrs in p.tags if t == "rect" and attrs.get("class") == "heat"]
+    heat = [1 for t, attrs in p.tags if t == "rect" and attrs.get("class") in ("heat", "heat sig")]
     assert len(heat) == len(a.scenarios) * len(a.perturbed)
     # Stacked bars: the trials of each cell add up across its segments.
     bars = re.findall(r"<title>([^<:]+): [^<]* (\d+) of (\d+)</title>", html)
@@ -143,7 +143,13 @@ def test_report_cli_formats(journal: Journal, tmp_path: Path) -> None:
     assert "delta_pass_hat" in doc["perturbations"][1] and doc["cells"]
     assert set(doc["analysis"]["degradation"]) == {"timeout", "latency"}
     assert [c["cell"] for c in doc["verdict"]["cells"]] == ["timeout", "latency"]
-    assert doc["verdict"]["summary"][0].startswith("No perturbation degrades")
+    # Counts first (issue 41), and every cell's status in cells[].status.
+    statuses = {c["cell"]: c["status"] for c in doc["verdict"]["cells"]}
+    counted = ", ".join(
+        f"{n} {w}" for w, n in doc["verdict"]["statuses"].items() if n
+    )
+    assert doc["verdict"]["summary"][0].startswith(counted + " of 2 perturbed cell(s)")
+    assert set(statuses) == {"timeout", "latency"}
     res = runner.invoke(app, ["report", j])
     assert res.exit_code == 0
     assert "Degradation against clean" in res.output and "Noise floor" in res.output

@@ -204,7 +204,8 @@ def test_report_from_cli(tmp_path: Path) -> None:
     res = runner.invoke(app, ["report", "--from", "nope", str(tau)])
     assert res.exit_code == 2 and "unknown --from" in res.output
     res = runner.invoke(app, ["gate", "--from", "tau-bench", str(tau), "--rule", "pass^2 >= 0.5"])
-    assert res.exit_code == 1 and "pass^2[clean] = 0.4333" in res.output
+    # Three tasks cannot place pass^2 against 0.5: undecided, exit 3 (issue 41).
+    assert res.exit_code == 3 and "pass^2[clean] = 0.4333" in res.output
 
 
 # Written by inspect-ai itself: three samples over 4 epochs, mockllm answering "A" when the
