@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from chaoseval.exitcodes import EXIT_HARNESS
 from tests.e2e.journal_cli import chaoseval, lines, run_args
 
 pytestmark = pytest.mark.slow
@@ -21,7 +22,6 @@ pytestmark = pytest.mark.slow
 # stderr of 40,000 characters: an artifact that does not fit on a 64 KB disk beside the journal
 NOISY_AGENT = """\
 import json, sys
-from chaoseval.exitcodes import EXIT_HARNESS
 sys.stderr.write("e" * 40000)
 print(json.dumps({"answer": "done"}))
 """
