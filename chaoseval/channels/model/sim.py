@@ -3,11 +3,15 @@
 One policy coroutine runs per trial (the scenario's reference-driven plan with the simulated
 LLM's slips, exactly as the ``naive`` agent's model). Its tool calls do not reach the tools:
 each becomes a ``tool_calls`` answer to the pending request, and the policy waits for the next
-request to bring that call's result in a ``tool`` message. Its answer becomes the final message
-(JSON with ``answer``, ``gave_up``, ``data``). The sampling temperature and seed are those of
-the first request that reached it, so a wire agent's success varies with them as the simulated
-agents' does. The same request body always gets the same completion (a client's retry after a
-fault must not step the policy twice).
+request to bring that call's result (chaoseval.channels.model.observations reads every common
+client's shape; a client's own refusal of the call, said without naming it, is its outcome, so
+a refused call is not asked for again). A code-writing agent, which offers no function tools
+but lists them as Python functions in its prompt, gets each call as a code block instead
+(chaoseval.channels.model.codeprompt). Its answer becomes the final message (JSON with
+``answer``, ``gave_up``, ``data``), or a call of the framework's own answer tool. The sampling
+temperature and seed are those of the first request that reached it, so a wire agent's success
+varies with them as the simulated agents' does. The same request body always gets the same
+completion (a client's retry after a fault must not step the policy twice).
 """
 
 from __future__ import annotations
