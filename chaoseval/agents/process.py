@@ -39,7 +39,9 @@ scenario without a reference solution has no ``chaoseval-sim`` to answer: withou
 ``--model-endpoint`` its agents get no model variables.
 
 The answer is the last stdout line when it is a JSON object with ``answer`` (optional
-``gave_up``, ``data``), else the whole of stdout. stdout and stderr are kept as the trial's
+``gave_up``, ``data``), else the whole of stdout; when that object's ``answer`` is a string
+holding such an object (a framework agent printing its model's answer JSON inside its own),
+the inner object is the answer, one level only. stdout and stderr are kept as the trial's
 artifacts, bounded and redacted. When the trial's deadline passes, the group gets SIGTERM and,
 after a short grace, SIGKILL (in the sandbox SIGTERM goes to the agent's processes, not to
 bwrap, and the namespace goes with bwrap); the trial is then a timeout. A non-zero exit is a
@@ -183,13 +185,16 @@ class Capture:
 
 
 def parse_answer(stdout: Capture, link: TrialLink | None = None) -> AgentOutput:
-    """The last line when it is ``{"answer": ...}``, else the whole of stdout. What of it a
-    record cannot hold as sent (a lone surrogate, nesting past ``untrusted.MAX_DEPTH``, a
-    line nested past what JSON's parser takes) is escaped or cut, and said in a note step of
-    ``link``'s trial."""
+    """The last line when it is ``{"answer": ...}``, else the whole of stdout; when that
+    line's ``answer`` is itself an answer object's JSON (a framework agent relaying its
+    model's answer), that object (:meth:`AgentOutput.unwrapped`). What of it a record cannot
+    hold as sent (a lone surrogate, nesting past ``untrusted.MAX_DEPTH``, a line nested past
+    what JSON's parser takes) is escaped or cut, and said in a note step of ``link``'s
+    trial."""
     found, why = untrusted.Cleaned(), ""
     try:
-        parsed = untrusted.clean(untrusted.loads(stdout.last_line()), found=found)
+        parsed = AgentOutput.unwrapped(untrusted.loads(stdout.last_line()))
+        parsed = untrusted.clean(parsed, found=found)
     except untrusted.TooDeep as exc:
         parsed, why = None, str(exc)
     except ValueError:

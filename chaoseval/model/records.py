@@ -143,7 +143,24 @@ class AgentOutput(BaseModel):
             parsed = untrusted.loads(text)
         except ValueError:  # not JSON, or JSON too deep to read (untrusted.TooDeep)
             return None
-        return cls.from_object(parsed)
+        return cls.from_object(cls.unwrapped(parsed))
+
+    @staticmethod
+    def unwrapped(parsed: Any) -> Any:
+        """The answer object an agent meant: a framework agent prints the model's final text
+        inside its own ``{"answer": ...}``, so where that text is itself an answer object
+        (chaoseval-sim's, or a model told to answer in chaoseval's JSON) its ``gave_up`` and
+        ``data`` would be lost. When ``parsed``'s ``answer`` is a string holding a JSON object
+        with ``answer``, that object; else ``parsed``. Exactly one level: the inner object's
+        own ``answer`` is kept as it is."""
+        inner = parsed.get("answer") if isinstance(parsed, dict) else None
+        if not (isinstance(inner, str) and inner.lstrip().startswith("{")):
+            return parsed
+        try:
+            value = untrusted.loads(inner)
+        except ValueError:  # not JSON, or too deep to read: the string is the answer
+            return parsed
+        return value if isinstance(value, dict) and "answer" in value else parsed
 
     @classmethod
     def from_object(cls, parsed: Any) -> AgentOutput | None:

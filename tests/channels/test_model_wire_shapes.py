@@ -10,6 +10,7 @@ bundled example's outcome: the same status and the same tool calls.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from model_support import run_agent
+from model_support import model_steps, run_agent
 
 from chaoseval.channels.mcp.server import error_text
 from chaoseval.channels.model import anthropic as anthropic_api
@@ -129,7 +130,23 @@ FINAL_ANSWER_TOOL = {
 }
 
 
-def chat_agent(relay: Relay, answer_tool: bool = False) -> Callable[..., Awaitable[AgentOutput]]:
+def null_refused(arguments: dict[str, Any]) -> str | None:
+    """smolagents' ToolCallingAgent checks a call's argument types itself: a null where the
+    schema wants a string is refused before any tool runs, in a user turn that names no call
+    (and no assistant turn records the call)."""
+    nulls = [k for k, v in arguments.items() if v is None]
+    if not nulls:
+        return None
+    return (
+        f"Error:\nArgument {nulls[0]} has type 'null' but should be 'string'\nNow let's retry: "
+        "take care not to repeat previous errors! If you have retried several times, try a "
+        "completely different approach.\n"
+    )
+
+
+def chat_agent(
+    relay: Relay, answer_tool: bool = False, refuse: Callable[..., str | None] | None = None
+) -> Callable[..., Awaitable[AgentOutput]]:
     async def loop(episode: Episode, endpoint: ModelEndpoint) -> AgentOutput:
         client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
         tools = chat_tools(episode) + ([FINAL_ANSWER_TOOL] if answer_tool else [])
@@ -148,6 +165,14 @@ def chat_agent(relay: Relay, answer_tool: bool = False) -> Callable[..., Awaitab
                 call = message.tool_calls[0]
                 if call.function.name == "final_answer":
                     return final(json.loads(call.function.arguments)["answer"])
+                refused = refuse(json.loads(call.function.arguments)) if refuse else None
+                if refused is not None:  # merged into the last user turn, as smolagents does
+                    last = messages[-1]
+                    if last["role"] == "user" and isinstance(last["content"], str):
+                        messages[-1] = {**last, "content": last["content"] + "\n" + refused}
+                    else:
+                        messages.append({"role": "user", "content": refused})
+                    continue
                 outcome = await run_tool(episode, call.function.name, call.function.arguments)
                 messages += relay(message.model_dump(exclude_none=True), call, outcome)
         raise AssertionError("no answer in 30 turns")
@@ -217,6 +242,61 @@ async def anthropic_agent(episode: Episode, endpoint: ModelEndpoint) -> AgentOut
     raise AssertionError("no answer in 30 turns")
 
 
+CODE_SYSTEM = (
+    "You are an expert assistant who can solve any task using code blobs. The code sequence "
+    "must be opened with '<code>', and closed with '</code>'.\nYou only have access to these "
+    "tools, behaving like regular python functions:\n<code>\n{tools}\n</code>\n" + SYSTEM
+)
+
+
+def code_listing(episode: Episode) -> str:
+    """The tools as smolagents' ``Tool.to_code_prompt`` writes them, and its final_answer."""
+    defs = []
+    for d in [*episode.tools.describe(), FINAL_ANSWER_TOOL["function"]]:
+        props = d["parameters"].get("properties", {})
+        params = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in props.items())
+        args = "\n".join(f"        {k}: {v.get('description', k)}" for k, v in props.items())
+        doc = f'"""{d.get("description") or d["name"]}\n\n    Args:\n{args}\n    """'
+        defs.append(f"def {d['name']}({params}) -> string:\n    {doc}")
+    return "\n\n".join(defs)
+
+
+async def code_agent(episode: Episode, endpoint: ModelEndpoint) -> AgentOutput:
+    """smolagents' CodeAgent on the wire: no function tools, the tools listed as Python in the
+    system prompt, the model's code run and its printed output relayed as an Observation (an
+    MCP error's text printed like any result: mcpadapt ignores ``isError``)."""
+    client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key)
+    system = CODE_SYSTEM.replace("{tools}", code_listing(episode))
+    messages: list[Any] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"New task:\n{episode.instruction}"},
+    ]
+    stop = ["Observation:", "Calling tools:", "</code>"]
+    async with client:
+        for step in range(1, 31):
+            reply = await client.chat.completions.create(model="m", messages=messages, stop=stop)
+            text = (reply.choices[0].message.content or "") + "</code>"
+            code = text.split("<code>", 1)[1].removesuffix("</code>").strip()
+            [statement] = [n for n in ast.parse(code).body if isinstance(n, ast.Expr)]
+            call = statement.value
+            assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            if call.func.id == "final_answer":
+                return final(ast.literal_eval(call.keywords[0].value))
+            inner = call.args[0]  # print(tool(...))
+            assert isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)
+            args = {k.arg: ast.literal_eval(k.value) for k in inner.keywords}
+            value, exc = await run_tool(episode, inner.func.id, json.dumps(args))
+            printed = error_text(exc) if exc else json.dumps(value)
+            made = [{"id": f"call_{step}", "type": "function",
+                     "function": {"name": "python_interpreter", "arguments": code}}]  # fmt: skip
+            messages += [
+                {"role": "assistant", "content": f"{text}\nCalling tools:\n{made}"},
+                {"role": "user", "content": f"Observation:\nExecution logs:\n{printed}\n"
+                 "Last output from code snippet:\nNone"},
+            ]  # fmt: skip
+    raise AssertionError("no answer in 30 turns")
+
+
 class ShapeAgent:
     clock = "virtual"
 
@@ -260,6 +340,7 @@ SHAPES = {
     "react-unflagged": chat_agent(relay_react_unflagged, answer_tool=True),
     "responses-function-call-output": responses_agent,
     "anthropic-tool-result-is-error": anthropic_agent,
+    "code-agent-execution-logs": code_agent,
 }
 
 
@@ -328,3 +409,27 @@ def test_an_anthropic_tool_result_flagged_is_error_with_no_text_is_still_an_erro
     }  # fmt: skip
     seen = observation_for(anthropic_api.to_chat(body)["messages"], "t1")
     assert seen is not None and seen.error is not None, seen
+
+
+def test_a_call_the_client_refused_is_never_asked_for_again() -> None:
+    """Under malformed (seed 7), the plan reads a field the fault renamed and calls with a null
+    argument. The example sends it and the tool refuses it; smolagents refuses it itself and
+    says so in a turn that names no call. The sim takes that as the call's outcome (it asked
+    for the same call until the framework's step limit before): each trial ends as the
+    example's, in no more model requests."""
+    cells, scenario = ["malformed:probability=0.5"], [SCENARIOS[1]]
+    refusing = chat_agent(relay_react_unflagged, answer_tool=True, refuse=null_refused)
+    mine = run_agent(ShapeAgent(refusing), scenario, cells=cells, trials=2, seed=7)
+    theirs = run_agent(ShapeAgent(chat_agent(relay_example)), scenario, cells=cells, seed=7)
+    nulls = [
+        r.trial_id
+        for r in theirs
+        if any(None in s.args.values() for s in r.trajectory.tool_steps())
+    ]
+    assert nulls, "no call with a null argument: the test shows nothing"
+    judged = {r.trial_id: (r.status, r.root_cause) for r in theirs}
+    assert {r.trial_id: (r.status, r.root_cause) for r in mine} == judged
+    requests = {r.trial_id: len(model_steps(r)) for r in theirs}
+    assert {r.trial_id: len(model_steps(r)) for r in mine if r.trial_id in nulls} == {
+        t: requests[t] for t in nulls
+    }

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.frameworks.matrix import (
-    BASELINE_CELLS,
     EXAMPLE,
     FRAMEWORK_CELLS,
     FRAMEWORKS,
@@ -40,7 +39,7 @@ def runs(
     framework that is not installed is skipped or failed by ``installed`` when asked for)."""
     started = {
         EXAMPLE.name: start_matrix(
-            EXAMPLE, BASELINE_CELLS, tmp_path_factory.mktemp("example") / "j.jsonl"
+            EXAMPLE, FRAMEWORK_CELLS, tmp_path_factory.mktemp("example") / "j.jsonl"
         )
     }
     wanted = _wanted(request.session)

@@ -51,7 +51,7 @@ SEED = 7
 # for the example (seed 7, T=0.7) where the others pass, so equal clean outcomes are not equal
 # by all passing; trial 1 of library-renew-loan is the one the rename costs the example.
 TRIALS = 2
-# Per run; the seven runs go at once: 14 agents at a time on two cores. More only queue for the
+# Per run; the eight runs go at once: 16 agents at a time on two cores. More only queue for the
 # CPU, and a framework's own timeouts then fire (pydantic-ai gives its MCP handshake 5 s: at 21
 # at a time, under other load, some of its trials never reached a tool).
 CONCURRENCY = 2
@@ -72,10 +72,9 @@ DRIFT = "tool_schema_drift:modes=[rename]"
 MODEL_ERROR_AND_LATENCY = (
     "model_error:modes=[429,500],probability=1,first_n=1,retry_after=0.05+latency:mean=0.2"
 )
-# The example runs the cells the frameworks are compared on; the frameworks also the one that
-# only has to land and leave chaoseval's stderr clean.
-BASELINE_CELLS = (TIMEOUT, MALFORMED, DRIFT)
-FRAMEWORK_CELLS = (*BASELINE_CELLS, MODEL_ERROR_AND_LATENCY)
+# The cells every run has, the example's and each framework's: every trial is compared with
+# the example's same trial (status and root cause).
+FRAMEWORK_CELLS = (TIMEOUT, MALFORMED, DRIFT, MODEL_ERROR_AND_LATENCY)
 # The lines `chaoseval run` itself writes on stderr in a pipe: anything else is noise it let
 # through (a library's log, a warning, a traceback).
 STATUS_LINE = re.compile(r"^chaoseval run .*: (\d+ trial\(s\) to run|\d+/\d+ trials \(.*\), .*)$")
@@ -92,9 +91,11 @@ class Framework:
         return shlex.join(self.argv)
 
 
-def _python(venv: str, script: str) -> Framework:
+def _python(venv: str, script: str, name: str = "") -> Framework:
+    """The example ``script`` on the venv of its lock, examples/requirements/VENV.txt."""
     python = python_of(venv)
-    return Framework(venv, (str(python), str(EXAMPLES / script)), python.parents[1] / DONE)
+    argv = (str(python), str(EXAMPLES / script))
+    return Framework(name or venv, argv, python.parents[1] / DONE)
 
 
 FRAMEWORKS = {
@@ -104,6 +105,8 @@ FRAMEWORKS = {
         _python("pydantic-ai", "pydantic_ai_agent.py"),
         _python("langgraph", "langgraph_agent.py"),
         _python("smolagents", "smolagents_agent.py"),
+        # The same framework and pins (one lock, one venv), its code-writing agent.
+        _python("smolagents", "smolagents_code_agent.py", "smolagents-code"),
         _python("anthropic", "anthropic_mcp_agent.py"),
         # A link to examples/node/agent.mjs beside a link to the cache's node_modules (made by
         # `make frameworks`): --preserve-symlinks-main makes node resolve its packages there.

@@ -73,6 +73,26 @@ def test_clean_pass1_equals_the_example(
     assert pass1(mine) == pass1(theirs), f"{framework.name} vs example, trials differ: {differ}"
 
 
+# Trials of a framework's 40 that may be judged apart from the example's same trial (status or
+# root cause): 39 of 40 must match.
+JUDGED_APART = 1
+
+
+def test_each_trial_is_judged_as_the_examples_same_trial(
+    matrix: Matrix, baseline: Matrix, framework: Framework
+):
+    """Status and root cause, trial by trial, ``gave_up`` included: the sim's answer reaches
+    chaoseval through the framework (inside its own answer JSON, or its answer tool) as the
+    example's does, and a call the framework refuses itself ends as the example's does when
+    the tool refuses it."""
+    theirs = {r.trial_id: (r.status, r.root_cause) for r in baseline.records}
+    mine = {r.trial_id: (r.status, r.root_cause) for r in matrix.records}
+    assert mine.keys() == theirs.keys()
+    assert any(cause == "gave_up" for _, cause in theirs.values()), "the test shows nothing"
+    apart = {t: (judged, theirs[t]) for t, judged in mine.items() if judged != theirs[t]}
+    assert len(apart) <= JUDGED_APART, f"{framework.name} (framework, example): {apart}"
+
+
 def landed(records: list[TrialRecord]) -> set[str]:
     return {r.scenario for r in records if r.faults_delivered()}
 
@@ -145,7 +165,7 @@ def test_a_framework_that_passes_the_new_schema_on_survives_the_rename(
 
 
 def test_chaoseval_stderr_has_only_its_status_lines(matrix: Matrix):
-    """Model errors, tool timeouts, malformed bodies, latency and drift on six frameworks'
+    """Model errors, tool timeouts, malformed bodies, latency and drift on every framework's
     clients: nothing but the run's status lines reaches chaoseval's own stderr (no library log,
     warning or traceback)."""
     assert matrix.noise() == []

@@ -10,7 +10,11 @@ outcome of the call the sim asked for is found, latest first, as:
   ``{"error": "..."}``): content as text, JSON text, a JSON object or a list of content parts;
 - else ReAct-style text after the assistant turn that names the call (smolagents'
   ToolCallingAgent): a user turn ``Observation:\\n...`` for a result, ``Error:\\n...``
-  (optionally after ``Call id: ...``) for an error.
+  (optionally after ``Call id: ...``) for an error; a code-writing agent's observation is
+  what its code printed (``Execution logs:\\n...``: chaoseval.channels.model.codeprompt);
+- else, when the client refused the call before sending it (smolagents checks a call's
+  argument types itself), the ``Error:`` text it added to the conversation since the call
+  was made, which names no call (:func:`refusals`).
 
 An error is flagged (``is_error``, ``Error:``), or an envelope (``{"error": {...}}``,
 ``{"error": "..."}``, ``{"error": ..., "kind": ...}``, a relayed MCP result with ``isError``),
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from chaoseval.channels.model.codeprompt import execution_output
 from chaoseval.channels.model.wire import content_text
 from chaoseval.model import untrusted
 
@@ -95,8 +100,34 @@ def _react_observation(messages: list[dict[str, Any]], call_id: str) -> Observat
     last = marks[-1]
     text = CALL_ID_LINE.sub("", after[last.end() :]).strip()
     if last.group(1).lower() == "error":
-        return Observation(text, error_from_text(text))
-    return read_content(text)
+        return refusal(text)
+    return read_content(execution_output(text))
+
+
+def refusals(messages: list[Any]) -> list[str]:
+    """The ``Error:`` texts of a ReAct transcript's user turns, in order. A client that
+    refuses a call before it reaches a tool writes one (and, in smolagents' ToolCallingAgent,
+    no turn naming the call): one more than when the call was made is that call's refusal."""
+    texts = [
+        content_text(m.get("content"))
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    found = []
+    for text in texts:
+        marks = list(REACT_MARK.finditer(text))
+        ends = [m.start() for m in marks[1:]] + [len(text)]
+        found += [
+            text[m.end() : end].strip()
+            for m, end in zip(marks, ends[: len(marks)], strict=True)
+            if m.group(1).lower() == "error"
+        ]
+    return found
+
+
+def refusal(text: str) -> Observation:
+    """An ``Error:`` text (a client's refusal, a tool's error), read as an error."""
+    return Observation(text, error_from_text(text))
 
 
 def read_content(content: Any, *, flagged: bool = False) -> Observation:

@@ -3,11 +3,15 @@
 One policy coroutine runs per trial (the scenario's reference-driven plan with the simulated
 LLM's slips, exactly as the ``naive`` agent's model). Its tool calls do not reach the tools:
 each becomes a ``tool_calls`` answer to the pending request, and the policy waits for the next
-request to bring that call's result in a ``tool`` message. Its answer becomes the final message
-(JSON with ``answer``, ``gave_up``, ``data``). The sampling temperature and seed are those of
-the first request that reached it, so a wire agent's success varies with them as the simulated
-agents' does. The same request body always gets the same completion (a client's retry after a
-fault must not step the policy twice).
+request to bring that call's result (chaoseval.channels.model.observations reads every common
+client's shape; a client's own refusal of the call, said without naming it, is its outcome, so
+a refused call is not asked for again). A code-writing agent, which offers no function tools
+but lists them as Python functions in its prompt, gets each call as a code block instead
+(chaoseval.channels.model.codeprompt). Its answer becomes the final message (JSON with
+``answer``, ``gave_up``, ``data``), or a call of the framework's own answer tool. The sampling
+temperature and seed are those of the first request that reached it, so a wire agent's success
+varies with them as the simulated agents' does. The same request body always gets the same
+completion (a client's retry after a fault must not step the policy twice).
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ from anyio.abc import TaskGroup
 from chaoseval.agents.actor import run_solution
 from chaoseval.agents.simulated import SimActor
 from chaoseval.channels.model.calls import ModelCall
-from chaoseval.channels.model.observations import Observation, observation_for
+from chaoseval.channels.model.codeprompt import CodePrompt, code_prompt
+from chaoseval.channels.model.observations import (
+    Observation,
+    observation_for,
+    refusal,
+    refusals,
+)
 from chaoseval.channels.model.toolresults import REJECTED, as_exception
 from chaoseval.channels.model.wire import body_hash, completion, estimate_tokens, usage
 from chaoseval.channels.tasks import hosting
@@ -160,6 +170,7 @@ class SimModel:
         self.offered: dict[str, set[str] | None] = {}  # the request's tools: parameter names
         self.described: list[str] = []  # the request's tool and parameter descriptions
         self._pending: ToolAction | None = None
+        self._refusals = 0  # refusals the conversation held when the pending call was made
         self._final: FinalAction | None = None
         self._started = False
         self._calls = 0
@@ -182,13 +193,19 @@ class SimModel:
     async def _next_action(self, body: dict[str, Any]) -> ToolAction | FinalAction:
         if self._final is not None:
             return self._final
-        self.offered = offered_tools(body)  # what the policy may call while answering this
-        self.described = described_tools(body)
+        # what the policy may call while answering this
+        self.offered, self.described, _ = listing(body)
+        messages = body.get("messages") or []
         if not self._started:
             self._started = True
             self._tg.start_soon(self._drive, _settings(body))
         elif self._pending is not None:
-            seen = observation_for(body.get("messages") or [], self._pending.call_id)
+            seen = observation_for(messages, self._pending.call_id)
+            refused = refusals(messages) if seen is None else []
+            if len(refused) > self._refusals:
+                # The client refused the call before sending it and said so without naming
+                # it: that is the call's outcome (asking again would be refused again).
+                seen = refusal(refused[-1])
             if seen is None:
                 return self._pending  # no result for the call: the model asks for it again
             await self._results_in.send(seen)
@@ -196,7 +213,7 @@ class SimModel:
         if isinstance(action, FinalAction):
             self._final, self._pending = action, None
         else:
-            self._pending = action
+            self._pending, self._refusals = action, len(refusals(messages))
         return action
 
     async def _drive(self, settings: ModelSettings) -> None:
@@ -232,28 +249,17 @@ class SimModel:
     def _render(
         self, action: ToolAction | FinalAction, body: dict[str, Any], digest: str
     ) -> dict[str, Any]:
-        final_tool = None if isinstance(action, ToolAction) else self._final_tool(body)
-        if isinstance(action, ToolAction) or final_tool is not None:
-            if isinstance(action, ToolAction):
-                call_id, name, args = action.call_id, action.name, action.args
-            else:
-                assert final_tool is not None
-                call_id, name, args = "call_final", final_tool, self._final_args(action, body)
-            message: dict[str, Any] = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": name, "arguments": json.dumps(args, default=str)},
-                    }
-                ],
-            }
-            finish = "tool_calls"
-        else:
-            message = {"role": "assistant", "content": _final_text(action)}
+        offered, _, code = listing(body)
+        call = self._call(action, offered)
+        message: dict[str, Any]
+        if call is None:
+            assert isinstance(action, FinalAction)
+            message, finish = {"role": "assistant", "content": _final_text(action)}, "stop"
+        elif code is not None:  # a code-writing agent: the call is code in the text
+            message = {"role": "assistant", "content": code.call(*call, body.get("stop"))}
             finish = "stop"
+        else:
+            message, finish = _tool_calls(*call), "tool_calls"
         prompt = estimate_tokens([body.get("messages"), body.get("tools")])
         return completion(
             str(body.get("model") or self._model),
@@ -263,28 +269,61 @@ class SimModel:
             ident=f"chatcmpl-{digest}",
         )
 
-    def _final_tool(self, body: dict[str, Any]) -> str | None:
+    def _call(
+        self, action: ToolAction | FinalAction, offered: dict[str, set[str] | None]
+    ) -> tuple[str, str, dict[str, Any]] | None:
+        """The call that answers the request (id, tool, arguments): the policy's tool call, or
+        its answer through the framework's answer tool; None for an answer as text."""
+        if isinstance(action, ToolAction):
+            return action.call_id, action.name, action.args
+        final_tool = self._final_tool(offered)
+        if final_tool is None:
+            return None
+        return "call_final", final_tool, _final_args(action, offered.get(final_tool))
+
+    def _final_tool(self, offered: dict[str, set[str] | None]) -> str | None:
         """A framework's own answer tool (smolagents' ``final_answer``, pydantic-ai's
         ``final_result``) when the request offers one the scenario does not have."""
         specs = self._episode.tools.specs
-        offered = offered_tools(body)
         return next((n for n in FINAL_TOOLS if n in offered and n not in specs), None)
 
-    def _final_args(self, action: FinalAction, body: dict[str, Any]) -> dict[str, Any]:
-        """The answer in the answer tool's parameters: the fields it has by name, else the
-        whole answer's JSON in its one parameter."""
-        name = self._final_tool(body)
-        params = sorted(offered_tools(body).get(name or "") or [])
-        out = action.output
-        fields = {"answer": out.answer, "gave_up": out.gave_up, "data": out.data}
-        if "answer" in params and len(params) > 1:
-            return {k: v for k, v in fields.items() if k in params}
-        return {params[0] if params else "answer": _final_text(action)}
+
+def _tool_calls(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": name, "arguments": json.dumps(args, default=str)}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def _final_args(action: FinalAction, offered: set[str] | None) -> dict[str, Any]:
+    """The answer in the answer tool's parameters (``offered``): the fields it has by name,
+    else the whole answer's JSON in its one parameter."""
+    params = sorted(offered or [])
+    out = action.output
+    fields = {"answer": out.answer, "gave_up": out.gave_up, "data": out.data}
+    if "answer" in params and len(params) > 1:
+        return {k: v for k, v in fields.items() if k in params}
+    return {params[0] if params else "answer": _final_text(action)}
 
 
 def _final_text(action: FinalAction) -> str:
     out = action.output
     return json.dumps({"answer": out.answer, "gave_up": out.gave_up, "data": out.data}, default=str)
+
+
+def listing(
+    body: dict[str, Any],
+) -> tuple[dict[str, set[str] | None], list[str], CodePrompt | None]:
+    """The tools a request offers (parameter names), their descriptions, and the code-writing
+    prompt they came from: its function tools, else the Python functions its system prompt
+    lists for a code-writing agent (chaoseval.channels.model.codeprompt)."""
+    offered = offered_tools(body)
+    code = None if offered else code_prompt(body.get("messages") or [])
+    if code is not None:
+        return code.tools, code.described, code
+    return offered, described_tools(body), None
 
 
 def offered_tools(body: dict[str, Any]) -> dict[str, set[str] | None]:
