@@ -294,12 +294,7 @@ def run_cmd(
     except ChaosevalError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        kept = _kept(path)
-        err.print(
-            f"[bold yellow]interrupted:[/] {kept} finished trial(s) are in {path}; "
-            f"run the same command with --resume to carry on"
-        )
-        raise typer.Exit(130) from None
+        _interrupted(path)
     console.print(
         f"wrote {result.written} trial(s) to {path}"
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
@@ -322,6 +317,15 @@ def _gate(path: Path, rules: list[str]) -> None:
         fail(exc)
     if code:
         raise typer.Exit(code)
+
+
+def _interrupted(journal: Path) -> NoReturn:
+    """Ctrl-C: what was kept, and how to go on; exit 130, as a shell reports SIGINT."""
+    err.print(
+        f"[bold yellow]interrupted:[/] {_kept(journal)} finished trial(s) are in {journal}; "
+        f"run the same command with --resume to carry on"
+    )
+    raise typer.Exit(130) from None
 
 
 def _kept(journal: Path) -> int:

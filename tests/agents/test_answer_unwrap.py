@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from chaoseval.agents.process import Capture, parse_answer
+from chaoseval.agents.output import Capture, parse_answer
 from chaoseval.model import untrusted
 from chaoseval.model.records import AgentOutput
 from tests.agents.test_exec_agents import run_exec, script

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from chaoseval.agents.process import Capture, parse_answer
+from chaoseval.agents.output import Capture, parse_answer
 from chaoseval.cli.app import app
 from chaoseval.model import untrusted
 from chaoseval.model.records import ModelSettings, TrialRecord

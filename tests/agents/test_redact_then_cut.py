@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from chaoseval import redact
-from chaoseval.agents.process import STDOUT_LIMIT, TAIL_LIMIT, ProcessAgent
+from chaoseval.agents.output import STDOUT_LIMIT, TAIL_LIMIT
+from chaoseval.agents.process import ProcessAgent
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.records import AgentOutput
@@ -108,7 +109,7 @@ def test_the_final_answer_line_is_read_whatever_its_size(tmp_path, size):
 
 
 def test_stdout_captures_last_line_across_chunks_and_limits() -> None:
-    from chaoseval.agents.process import Capture
+    from chaoseval.agents.output import Capture
 
     c = Capture(10, 10, line_limit=50)
     for chunk in [b"abc\n", b'{"answer"', b': "x"}', b"\n", b"  \n"]:
