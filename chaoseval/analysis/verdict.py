@@ -20,6 +20,7 @@ from chaoseval.analysis.aggregate import CLEAN, CellResult, Records, groups
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.primary import FLOOR, at_floor
+from chaoseval.analysis.reasons import CellReasons, failure_reasons, reasons_json
 from chaoseval.analysis.status import STATUSES, CellStatus
 from chaoseval.analysis.twins import TwinSet, twins
 from chaoseval.store.columns import Group, as_group, as_trials
@@ -122,6 +123,8 @@ class Verdict:
     clean_vetoes: Counter[str] = field(default_factory=Counter)
     agent: str = ""  # as the run named it: says whose the clean cell's vetoes are
     evaluable: int = 0  # scored trials in the journal: none, nothing can be judged
+    # Per cell with a failure (clean too): the first failed trials and why each failed.
+    reasons: dict[str, CellReasons] = field(default_factory=dict)
 
     def by(self, direction: Direction) -> list[CellVerdict]:
         landed = [c for c in self.cells if not c.did_not_land]
@@ -332,11 +335,13 @@ def build_verdict(
         Counter(clean.vetoes) if clean else Counter(),
         a.agent,
         sum(c.summary.trials for c in a.cells),
+        failure_reasons(g),
     )
 
 
 def verdict_json(v: Verdict) -> dict[str, Any]:
     return {
+        "failures": reasons_json(v.reasons),
         "metric": v.metric,
         "primary": v.metric,
         "statuses": {w: v.count(w) for w in STATUSES},

@@ -10,6 +10,7 @@ from chaoseval.analysis.compare import HarnessComparison
 from chaoseval.analysis.verdict import Verdict
 from chaoseval.render.browser import browser_failures_html
 from chaoseval.render.comparison import render_comparison_markdown
+from chaoseval.render.reasons import reasons_html
 from chaoseval.render.svg import heatmap, pass_hat_curves, root_cause_bars
 from chaoseval.render.tables import VETO_SCOPE, TableData, report_tables, veto_counts_text
 from chaoseval.render.verdict import VERDICT_CSS, legend_html, twins_html, verdict_html
@@ -62,6 +63,7 @@ def table_html(t: TableData) -> str:
 
 _TOC = (
     ("verdict", "Verdict"),
+    ("reasons", "Why trials failed"),
     ("summary", "Reliability per cell"),
     ("plots", "Plots"),
     ("twins", "Failed trials and their clean twins"),
@@ -123,7 +125,7 @@ def render_html(
     )
     warnings = "".join(f"<p class='warn'>warning: {escape(w)}</p>" for w in a.warnings)
     present = set(tables) | {"plots"}
-    present |= {"verdict", "twins", "legend"} if verdict else set()
+    present |= {"verdict", "reasons", "twins", "legend"} if verdict else set()
     present |= {"comparison"} if comparison else set()
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -134,6 +136,7 @@ def render_html(
         f" · {len(a.scenarios)} task(s) · {len(a.cells)} cell(s) · k = "
         f"{', '.join(map(str, a.ks))}</p>",
         verdict_html(verdict) if verdict else "",
+        reasons_html(verdict) if verdict else "",
         _toc(present),
         warnings,
         veto_line,

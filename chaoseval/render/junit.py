@@ -20,7 +20,9 @@ from chaoseval.analysis.aggregate import CLEAN, CellResult, by_scenario_cell
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.gate import OPS, Rule, RuleResult, evaluate, selected_cells
 from chaoseval.analysis.primary import parse_primary, value_of
+from chaoseval.analysis.reasons import CellReasons, failure_reasons
 from chaoseval.analysis.verdict import short_labels
+from chaoseval.render.reasons import reason_lines
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
 
@@ -46,9 +48,7 @@ def rule_cells(a: Analysis, result: RuleResult) -> dict[str, bool]:
     # A plugin selector ([timeout]) names every cell that stacks or sweeps it, as the gate
     # reads it: each is a case of its own, never the run as a whole.
     names = selected_cells(a, cell) or []
-    return {
-        c: not evaluate(a, [replace(rule, cell=c)])[0].broken for c in names if a.cell(c)
-    }
+    return {c: not evaluate(a, [replace(rule, cell=c)])[0].broken for c in names if a.cell(c)}
 
 
 def _scenario_value(rule: Rule, r: CellResult, k_main: int) -> float | None:
@@ -124,6 +124,22 @@ def _undecided(a: Analysis, cell: str) -> str:
     return f"inconclusive: {st.line(cell)}"
 
 
+def _reasons(c: CellReasons | None, scenario: str) -> list[str]:
+    """The cell's listed failed trials of this scenario, each with its reason lines."""
+    if c is None:
+        return []
+    return ["\n".join(reason_lines(r)) for r in c.listed if r.scenario == scenario]
+
+
+def _message(why: str, failed: list[str]) -> str:
+    """The failure's first line and, when a trial of this case failed, its reason."""
+    first = why.splitlines()[0]
+    if not failed:
+        return first
+    trial, _, reason = failed[0].partition("\n")
+    return f"{first}; e.g. {trial.strip()} {reason.strip().splitlines()[0]}"
+
+
 def _suite(root: ET.Element, name: str) -> ET.Element:
     return ET.SubElement(root, "testsuite", name=name)
 
@@ -143,6 +159,7 @@ def render_junit(
     root = ET.Element("testsuites", name=f"chaoseval {journal.manifest.agent}")
     labels = short_labels([c.cell for c in a.cells], a.plugins)
     per = by_scenario_cell(as_trials(journal), a.ks)
+    reasons = failure_reasons(as_trials(journal))
     broken: dict[str, list[RuleResult]] = {}
     for g in gate or ():
         for cell, ok in rule_cells(a, g).items():
@@ -172,10 +189,11 @@ def render_junit(
                 else _failure_by_status(a, r)
             )
             undecided = gate is None and _undecided(a, cell)
+            listed = _reasons(reasons.get(cell), scenario)
             if why:
                 n[1] += 1
-                el = ET.SubElement(case, "failure", message=why.splitlines()[0])
-                el.text = why
+                el = ET.SubElement(case, "failure", message=_message(why, listed))
+                el.text = "\n\n".join([why, *listed])
             elif undecided:
                 n[3] += 1
                 el = ET.SubElement(case, "error", type="inconclusive", message=undecided)
@@ -184,6 +202,8 @@ def render_junit(
             out.text = f"cell: {cell}\n" + ", ".join(
                 f"pass^{k} {r.summary.pass_hat.get(k)}" for k in a.ks
             )
+            if listed:  # a failed trial says why even where the case passes (clean)
+                out.text += "\n\nfailed trials:\n" + "\n".join(listed)
         _close(suite, *n)
         totals = [t + x for t, x in zip(totals, n, strict=True)]
     if gate:

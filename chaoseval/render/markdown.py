@@ -5,6 +5,7 @@ from __future__ import annotations
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.verdict import Verdict
 from chaoseval.render.printable import md_code, md_text
+from chaoseval.render.reasons import reasons_markdown
 from chaoseval.render.tables import TableData, report_tables
 
 __all__ = ["render_markdown", "table_markdown"]
@@ -45,5 +46,6 @@ def render_markdown(a: Analysis, verdict: Verdict | None = None) -> str:
             if short != cell
         ]
         head += (["Cell labels: " + "; ".join(legend) + ".", ""]) if legend else []
+        head += reasons_markdown(verdict)
     tables = report_tables(a, verdict)
     return "\n".join(head) + "\n" + "\n".join(table_markdown(t) for t in tables)

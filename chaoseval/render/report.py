@@ -17,6 +17,7 @@ from chaoseval.analysis.pairtext import long_list, pair_text
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.printable import escape
+from chaoseval.render.reasons import print_reason_summary, print_reasons
 from chaoseval.render.tables import attack_table, cell_notes, delta_cell, status_word
 from chaoseval.render.terminal import print_table
 from chaoseval.render.verdict import print_twins, print_verdict
@@ -211,6 +212,7 @@ def print_report(
     a = analysis or analyze(journal, ks, n_resamples=2_000, references=False)
     v = verdict or build_verdict(a, journal)
     print_verdict(v, console)
+    print_reason_summary(v, console)
     console.print(_cell_table(a, v, journal))
     if (attack := attack_table(a)) is not None:
         print_table(attack, console, v.labels)
@@ -223,4 +225,5 @@ def print_report(
         console.print(legend, highlight=False)
     _cell_notes(cells, console)
     _not_evaluable(journal, cells, console)
+    print_reasons(v, console)
     print_twins(v, console, str(journal.path))

@@ -153,10 +153,11 @@ def test_html_opens_with_the_verdict_and_links_every_failed_trial_to_its_twin(
     html = render_html(analysis, verdict=v)
     body = html[html.index("<body>") :]
     assert body.index("id='verdict'") < body.index("id='toc'") < body.index("id='summary'")
+    twins = html[html.index("<section id='twins'>") :]  # "Why trials failed" names them first
     for ts in v.twins.values():
         for p in ts.pairs:
             assert p.clean is not None
-            row = re.search(re.escape(p.perturbed.trial_id) + r".{0,600}", html)
+            row = re.search(re.escape(p.perturbed.trial_id) + r".{0,600}", twins)
             assert row and p.clean.trial_id in row.group(0), p.perturbed.trial_id
         # The first one is laid out side by side, with its replay command.
         first = ts.pairs[0].perturbed.trial_id

@@ -1,0 +1,157 @@
+"""Why each failed trial failed, in a few lines: what the agent raised, the checks that failed
+(their detail holds the expected and actual values the check compared), the vetoes, and the
+start of the agent's answer.
+
+Every view lists the first few failed trials of each cell, clean included, with these lines,
+and counts the rest ("and N more"). The failed rows are found in the columns; only the listed
+ones are read again as full records (:meth:`Trials.record`), so a report of a million trials
+reads a few records per cell. The text is the journal's as recorded (an agent's error is
+redacted and bounded when it is recorded, chaoseval.agents.crash); each view escapes it for
+its format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from chaoseval.analysis.aggregate import Records, groups, in_tasks, name_ranks, not_landed
+from chaoseval.model.records import CLEAN, TrialRecord
+from chaoseval.store.columns import as_group
+
+__all__ = ["LISTED", "CellReasons", "TrialReason", "failure_reasons", "reasons_json"]
+
+# Failed trials listed per cell in every view; the others are counted.
+LISTED = 5
+# What one trial's reason may take: lines of its error, failed checks, vetoes, characters a line.
+_ERROR_LINES, _CHECKS, _VETOES, _WIDTH, _ANSWER = 3, 3, 2, 240, 160
+
+
+def _cut(text: str, width: int = _WIDTH) -> str:
+    """One line of at most ``width`` characters: newlines as spaces, a cut marked, a lone
+    surrogate (no UTF-8 file can hold one) written as its escape."""
+    line = " ".join(text.encode("utf-8", "backslashreplace").decode("utf-8").split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class TrialReason:
+    """One failed trial and why, as recorded."""
+
+    trial_id: str
+    scenario: str
+    cell: str
+    root_cause: str | None
+    error: tuple[str, ...]  # the recorded error's last lines (a crash: the agent's stderr's)
+    checks: tuple[tuple[str, str], ...]  # failed checks: name, detail
+    more_checks: int
+    vetoes: tuple[tuple[str, str], ...]  # kind, detail
+    more_vetoes: int
+    answer: str | None  # the start of the agent's answer, on one line
+
+    @classmethod
+    def of(cls, r: TrialRecord) -> TrialReason:
+        lines = [_cut(x) for x in (r.error or "").splitlines() if x.strip()]
+        failed = [(c.name, _cut(c.detail)) for c in r.checks if not c.passed]
+        vetoes = [(v.kind, _cut(v.detail)) for v in r.vetoes]
+        return cls(
+            r.trial_id,
+            r.scenario,
+            r.cell,
+            r.root_cause,
+            tuple(lines[-_ERROR_LINES:]),
+            tuple(failed[:_CHECKS]),
+            max(0, len(failed) - _CHECKS),
+            tuple(vetoes[:_VETOES]),
+            max(0, len(vetoes) - _VETOES),
+            _cut(r.answer, _ANSWER) if r.answer else None,
+        )
+
+    def headline(self) -> str:
+        """The one line that says most: the error, else the first failed check, else the first
+        veto, else the root cause."""
+        if self.error:
+            return self.error[-1]
+        if self.checks:
+            name, detail = self.checks[0]
+            return f"check {name} failed" + (f": {detail}" if detail else "")
+        if self.vetoes:
+            return f"{self.vetoes[0][0]} veto: {self.vetoes[0][1]}"
+        return self.root_cause or "failed"
+
+    def lines(self) -> list[str]:
+        """The reason as plain lines: the error, each failed check, each veto, the answer."""
+        out = [f"error: {line}" for line in self.error]
+        out += [f"check {n} failed" + (f": {d}" if d else "") for n, d in self.checks]
+        if self.more_checks:
+            out.append(f"… and {self.more_checks} more failed check(s)")
+        out += [f"{k} veto: {d}" for k, d in self.vetoes]
+        if self.more_vetoes:
+            out.append(f"… and {self.more_vetoes} more veto(es)")
+        if self.answer is not None:
+            out.append(f"answer: {self.answer}")
+        return out or [f"judged {self.root_cause or 'failed'} (no check or error recorded)"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial_id,
+            "root_cause": self.root_cause,
+            "error": list(self.error),
+            "failed_checks": [{"name": n, "detail": d} for n, d in self.checks],
+            "more_failed_checks": self.more_checks,
+            "vetoes": [{"kind": k, "detail": d} for k, d in self.vetoes],
+            "more_vetoes": self.more_vetoes,
+            "answer": self.answer,
+        }
+
+
+@dataclass(frozen=True)
+class CellReasons:
+    """The failed trials of one cell: how many, and the first ones with their reasons."""
+
+    cell: str
+    failed: int
+    listed: tuple[TrialReason, ...]
+
+    @property
+    def more(self) -> int:
+        return self.failed - len(self.listed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "failed": self.failed,
+            "listed": [r.to_json() for r in self.listed],
+            "more": self.more,
+        }
+
+
+def failure_reasons(records: Records, listed: int = LISTED) -> dict[str, CellReasons]:
+    """Per cell with a failed trial (clean first), the count and the first ``listed`` failures
+    by task name and trial index, read in full. A perturbed cell's failures on tasks none of
+    its faults reached are left out, as its counts leave them out."""
+    g = as_group(records)
+    t = g.t
+    rank = name_ranks(t.vocab["scenario"]) if len(g) else np.zeros(0, np.int64)
+    out: dict[str, CellReasons] = {}
+    by = groups(g, "cell")
+    for cell in sorted(by, key=lambda c: (c != CLEAN, list(by).index(c))):
+        rs = by[cell]
+        failed = rs["status"] == 1
+        if cell != CLEAN:
+            failed &= ~in_tasks(rs, not_landed(rs))
+        f = rs.where(failed)
+        if not len(f):
+            continue
+        order = np.lexsort((f["index"], rank[f["scenario"]]))
+        rows = f.rows[order][:listed].tolist()
+        out[cell] = CellReasons(
+            cell, len(f), tuple(TrialReason.of(t.record(int(row))) for row in rows)
+        )
+    return out
+
+
+def reasons_json(reasons: dict[str, CellReasons]) -> dict[str, Any]:
+    """The JSON report's ``failures``: per cell, the count and the listed trials' reasons."""
+    return {cell: c.to_json() for cell, c in reasons.items()}
