@@ -385,6 +385,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         request_limit=s.request_limit,
         keep_records=False,  # the journal holds them: memory stays flat
         sandbox=s.sandbox,
+        scenario_paths=s.scenario_paths or None,
     )
 
 
