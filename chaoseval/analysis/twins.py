@@ -119,9 +119,11 @@ def _tool_text(s: Step) -> str:
     return text + (f": {s.error}" if s.error and s.result_class != "ok" else "")
 
 
-def replay_command(journal: str, trial_id: str) -> str:
-    """The command that re-runs one recorded trial from its seeds."""
-    return f"chaoseval replay {_quote(journal)} {_quote(trial_id)}"
+def replay_command(journal: str, trial_id: str, scenarios: Sequence[str] = ()) -> str:
+    """The command that re-runs one recorded trial from its seeds; ``scenarios``: the files and
+    directories the run loaded its scenarios from (none: the installed packs, found anyway)."""
+    paths = "".join(f" --scenarios {_quote(p)}" for p in scenarios)
+    return f"chaoseval replay {_quote(journal)} {_quote(trial_id)}{paths}"
 
 
 def _quote(word: str) -> str:
@@ -140,6 +142,8 @@ class TwinPair:
     diverge_at: int | None  # index into both timelines; None when they never part
     label: str  # what happened at the divergence, in words
     loose_faults: list[FaultMark] = field(default_factory=list)  # faults tied to no step
+    # Where the run loaded its scenarios from (RunManifest.scenario_paths), for replay_command.
+    scenarios: tuple[str, ...] = ()
 
 
 def _pair(failed: TrialRecord, clean: TrialRecord | None) -> TwinPair:
@@ -199,7 +203,11 @@ class LazyPairs(Sequence[TwinPair]):
     def _pair(self, i: int) -> TwinPair:
         twin = int(self._twins[i])
         clean = self._t.record(twin) if twin >= 0 else None
-        return _pair(self._t.record(int(self._rows[i])), clean)
+        pair = _pair(self._t.record(int(self._rows[i])), clean)
+        manifest = self._t.manifest
+        if manifest is not None and manifest.scenario_paths:
+            pair.scenarios = tuple(manifest.scenario_paths)
+        return pair
 
 
 @dataclass

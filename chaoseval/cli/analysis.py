@@ -127,6 +127,7 @@ def report_impl(
     if format == "table" and output is None:
         print_report(data, console, ks, a, v)
         print_analysis(a, console, v.labels)
+        _recorded_gate(journal, data)
         return
     if format == "json":
         doc = json_report(data, ks, a.cells if a.ks == ks else None, lists=Streamed)
@@ -484,6 +485,18 @@ def _judge_statuses(data: Trials, a: Analysis, junit: Path | None, allow: bool) 
     else:
         console.print(f"[green]gate passed:[/] {len(v.cells)} cell(s), none broken or degraded")
     return code
+
+
+def _recorded_gate(path: Path, data: Trials) -> None:
+    """The gate ``run`` applied (its rules are in the manifest), judged as run judged it: the
+    same lines, no exit code (a report reports)."""
+    rules = data.manifest.gate if data.manifest is not None else None
+    if rules:
+        console.print(
+            "[bold]Gate[/] (the rules the run applied, as recorded in the journal):",
+            highlight=False,
+        )
+        judge(path, rules, [], None)
 
 
 def register(app: typer.Typer) -> None:

@@ -31,8 +31,11 @@ from chaoseval.loading.userpath import append_path
 from chaoseval.render.printable import escape, visible
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from chaoseval.investigate.search import SearchResult
-    from chaoseval.model.records import TrialRecord
+    from chaoseval.model.records import RunManifest, TrialRecord
+    from chaoseval.model.scenario import Scenario
     from chaoseval.model.trajectory import Step
     from chaoseval.store.journal import Journal
 
@@ -271,7 +274,8 @@ def replay_cmd(
         # A journal's agent may be a module:factory from there.
         append_path(project_app_dir(app_dir, config))
         data = _with_trial(journal, trial_id)
-        scenarios = load_scenarios(project_scenario_paths(scenario_path, config))
+        scenarios = _run_scenarios(scenario_path, config, data.manifest)
+        _say_changed(data.manifest, scenarios, [data.records[0].scenario], "replays")
         result = replay(data, trial_id, scenarios)
     except ChaosevalError as exc:
         fail(exc)
@@ -343,11 +347,13 @@ def sample_cmd(
     try:
         data = read_trials(journal)
         chosen = sample(data, n=n, seed=seed, status=status)
+        manifest = data.full_manifest()
         try:
-            scenarios = load_scenarios(project_scenario_paths(scenario_path, config))
+            scenarios = _run_scenarios(scenario_path, config, manifest)
         except ChaosevalError as exc:
-            err.print(f"[yellow]warning:[/] instructions not rebuilt: {exc}")
+            err.print(f"[yellow]warning:[/] instructions not rebuilt: {escape(str(exc))}")
             scenarios = []
+        _say_changed(manifest, scenarios, {r.scenario for r in chosen}, "rebuilds instructions")
         # Agents' and scenarios' text, made visible: a control character is never obeyed
         # where the Markdown is printed or later shown.
         text = visible(to_markdown(chosen, data, scenarios, seed=seed, status=status))
@@ -358,6 +364,31 @@ def sample_cmd(
         console.print(f"wrote {len(chosen)} trial(s) to {output}")
     else:
         print(text)
+
+
+def _run_scenarios(
+    given: list[Path] | None, config: Path | None, manifest: RunManifest
+) -> list[Scenario]:
+    """The scenarios a journal's trials ran on: from ``--scenarios``, else the settings'
+    scenario_paths, else the files the run loaded them from (recorded in its manifest, those
+    still there), else the installed packs."""
+    paths = project_scenario_paths(given, config)
+    if paths is None and manifest.scenario_paths:
+        paths = [Path(p) for p in manifest.scenario_paths if Path(p).exists()] or None
+    return load_scenarios(paths)
+
+
+def _say_changed(
+    manifest: RunManifest, scenarios: list[Scenario], ids: Iterable[str], doing: str
+) -> None:
+    """A warning per scenario whose file changed since the run (its sha256 differs)."""
+    from chaoseval.investigate.replay import changed_since
+
+    for line in changed_since(manifest, scenarios, ids):
+        err.print(
+            f"[bold yellow]warning:[/] {escape(line)}; this {doing} from the file as it is now",
+            soft_wrap=True,
+        )
 
 
 def _with_trial(path: Path, trial_id: str) -> Journal:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from chaoseval.engine.budget import Budget
     from chaoseval.engine.runner import RunConfig, RunProgress
     from chaoseval.engine.toolbox import UnknownTools
+    from chaoseval.store import columns
 
 
 BudgetCost = Annotated[
@@ -209,6 +210,15 @@ ShowProgress = Annotated[
     ),
 ]
 Report = Annotated[bool, typer.Option(help="print the report when done")]
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="instead of the report's tables, one line per cell: its counts and status "
+        "(--no-report: nothing)",
+    ),
+]
 GateRules = Annotated[
     list[str] | None,
     typer.Option(
@@ -248,6 +258,7 @@ def run_cmd(
     trial_timeout: TrialTimeout = None,
     progress: ShowProgress = True,
     report: Report = True,
+    quiet: Quiet = False,
     app_dir: RunAppDir = None,
     budget_cost: BudgetCost = None,
     budget_tokens: BudgetTokens = None,
@@ -300,11 +311,27 @@ def run_cmd(
         + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
     )
     _end_notes(result, unknown, path)
-    if report:
+    if report and quiet:
+        _print_cells(read_trials(path))
+    elif report:
         print_report(read_trials(path), console)
     rules = gate or s.gate
     if rules:
         _gate(path, rules)
+
+
+def _print_cells(t: columns.Trials) -> None:
+    """``--quiet``: the run's warnings, then one line per cell, as the verdict's first lines
+    (``timeout  0/3 passed (clean 3/3)  broken ...``); the headline when no cell has one."""
+    from chaoseval.analysis.build import analyze
+    from chaoseval.analysis.verdict import build_verdict
+
+    for w in [*t.manifest.run_warnings(), *t.warnings]:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    a = analyze(t, list(t.manifest.ks), n_resamples=2_000, references=False)
+    v = build_verdict(a, t, 0)
+    for line in v.status_lines() or [v.headline()]:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _gate(path: Path, rules: list[str]) -> None:
@@ -389,6 +416,8 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         request_limit=s.request_limit,
         keep_records=False,  # the journal holds them: memory stays flat
         sandbox=s.sandbox,
+        scenario_paths=s.scenario_paths or None,
+        gate=flags["gate"] or s.gate or (),
     )
 
 

@@ -112,6 +112,10 @@ class RunConfig:
     # How exec: agents are isolated from each other and the host (chaoseval.agents.sandbox):
     # "auto" (bubblewrap where it works, else a warning), "bwrap" (or refuse) or "none".
     sandbox: str = "auto"
+    # Recorded in the manifest only: where the scenarios were loaded from (None: the installed
+    # packs), and the gate rules the caller judges the run by.
+    scenario_paths: Sequence[Path] | None = None
+    gate: Sequence[str] = ()
 
     @property
     def clock_mode(self) -> ClockMode:
@@ -158,6 +162,10 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
         request_limit=(
             None if config.request_limit == DEFAULT_REQUEST_LIMIT else config.request_limit
         ),
+        scenario_paths=(
+            [str(p.resolve()) for p in config.scenario_paths] if config.scenario_paths else None
+        ),
+        gate=list(config.gate) or None,
     )
 
 

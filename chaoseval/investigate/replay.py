@@ -21,7 +21,7 @@ from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.loops import run_loop
 from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
 from chaoseval.errors import ConfigError, JournalError
-from chaoseval.model.records import Cell, TrialRecord
+from chaoseval.model.records import Cell, RunManifest, TrialRecord, file_sha256
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.trajectory import Step
 from chaoseval.redact import redact
@@ -219,6 +219,28 @@ def replay(
         ),
     )
     return Replay(record, replayed, compare(record, replayed))
+
+
+def changed_since(
+    manifest: RunManifest, scenarios: Sequence[Scenario], ids: Iterable[str]
+) -> list[str]:
+    """One line per scenario of ``ids`` whose file is not the one the run loaded: its sha256
+    differs from the manifest's (older journals recorded none: nothing to say)."""
+    recorded = {s.id: s.sha256 for s in manifest.scenarios if s.sha256}
+    wanted = set(ids)
+    out = []
+    for s in scenarios:
+        then = recorded.get(s.id)
+        if s.id not in wanted or then is None:
+            continue
+        now = file_sha256(s.source)
+        if now != then:
+            state = f"sha256 {now[:12]} now" if now else "it cannot be read now"
+            out.append(
+                f"scenario {s.id!r} changed since the run: {s.source} is not the file the "
+                f"journal recorded (sha256 {then[:12]} then, {state})"
+            )
+    return out
 
 
 # --- spot checks ---------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -87,6 +89,9 @@ class ScenarioInfo(BaseModel):
     domain: str = ""
     tags: list[str] = Field(default_factory=list)
     source: str | None = None
+    # sha256 of the source file's bytes when the run loaded it, so replay and sample can say
+    # the file changed since (absent in older journals, imports, and sources that are no file).
+    sha256: str | None = None
     tools: dict[str, str] = Field(default_factory=dict)  # tool name -> version
     budgets: Budgets | None = None
 
@@ -268,6 +273,17 @@ class TrialRecord(BaseModel):
         return sum(f.delivered for f in self.trajectory.faults)
 
 
+def file_sha256(source: str | None) -> str | None:
+    """sha256 of the bytes of the file ``source`` names; None when it names no readable file
+    (an importer's label, a scenario built in code)."""
+    if not source:
+        return None
+    try:
+        return hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def make_trial_id(scenario: str, cell: str, index: int) -> str:
     """``scenario/cell/index``: stable across runs of the same matrix (a record's
     ``trial_id``; a journal's columns keep only the ids that differ from it)."""
@@ -365,6 +381,13 @@ class RunManifest(BaseModel):
     # --max-request-size when not the default (None: the default), so replay serves the
     # trial under the limit it ran under.
     request_limit: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The --scenarios files and directories (or settings' scenario_paths) the run loaded its
+    # scenarios from, absolute; None: the installed packs. Replay lines carry them, and replay
+    # and sample load from them when given none.
+    scenario_paths: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The gate rules the run applied (the settings' gate or --gate), so a report shows the same
+    # gate; None: no gate was applied.
+    gate: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def run_warnings(self) -> list[str]:
         """What every report of this run says before its figures."""

@@ -25,7 +25,7 @@ from chaoseval.model.drift import DriftPoint
 from chaoseval.model.injection import Payload
 from chaoseval.model.records import Budgets as Budgets
 from chaoseval.model.records import CheckResult as CheckResult
-from chaoseval.model.records import ScenarioInfo
+from chaoseval.model.records import ScenarioInfo, file_sha256
 
 if TYPE_CHECKING:
     from chaoseval.model.records import AgentOutput
@@ -275,7 +275,7 @@ class Scenario(BaseModel):
 
     def info(self) -> ScenarioInfo:
         """What the run's manifest records about this scenario."""
-        return ScenarioInfo(
+        info = ScenarioInfo(
             id=self.id,
             domain=self.domain,
             tags=self.tags,
@@ -283,6 +283,10 @@ class Scenario(BaseModel):
             tools={t.name: t.version for t in self.tools},
             budgets=self.budgets,
         )
+        digest = file_sha256(self.source)
+        if digest is not None:  # a given field is a written one (ScenarioInfo)
+            info.sha256 = digest
+        return info
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)

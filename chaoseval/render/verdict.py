@@ -218,8 +218,8 @@ def _twin_card(p: TwinPair, journal: str) -> str:
         else "no clean twin in this journal"
     )
     loose = f"<p>Faults tied to no step: {_badges(p.loose_faults)}</p>" if p.loose_faults else ""
-    replays = f"<code>{escape(replay_command(journal, r.trial_id))}</code>" + (
-        f"<br><code>{escape(replay_command(journal, c.trial_id))}</code>" if c else ""
+    replays = f"<code>{escape(replay_command(journal, r.trial_id, p.scenarios))}</code>" + (
+        f"<br><code>{escape(replay_command(journal, c.trial_id, p.scenarios))}</code>" if c else ""
     )
     return (
         f"<div class='twin-card' id='{twin_anchor(r.trial_id)}'>"
@@ -248,11 +248,11 @@ def _all_rows(ts: TwinSet, journal: str) -> str:
         if i < ts.detailed:
             name = f"<a href='#{twin_anchor(p.perturbed.trial_id)}'>{name}</a>"
         twin = escape(f"{p.clean.trial_id}: {_status(p.clean)}") if p.clean else "—"
+        replay = replay_command(journal, p.perturbed.trial_id, p.scenarios)
         rows.append(
             f"<tr><td>{name}</td><td class='text'>{escape(_cause(p.perturbed))}</td>"
             f"<td class='text'>{twin}</td><td class='text'>{escape(p.label)}</td>"
-            f"<td class='text'><code>{escape(replay_command(journal, p.perturbed.trial_id))}"
-            "</code></td></tr>"
+            f"<td class='text'><code>{escape(replay)}</code></td></tr>"
         )
     return (
         "<div class='wide'><table class='data'><thead><tr><th>failed trial</th><th>root cause</th>"
@@ -355,8 +355,9 @@ def print_twins(v: Verdict, console: Console, journal: str) -> None:
                 rich_escape(p.label),
             )
     console.print(table)
-    first = next(iter(v.twins.values())).pairs[0].perturbed.trial_id
-    console.print(f"  [dim]replay one: {rich_escape(replay_command(journal, first))}[/]")
+    first = next(iter(v.twins.values())).pairs[0]
+    line = replay_command(journal, first.perturbed.trial_id, first.scenarios)
+    console.print(f"  [dim]replay one: {rich_escape(line)}[/]")
     if hidden:
         console.print(
             f"  [dim]{hidden} more failed trial(s), each beside its clean twin: chaoseval report "

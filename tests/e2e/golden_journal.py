@@ -40,6 +40,9 @@ VOLATILE = frozenset(
         "chaoseval_version",
         "python",
         "packages",
+        # A scenario file's sha256 (RunManifest's ScenarioInfo) names the file's bytes, as its
+        # path names its place: a comment edited in a bundled scenario changes no behaviour.
+        "sha256",
     }
 )
 
