@@ -3,38 +3,22 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from chaoseval import redact
 from chaoseval.cli._common import ConfigPath, console, err, fail, settings
+from chaoseval.cli._reading import check_ks, check_margin, emit, load, stream
 from chaoseval.errors import ChaosevalError, ConfigError
-from chaoseval.render.printable import escape, visible
+from chaoseval.render.printable import escape
 
 if TYPE_CHECKING:
-    from chaoseval.analysis.build import Analysis
     from chaoseval.store.columns import Trials
 
 FORMATS = ("table", "json", "markdown", "html", "junit")
-
-
-def load(
-    path: Path, source: str | None = None, scorer: str | None = None, errors_as: str = "source"
-) -> Trials:
-    """A chaoseval journal, or (with ``source``) a tau-bench / Inspect AI results file, as
-    columns (a journal is read line by line; its trajectories are read again only for the
-    trials a view shows)."""
-    from chaoseval.store.columns import as_trials, read_trials
-    from chaoseval.store.importers import load_source
-
-    if source is None:
-        return read_trials(path)
-    return as_trials(load_source(source, path, scorer=scorer, errors_as=errors_as))
 
 
 # With --from: how a trial that crashed before it was scored counts (store/importing.py).
@@ -46,41 +30,6 @@ ErrorsAs = Annotated[
         "apart from the score (not-evaluable), or as failures (failure)",
     ),
 ]
-
-
-def _emit(text: str, output: Path | None, what: str) -> None:
-    # Standard output is as much a place things are written (`> report.md`, a CI log) as -o:
-    # both get the redactor, and both get control characters as visible escapes, so a
-    # Markdown or HTML report shown with `cat` cannot drive the terminal either.
-    text = visible(redact.redact(text))
-    if output is None:
-        print(text)
-        return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    Console(stderr=True).print(f"wrote {what} to {output}")
-
-
-class _Shown:
-    """A stream that writes what it is given as :func:`_emit` writes a whole text: redacted,
-    control characters as visible escapes (piece by piece, as redact.RedactingStream does)."""
-
-    def __init__(self, inner: TextIO) -> None:
-        self.inner = inner
-
-    def write(self, text: str) -> int:
-        return self.inner.write(visible(redact.redact(text)))
-
-
-def _stream(write: Callable[[TextIO], None], output: Path | None, what: str) -> None:
-    """What ``write`` writes, printed or written to ``output`` as :func:`_emit` does."""
-    if output is None:
-        write(_Shown(sys.stdout))  # type: ignore[arg-type]
-        return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with output.open("w", encoding="utf-8") as fh:
-        write(_Shown(fh))  # type: ignore[arg-type]
-    Console(stderr=True).print(f"wrote {what} to {output}")
 
 
 def report_impl(
@@ -116,35 +65,37 @@ def report_impl(
     check_margin(margin)
     data = load(journal, source, scorer, errors_as)
     phase("report: journal loaded")
-    ks = _check_ks(data, k)
+    ks = check_ks(data, k)
     a = analyze(data, ks, n_resamples=resamples, references=source is None, margin=margin)
     phase("report: analysed")
     if format == "junit":
-        _emit(render_junit(data, a), output, "JUnit XML")
+        emit(render_junit(data, a), output, "JUnit XML")
         return
     v = build_verdict(a, data, twins or None)
     release(data)  # the columns the writing below reads are read again (analysis.aggregate)
     if format == "table" and output is None:
         print_report(data, console, ks, a, v)
         print_analysis(a, console, v.labels)
-        _recorded_gate(journal, data)
+        from chaoseval.cli._gating import recorded_gate
+
+        recorded_gate(journal, data)
         return
     if format == "json":
         doc = json_report(data, ks, a.cells if a.ks == ks else None, lists=Streamed)
         doc["analysis"] = analysis_json(a, lists=Streamed)
         doc["verdict"] = verdict_json(v)
-        _stream(lambda out: write_json(doc, out), output, "JSON report")
+        stream(lambda out: write_json(doc, out), output, "JSON report")
         phase("report: written")
     elif format == "markdown":
-        _emit(render_markdown(a, v), output, "Markdown report")
+        emit(render_markdown(a, v), output, "Markdown report")
     elif format == "html":
         from chaoseval.render.html import render_html
 
-        _emit(render_html(a, verdict=v), output, "HTML report")
+        emit(render_html(a, verdict=v), output, "HTML report")
     else:  # table into a file
         with output.open("w", encoding="utf-8") as fh:  # type: ignore[union-attr]
-            stream = redact.RedactingStream(fh)
-            file_console = Console(file=stream, width=180)  # type: ignore[arg-type]
+            redacting = redact.RedactingStream(fh)
+            file_console = Console(file=redacting, width=180)  # type: ignore[arg-type]
             print_report(data, file_console, ks, a, v)
             print_analysis(a, file_console, v.labels)
 
@@ -194,11 +145,6 @@ Margin = Annotated[
 ]
 
 
-def check_margin(margin: float) -> None:
-    if not 0 < margin < 1:
-        raise ConfigError(f"--margin {margin:g}: use a drop between 0 and 1, e.g. 0.1")
-
-
 def report_cmd(
     journal: JournalArg = None,
     format: Annotated[
@@ -233,34 +179,6 @@ def report_cmd(
         )  # fmt: skip
     except ChaosevalError as exc:
         fail(exc)
-
-
-def _check_ks(
-    data: Trials, k: list[int] | None, wanted: set[int] | None = None, asking: str = "rules ask for"
-) -> list[int]:
-    """The k values a view reports: refused, as run and gate refuse them, when a k exceeds
-    the trials per cell (pass^k of 20 out of 8 trials is not a measurement, not a dash)."""
-    ks = sorted(set(k or data.manifest.ks) | (wanted or set()))
-    bad = [x for x in ks if x < 1]
-    if bad:
-        raise ConfigError(f"--k {bad}: k must be >= 1")
-    trials = _trials_per_cell(data)
-    too_big = [x for x in ks if trials and x > trials]
-    if too_big:
-        asked = asking if wanted and set(too_big) & wanted else "--k asks for"
-        raise ConfigError(
-            f"{asked} k = {too_big} but {data.path.name} has {trials} trials per cell; "
-            f"pass^k needs k <= trials: use k <= {trials}"
-        )
-    return ks
-
-
-def _trials_per_cell(data: Trials) -> int:
-    """The most trials any cell holds: the manifest's count, or more where ``--resume -n``
-    added trials to the run (its manifest keeps the first invocation's count)."""
-    index = data.col.get("index")
-    seen = int(index.max()) + 1 if index is not None and len(index) else 0
-    return max(data.manifest.trials or 0, seen)
 
 
 def compare_cmd(
@@ -307,7 +225,7 @@ def compare_cmd(
         # trials was "no detectable difference" where it is not a measurement at all).
         wanted = {parse_primary(primary, where="--primary").kk} if primary else None
         for t in (ja, jb):
-            _check_ks(t, k, wanted, "--primary asks for")
+            check_ks(t, k, wanted, "--primary asks for")
         check_margin(margin)
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed, primary=primary)
         statuses = judge_comparison(h, ja, jb, margin)
@@ -318,10 +236,10 @@ def compare_cmd(
             print_comparison(h, console)
         elif format == "markdown":
             head = "".join(f"- `{line}`\n" for line in lines)
-            _emit(head + "\n" + render_comparison_markdown(h), output, "comparison")
+            emit(head + "\n" + render_comparison_markdown(h), output, "comparison")
         elif format == "json":
             doc = {**h.to_json(), "statuses": statuses}
-            _emit(json.dumps(doc, indent=2), output, "comparison")
+            emit(json.dumps(doc, indent=2), output, "comparison")
         else:
             raise ConfigError(f"unknown --format {format!r}; use table, markdown or json")
     except ChaosevalError as exc:
@@ -391,6 +309,8 @@ def gate_cmd(
     decided (--allow-inconclusive: 0)."""
     try:
         cfg = settings(config)
+        from chaoseval.cli._gating import judge
+
         code = judge(
             journal or cfg.default_journal(), rule or cfg.gate or [], perturbation or [], k,
             source=source, errors_as=errors_as, junit=junit, resamples=resamples,
@@ -400,103 +320,6 @@ def gate_cmd(
         fail(exc)
     if code:
         raise typer.Exit(code)
-
-
-def judge(
-    path: Path,
-    rules: list[str],
-    perturbation: list[str],
-    k: list[int] | None,
-    *,
-    source: str | None = None,
-    errors_as: str = "source",
-    junit: Path | None = None,
-    resamples: int = 2_000,
-    margin: float = 0.1,
-    allow_inconclusive: bool = False,
-) -> int:
-    """What ``gate`` (and ``run`` with gate rules) prints and its exit code: the rules, or
-    without any the cells' statuses (chaoseval.analysis.status)."""
-    from chaoseval.analysis.build import analyze
-    from chaoseval.analysis.gate import evaluate, exit_code, parse_rule
-    from chaoseval.render.junit import render_junit
-
-    check_margin(margin)
-    parsed = [parse_rule(r) for r in rules]
-    data = load(path, source, errors_as=errors_as)
-    ks = _check_ks(data, k, {r.k for r in parsed if r.k is not None})
-    a = analyze(data, ks, n_resamples=resamples, references=False, margin=margin)
-    for w in data.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
-    if not parsed:
-        return _judge_statuses(data, a, junit, allow_inconclusive)
-    results = evaluate(a, parsed, perturbation)
-    for r in results:
-        style = "green" if r.passed else "yellow" if r.undecided else "bold red"
-        console.print(f"[{style}]{escape(r.message())}[/]", highlight=False, soft_wrap=True)
-    if junit is not None:
-        _emit(render_junit(data, a, results), junit, "JUnit XML")
-    broken = [r for r in results if r.broken]
-    undecided = [r for r in results if r.undecided]
-    code = exit_code(bool(broken), bool(undecided), allow_inconclusive)
-    if broken:
-        console.print(
-            f"[bold red]gate failed:[/] {len(broken)} of {len(results)} rule(s) broken: "
-            + escape("; ".join(f"{r.rule.text} (measured {r.detail})" for r in broken)),
-            highlight=False,
-            soft_wrap=True,
-        )
-    elif undecided:
-        console.print(
-            f"[bold yellow]gate undecided:[/] {len(undecided)} of {len(results)} rule(s) could "
-            "not be decided: " + escape("; ".join(f"{r.rule.text} ({r.detail})" for r in undecided))
-            + (" (--allow-inconclusive: exit 0)" if allow_inconclusive else ""),
-            highlight=False,
-            soft_wrap=True,
-        )
-    else:
-        console.print(f"[green]gate passed:[/] {len(results)} rule(s)")
-    return code
-
-
-def _judge_statuses(data: Trials, a: Analysis, junit: Path | None, allow: bool) -> int:
-    """No rule given: any broken or degraded cell fails, an inconclusive one (or a journal with
-    nothing evaluable) is undecided."""
-    from chaoseval.analysis.gate import exit_code
-    from chaoseval.analysis.verdict import build_verdict
-    from chaoseval.render.junit import render_junit
-    from chaoseval.render.verdict import print_verdict
-
-    v = build_verdict(a, data, 0)
-    print_verdict(v, console)
-    if junit is not None:
-        _emit(render_junit(data, a), junit, "JUnit XML")
-    failing = v.count("broken") + v.count("degraded")
-    undecided = v.count("inconclusive") or not v.evaluable
-    code = exit_code(bool(failing), bool(undecided), allow)
-    if failing:
-        console.print(f"[bold red]gate failed:[/] {failing} cell(s) broken or degraded")
-    elif undecided:
-        console.print(
-            "[bold yellow]gate undecided:[/] "
-            + ("no evaluable trial" if not v.evaluable else f"{undecided} cell(s) inconclusive")
-            + (" (--allow-inconclusive: exit 0)" if allow else "")
-        )
-    else:
-        console.print(f"[green]gate passed:[/] {len(v.cells)} cell(s), none broken or degraded")
-    return code
-
-
-def _recorded_gate(path: Path, data: Trials) -> None:
-    """The gate ``run`` applied (its rules are in the manifest), judged as run judged it: the
-    same lines, no exit code (a report reports)."""
-    rules = data.manifest.gate if data.manifest is not None else None
-    if rules:
-        console.print(
-            "[bold]Gate[/] (the rules the run applied, as recorded in the journal):",
-            highlight=False,
-        )
-        judge(path, rules, [], None)
 
 
 def register(app: typer.Typer) -> None:

@@ -207,21 +207,7 @@ def render_junit(
         _close(suite, *n)
         totals = [t + x for t, x in zip(totals, n, strict=True)]
     if gate:
-        suite = _suite(root, "chaoseval.gate")
-        failed = errors = 0
-        for g in gate:
-            case = ET.SubElement(suite, "testcase", name=g.rule.text, classname="chaoseval.gate")
-            if g.undecided:  # never a pass: an error of its own type
-                errors += 1
-                el = ET.SubElement(
-                    case, "error", type="inconclusive", message=f"{g.rule.text}: {g.detail}"
-                )
-                el.text = g.detail
-            elif not g.passed:
-                failed += 1
-                el = ET.SubElement(case, "failure", message=f"{g.rule.text}: {g.detail}")
-                el.text = g.detail
-        _close(suite, len(gate), failed, 0, errors)
+        failed, errors = _gate_suite(root, gate)
         totals = [totals[0] + len(gate), totals[1] + failed, totals[2], totals[3] + errors]
     root.set("tests", str(totals[0]))
     root.set("failures", str(totals[1]))
@@ -232,6 +218,26 @@ def render_junit(
     # parser accepts: a cell or scenario name holding an ESC made the whole file unreadable.
     xml = ET.tostring(root, encoding="unicode").translate(_NOT_XML)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + xml
+
+
+def _gate_suite(root: ET.Element, gate: Sequence[RuleResult]) -> tuple[int, int]:
+    """A suite of the gate's rules, one case each; its (failures, errors)."""
+    suite = _suite(root, "chaoseval.gate")
+    failed = errors = 0
+    for g in gate:
+        case = ET.SubElement(suite, "testcase", name=g.rule.text, classname="chaoseval.gate")
+        if g.undecided:  # never a pass: an error of its own type
+            errors += 1
+            el = ET.SubElement(
+                case, "error", type="inconclusive", message=f"{g.rule.text}: {g.detail}"
+            )
+            el.text = g.detail
+        elif not g.passed:
+            failed += 1
+            el = ET.SubElement(case, "failure", message=f"{g.rule.text}: {g.detail}")
+            el.text = g.detail
+    _close(suite, len(gate), failed, 0, errors)
+    return failed, errors
 
 
 # Characters XML 1.0 forbids (C0 controls but tab, newline and carriage return; lone
