@@ -10,6 +10,7 @@ from hypothesis import settings
 from pydantic import BaseModel
 
 from chaoseval.model.scenario import Budgets, Check, FactSpec, Scenario, tool
+from tests.installs import require
 
 # Hypothesis's per-example deadline is a timed assertion: on this 2-core machine under load a
 # 0.1 ms example once took 326 ms and failed test_boundaries as "flaky". Speed lives in
@@ -87,12 +88,10 @@ def tiny() -> Scenario:
 def chromium() -> Path:
     """Debian's Chromium for the tests that drive a real browser: installed through apt when
     missing and we are root (chaoseval.channels.browser.chromium.ensure_chromium), skipped with
-    the reason only when that is impossible."""
+    the reason only when that is impossible, failed instead in CI (tests/installs.py)."""
     from chaoseval.channels.browser.chromium import CHROMIUM, ensure_chromium
 
-    reason = ensure_chromium()
-    if reason is not None:
-        pytest.skip(reason)
+    require("chromium", ensure_chromium)
     return CHROMIUM
 
 
@@ -100,12 +99,11 @@ def chromium() -> Path:
 def bwrap() -> str:
     """bubblewrap for the tests of the exec: agents' sandbox: installed through apt when
     missing and we are root (chaoseval.agents.sandbox.ensure_bubblewrap), skipped with the
-    reason only when that is impossible or when this machine cannot make namespaces."""
+    reason only when that is impossible (failed instead in CI: tests/installs.py) or when this
+    machine cannot make namespaces (no install gives it them)."""
     from chaoseval.agents.sandbox import ensure_bubblewrap, resolve
 
-    reason = ensure_bubblewrap()
-    if reason is not None:
-        pytest.skip(reason)
+    require("bubblewrap", ensure_bubblewrap)
     box = resolve("auto")
     if box.bwrap is None:
         pytest.skip(box.note)
