@@ -168,4 +168,5 @@ def test_the_limit_is_a_run_option_from_flag_or_settings_file(tmp_path: Path) ->
     with contextlib.chdir(tmp_path):
         more = ["--journal", "file.jsonl", "--resume", "--trials", "2"]
         res = runner.invoke(app, [*args, *more, "--max-request-size", "64K"])
-    assert res.exit_code != 0 and "--max-request-size differ" in res.output, res.output
+    said = "--max-request-size: the journal has 32768, this run 65536"
+    assert res.exit_code != 0 and said in res.output, res.output

@@ -28,6 +28,9 @@ SERVERS = {
     "chaoseval/channels/model/server.py",  # the model channel
     "chaoseval/channels/browser/server.py",  # the page server
     "chaoseval/engine/http.py",  # HTTP tools on a server of their own
+    # the sandbox's relay to the trial's ports: it sets TCP_NODELAY itself on both sockets of
+    # each connection, in the sandbox where this probe cannot look (tests/agents/test_netrelay.py)
+    "chaoseval/agents/netrelay.py",
 }
 LISTENS = re.compile(
     r"serve_asgi\(|\.listen\(|start_server\(|create_server\(|uvicorn\.(run|Server)"
