@@ -231,8 +231,8 @@ class ProcessAgent:
         if box.bwrap is not None:  # whether the sandbox started the command, when it fails
             status = stack.enter_context(contextlib.closing(sandbox.ExecStatus()))
         if box.bwrap is not None and box.level.network:  # its network: the trial's ports only
-            served = (urls.mcp, urls.tools, urls.memory, ui, *_model_env(model).values())
-            ports = {p for p in (urlsplit(u).port for u in served if "://" in u) if p}
+            served = [urls.mcp, urls.tools, urls.memory, ui, model.base_url if model else ""]
+            ports = {p for p in (urlsplit(u).port for u in served if u) if p}
             control = trial / "net.sock"
             relay = await stack.enter_async_context(sandbox.serve_ports(control, ports))
         argv = box.command(self.argv, trial, workdir, status, relay)
