@@ -181,18 +181,14 @@ def encode_record(record: TrialRecord) -> str:
     the serializer refuses (what an agent sent: a lone surrogate, nesting past its 255
     levels) is made fit in place, a note step saying what was done (chaoseval.model.untrusted),
     and written: one trial's output never stops the run."""
-    # The serializer itself, not model_dump_json's wrapper (same defaults, 14 keywords fewer).
     try:
-        line = _TRIAL_JSON(record).decode()
+        line = record.model_dump_json()
     except PydanticSerializationError:
         found = untrusted.scrub(record)
         text = found.sentence("the trial's data")
         untrusted.note(record.trajectory, record.sim_seconds, text, found.args())
-        line = _TRIAL_JSON(record).decode()
+        line = record.model_dump_json()
     return redact.clean_json(line, lambda: record.model_dump(mode="json"))
-
-
-_TRIAL_JSON = TrialRecord.__pydantic_serializer__.to_json
 
 
 def encode_manifest(manifest: RunManifest) -> str:

@@ -31,7 +31,7 @@ from chaoseval.channels.model.wire import (
 from chaoseval.errors import HarnessError
 from chaoseval.model.clock import round6
 from chaoseval.model.records import ModelSettings
-from chaoseval.model.trajectory import ModelCallData, Step, assign, built
+from chaoseval.model.trajectory import ModelCallData, Step, assign
 from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
 
@@ -97,7 +97,6 @@ class _Earlier:
 
 
 _NO_COST = ModelCallData(input_tokens=0, output_tokens=0, cost=0.0)  # a step without an answer
-_DATA_FIELDS = frozenset(("input_tokens", "output_tokens", "cost"))
 
 
 class TrialModelChannel:
@@ -351,8 +350,6 @@ class TrialModelChannel:
             answer["tool_calls"] = names
             answer["finish_reason"] = reason
             data = self._account(model, tin, tout)
-        # One update of the step's fields (pydantic's per-attribute dispatch, twelve times a
-        # request with the usage's, was a tenth of forwarding's own CPU: make bench-wire).
         assign(
             step,
             faults=ids,
@@ -376,9 +373,7 @@ class TrialModelChannel:
             output_tokens=usage.output_tokens + tout,
             cost=usage.cost + spent,
         )
-        # Two ints and a float (true division), as validation would have them.
-        values = {"input_tokens": tin, "output_tokens": tout, "cost": spent}
-        return built(ModelCallData, values, set(_DATA_FIELDS))
+        return ModelCallData(input_tokens=tin, output_tokens=tout, cost=spent)
 
     def _absorb(self, fault_ids: list[int]) -> None:
         for i in fault_ids:

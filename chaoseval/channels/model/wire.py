@@ -12,11 +12,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from json.encoder import (  # type: ignore[attr-defined]
-    c_make_encoder,
-    encode_basestring,
-    encode_basestring_ascii,
-)
+from json.encoder import encode_basestring
 from typing import Any, TypedDict, cast, get_type_hints
 
 import msgspec
@@ -27,24 +23,9 @@ STREAM_PIECE = 24  # characters of content or arguments per chunk: several chunk
 
 
 def json_encoder(**options: Any) -> Callable[[Any], str]:
-    """``json.JSONEncoder(**options).encode``, made once: the same C encoder and the same
-    text, without the Python frames json wraps around it each call (``encode``,
-    ``iterencode`` and the closures it makes): half the time of a request body's encoding,
-    most of a small value's."""
-    made = json.JSONEncoder(**options)
-    if c_make_encoder is None or made.indent is not None:  # pragma: no cover - CPython has it
-        return made.encode
-    escape = encode_basestring_ascii if made.ensure_ascii else encode_basestring
-    check_circular = made.check_circular
-    settings = (made.default, escape, None, made.key_separator, made.item_separator,
-                made.sort_keys, made.skipkeys, made.allow_nan)  # fmt: skip
-
-    def encode(value: Any) -> str:
-        # Fresh markers each call, as iterencode makes them: a failed encoding may leave some.
-        markers: dict[int, Any] | None = {} if check_circular else None
-        return "".join(c_make_encoder(markers, *settings)(value, 0))
-
-    return encode
+    """``json.JSONEncoder(**options).encode``, made once (``json.dumps`` with an option builds
+    an encoder per call): the same text."""
+    return json.JSONEncoder(**options).encode
 
 
 # json.dumps(body, sort_keys=True, separators=(",", ":"), default=str): body_hash's text.
