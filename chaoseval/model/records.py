@@ -17,7 +17,7 @@ from pydantic import (
 
 from chaoseval.errors import ConfigError
 from chaoseval.model import untrusted
-from chaoseval.model.trajectory import Trajectory
+from chaoseval.model.trajectory import Trajectory, built
 
 # 2: the manifest lists the run's root causes (name, label, owner); 1 still reads.
 # 3: the manifest records each scenario's reference run (``references``); 1 and 2 still read.
@@ -127,8 +127,9 @@ class Usage(BaseModel):
 
     @classmethod
     def empty(cls) -> Usage:
-        """``Usage()``, as every trial starts one."""
-        return cls()
+        """``Usage()``, as every trial starts one (without validating its four defaults)."""
+        values = {"model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0}
+        return built(cls, values, set())
 
 
 class AgentOutput(BaseModel):

@@ -6,7 +6,7 @@ actually received them: a fault that never reached the agent must not count as s
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 from pydantic_core import to_jsonable_python
@@ -84,22 +84,103 @@ class Step(BaseModel):
 
 
 M = TypeVar("M", bound=BaseModel)
+# BaseModel's slots, set through their descriptors (what object.__setattr__ looks up per call).
+_SLOTS = BaseModel.__dict__
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+
+
+def built(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+    """The model validation would make of ``values`` (every field, in field order, each
+    already of its field's type), without running it: for the few models every trial makes
+    several of, where validating what chaoseval itself just built cost a tenth of a trivial
+    trial. Callers check the types (tests/model/test_built.py compares with validation)."""
+    model = object.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
 
 
 def assign(model: BaseModel, **values: Any) -> None:
-    """``model.name = value`` for each field named."""
-    for name, value in values.items():
-        setattr(model, name, value)
+    """``model.name = value`` for each field named: what pydantic's ``__setattr__`` does for a
+    model that neither validates assignments nor is frozen (its dict and its fields set),
+    without the dispatch it runs per attribute (a tool call sets five of them)."""
+    config = model.model_config
+    if config.get("validate_assignment") or config.get("frozen"):
+        for name, value in values.items():
+            setattr(model, name, value)
+        return
+    model.__dict__.update(values)
+    model.__pydantic_fields_set__.update(values)
 
 
 def shallow_copy(model: M) -> M:
-    """``model.model_copy()``."""
-    return model.model_copy()
+    """``model.model_copy()``: the same copy, without pydantic's generic steps (half the time)."""
+    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
+        return model.model_copy()
+    return built(type(model), model.__dict__.copy(), model.__pydantic_fields_set__.copy())
 
 
 def answer_data(gave_up: bool) -> AnswerData:
     """``AnswerData(gave_up=gave_up)``."""
-    return AnswerData(gave_up=gave_up)
+    if type(gave_up) is not bool:
+        return AnswerData(gave_up=gave_up)
+    return built(AnswerData, {"gave_up": gave_up}, {"gave_up"})
+
+
+_KINDS = frozenset(get_args(StepKind))
+_DATA = (ModelCallData, AnswerData, NoData)
+_FIELDS = frozenset(("tool", "args", "data"))
+_NO_DATA: Any = object()  # no data given: the field's default
+# One NoData for every step without data: it has no fields to change and takes no others
+# (extra="forbid"), so sharing it is sharing nothing.
+_EMPTY = NoData()
+
+
+def _str_keys(mapping: dict[Any, Any]) -> bool:
+    return all(type(k) is str for k in mapping)
+
+
+def _step(index: int, kind: Any, t: Any, fields: dict[str, Any]) -> Step:
+    """``Step(index=index, kind=kind, t=t, **fields)``, validated by hand in the shapes the
+    channels add (a tool's name and keyword arguments, a step's data), by pydantic otherwise."""
+    tool, args, data = fields.get("tool"), fields.get("args"), fields.get("data", _NO_DATA)
+    if (
+        type(t) is not float
+        or kind not in _KINDS
+        or type(kind) is not str
+        or not fields.keys() <= _FIELDS
+        or (tool is not None and type(tool) is not str)
+        or (args is not None and (type(args) is not dict or (args and not _str_keys(args))))
+        or (data is not _NO_DATA and type(data) not in _DATA)
+    ):
+        return Step(index=index, kind=kind, t=t, **fields)
+    values: dict[str, Any] = {
+        "index": index,
+        "kind": kind,
+        "t": t,
+        "tool": tool,
+        "args": None if args is None else dict(args),  # validation copies it too
+        "result_class": None,
+        "result": None,
+        "error": None,
+        "latency": 0.0,
+        "faults": [],
+        "data": _EMPTY if data is _NO_DATA else data,
+    }
+    return built(Step, values, {"index", "kind", "t", *fields})
+
+
+_TOOL_SET = frozenset(
+    ("index", "kind", "t", "tool", "args", "result_class", "result", "error", "latency", "faults")
+)
+_TOOL_FIELDS = set(_TOOL_SET)
+# tool_step's values before its own: every field of Step in field order, "kind" and "data" as
+# every plain tool step has them.
+_TOOL_VALUES: dict[str, Any] = dict.fromkeys(Step.model_fields) | {"kind": "tool", "data": _EMPTY}
 
 
 def tool_step(
@@ -114,11 +195,28 @@ def tool_step(
 ) -> Step:
     """A tool call's step made whole when the call ends, no fault on it: the step
     ``add_step("tool", t=t, tool=tool, args=args)`` then ``assign`` of the rest makes (the
-    same fields, values and fields set), in one go (tests/model/test_built.py)."""
-    return Step(
-        index=index, kind="tool", t=t, tool=tool, args=args, result_class=result_class,
-        result=result, error=error, latency=latency, faults=[],
-    )  # fmt: skip
+    same fields, values and fields set), in one go. ``args`` is kept, not copied: the call's
+    own dict, which nothing changes after (tests/model/test_built.py)."""
+    if type(t) is not float or type(tool) is not str or type(args) is not dict or (
+        args and not _str_keys(args)
+    ):
+        step = _step(index, "tool", t, {"tool": tool, "args": args})
+        assign(step, faults=[], result_class=result_class, error=error, latency=latency,
+               result=result)  # fmt: skip
+        return step
+    # A copy of a dict of the step's keys in field order, then its values: a copy takes the
+    # keys' table whole where a dict display inserts (and hashes) each key anew.
+    values = _TOOL_VALUES.copy()
+    values["index"] = index
+    values["t"] = t
+    values["tool"] = tool
+    values["args"] = args
+    values["result_class"] = result_class
+    values["result"] = result
+    values["error"] = error
+    values["latency"] = latency
+    values["faults"] = []
+    return built(Step, values, _TOOL_FIELDS.copy())
 
 
 class Trajectory(BaseModel):
@@ -128,17 +226,28 @@ class Trajectory(BaseModel):
     @classmethod
     def empty(cls) -> Trajectory:
         """``Trajectory()``, as every trial starts one."""
-        return cls()
+        return built(cls, {"steps": [], "faults": []}, set())
 
     def add_step(self, kind: StepKind, t: float = 0.0, **fields: Any) -> Step:
-        step = Step(index=len(self.steps), kind=kind, t=t, **fields)
+        step = _step(len(self.steps), kind, t, fields)
         self.steps.append(step)
         return step
 
     def add_bare_step(self, kind: StepKind, t: float) -> Step:
         """``add_step(kind, t=t)``: a step with no other field given yet (a model request's
-        at its start)."""
-        return self.add_step(kind, t)
+        at its start), made without the checks of fields it is not given when ``t`` is a
+        float and ``kind`` a kind (tests/model/test_built.py compares the two)."""
+        if type(t) is not float or type(kind) is not str or kind not in _KINDS:
+            return self.add_step(kind, t)
+        steps = self.steps
+        values: dict[str, Any] = {
+            "index": len(steps), "kind": kind, "t": t, "tool": None, "args": None,
+            "result_class": None, "result": None, "error": None, "latency": 0.0, "faults": [],
+            "data": _EMPTY,
+        }  # fmt: skip
+        step = built(Step, values, {"index", "kind", "t"})
+        steps.append(step)
+        return step
 
     def add_fault(self, fault: Fault) -> int:
         self.faults.append(fault)
