@@ -25,8 +25,8 @@ __all__ = ["heatmap_text", "long_list", "pair_text"]
 
 RUN = 512  # pairs' text written at once
 
-# A string as json.dumps writes it (what json.dumps calls for one).
-_string = json.encoder.encode_basestring_ascii
+# A string as json.dumps writes it (made once: dumps with an option builds an encoder a call).
+_string = json.JSONEncoder().encode
 
 
 def long_list(

@@ -1,5 +1,4 @@
-"""The models the trial makes through its shortcuts (tool_step, answer_data, Trajectory.empty,
-add_bare_step, assign) are the models validation makes."""
+"""Models built without validation on the trial's hot path are the models validation makes."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ import json
 import math
 import time
 from collections.abc import Callable
-from json.encoder import encode_basestring
 from typing import Any, TypedDict, cast, get_type_hints
 
 import msgspec
@@ -206,7 +205,7 @@ def _member(key: str, value: Any) -> bytes:
     seen = _MEMBERS.get(key)
     if seen is not None and seen[0] is value:
         return seen[1]
-    text = f"{encode_basestring(key)}: {_text(value)}".encode()
+    text = f"{dumps_utf8(key)}: {_text(value)}".encode()
     if type(value) in _SCALARS and len(_MEMBERS) < 64:  # immutable: the text stays true
         _MEMBERS[key] = (value, text)
     return text
