@@ -81,7 +81,7 @@ def _agent(cfg: Any, scenarios: list[Any]) -> Check:
             "fail",
             "no agent in the settings",
             'add agent = "module:factory" (your module beside chaoseval.toml) or a name '
-            "from the README's reference agents",
+            "of a bundled agent such as resilient (docs/AGENTS.md lists them)",
         )
     try:
         agent = user_agent(cfg.agent, cfg.app_dir or Path("."))

@@ -161,9 +161,13 @@ def test_the_readme_walked_top_to_bottom_against_the_wheel(venv: Path, tmp_path:
     """Every shell block of the README, in order, in an empty directory with the wheel's
     ``chaoseval`` on PATH, saving the files it tells the user to save (issue 21)."""
     steps = readme_steps(README.read_text(encoding="utf-8"))
-    assert [s.file for s in steps if s.file] == ["chaoseval.toml", "myagent.py"]
+    assert [s.file for s in steps if s.file] == ["chaoseval.toml", "myagent.py", "test_myagent.py"]
     assert sum(1 for s in steps if s.shell) >= 4
-    env = user_env(PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    # The README's pytest block keeps its temporary files here, not beside other runs'.
+    env = user_env(
+        PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        PYTEST_ADDOPTS=f"-p no:cacheprovider --basetemp={tmp_path / '.pytest'}",
+    )
     which = run("bash", "-c", "command -v chaoseval", cwd=tmp_path, env=env)
     assert Path(which.strip()) == venv / "bin" / "chaoseval"  # the wheel's, not the checkout's
     for step in steps:
