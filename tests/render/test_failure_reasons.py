@@ -148,3 +148,37 @@ def test_a_failed_check_shows_what_it_expected_and_found(tmp_path: Path) -> None
     md = _cli("report", str(journal), "-f", "markdown", cwd=tmp_path)
     assert "check valid 10 days failed: tables.quotes\\[deal_id" not in md  # no over-escaping
     assert wanted in md
+
+
+def _first_20(args: list[str], cwd: Path) -> tuple[int, str]:
+    """The exit code and the first 20 lines of what a command printed, stderr first (where a
+    refusal goes), each line's whitespace runs made one space (the terminal wraps)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chaoseval", *args],
+        cwd=cwd, capture_output=True, text=True, encoding="utf-8", timeout=300,
+    )  # fmt: skip
+    lines = (done.stderr + done.stdout).splitlines()[:20]
+    return done.returncode, " ".join(" ".join(lines).split())
+
+
+@pytest.mark.parametrize("script", ["agnt.py", "agnt"])
+def test_a_missing_script_is_quoted_in_the_first_20_lines_of_run_and_report(
+    tmp_path: Path, script: str
+) -> None:
+    """Issue 42, done when: an exec: agent whose script is missing. One with a script's suffix
+    is refused before any trial (the refusal, with a near name, is what run prints first; no
+    journal, so no report); one without crashes each trial on the interpreter's error, which
+    run's report and `report` quote in their first 20 lines."""
+    (tmp_path / "agent.py").write_text('print(\'{"answer": "hi"}\')\n')
+    run = ["run", "--agent", f"exec:{sys.executable} {script}", "-s", "vending-refund-log-down"]
+    run += ["-n", "2", "--journal", "j.jsonl", "--no-progress"]
+    code, head = _first_20(run, tmp_path)
+    if script == "agnt.py":
+        assert code == 2 and "'agnt.py' is not a file" in head, head
+        assert "did you mean" in head and "agent.py" in head, head
+        assert not (tmp_path / "j.jsonl").exists()
+        return
+    said = "can't open file"
+    assert code == 0 and said in head and "agnt" in head, head
+    code, head = _first_20(["report", "j.jsonl"], tmp_path)
+    assert code == 0 and said in head and "crash" in head, head
