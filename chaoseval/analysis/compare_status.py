@@ -54,9 +54,14 @@ def compare_statuses(
     names = [c.cell for c in h.cells]
     worse = holm([stratified_exact(tables[n], "less") for n in names])
     gain = holm([stratified_exact(tables[n], "greater") for n in names])
-    return {
-        c.cell: _one(c, h.primary, worse[i], gain[i], margin) for i, c in enumerate(h.cells)
-    }
+    out = {}
+    for i, c in enumerate(h.cells):
+        out[c.cell] = _one(c, h.primary, worse[i], gain[i], margin)
+        # What happened, in counts: passed of scored trials on the paired tasks, per harness.
+        rows = tables[c.cell]
+        out[c.cell]["passed_a"] = [sum(r[3] for r in rows), sum(r[2] for r in rows)]
+        out[c.cell]["passed_b"] = [sum(r[1] for r in rows), sum(r[0] for r in rows)]
+    return out
 
 
 def _one(
@@ -94,13 +99,20 @@ def regression_exit(statuses: Mapping[str, Mapping[str, Any]], allow_inconclusiv
     )
 
 
+def _counts(s: Mapping[str, Any]) -> str:
+    (pa, na), (pb, nb) = s.get("passed_a", (0, 0)), s.get("passed_b", (0, 0))
+    return f"A {pa}/{na}, B {pb}/{nb} passed"
+
+
 def status_lines(statuses: Mapping[str, Mapping[str, Any]], width: int = 0) -> list[str]:
-    """One line per cell, counts of the report's words: 'timeout  B held (on tasks like these);
-    resilience inconclusive'."""
+    """One line per cell, its trials passed in each harness and then the report's words:
+    'timeout  A 3/24, B 20/24 passed  B improved (on tasks like these); resilience held'."""
     width = width or max((len(c) for c in statuses), default=0)
+    counted = max((len(_counts(s)) for s in statuses.values()), default=0)
     out = []
     for cell, s in statuses.items():
-        line = f"{cell.ljust(width)}  B {s['score']} (on {s['score_scope']})"
+        line = f"{cell.ljust(width)}  {_counts(s).ljust(counted)}  B {s['score']}"
+        line += f" (on {s['score_scope']})"
         if s["resilience"]:
             line += f"; resilience {s['resilience']} (on tasks like these)"
         out.append(line)

@@ -6,7 +6,10 @@ Rule grammar (spaces optional, operators ``>= <= > < == !=``):
   others: ``pass^5[timeout] >= 0.5`` (one cell) or ``pass^5[*] >= 0.5`` (every cell);
 - ``max-degradation pass^5 <= 0.10``: the largest drop ``clean - perturbed`` (paired, on the
   tasks both cells score) over the perturbed cells, or over those named with ``--perturbation``,
-  each cell's decided by its drop's interval as a rate's threshold is;
+  each cell's decided by its drop's interval as a rate's threshold is. The bound is on the drop
+  (positive: a loss); each cell's figure is said as the report says it, the change
+  ``perturbed - clean`` (negative: a loss) with its interval, and the bound with it
+  (``Δpass^5 >= -0.1``);
 - a rule that names no metric (``max-degradation <= 0.10``), or names ``primary``
   (``primary[timeout] >= 0.5``), uses the primary metric the run recorded (pass^1 unless the
   run declared another: chaoseval.analysis.primary), as report and compare do;
@@ -356,8 +359,7 @@ def _per_cell(a: Analysis, rule: Rule) -> RuleResult:
             g = graceful(cell, ms)
             v = g.rate
             why = (
-                f" ({g.recovered} recovered, {g.fell_back} fell back per contract, "
-                f"{g.failed} not)"
+                f" ({g.recovered} recovered, {g.fell_back} fell back per contract, {g.failed} not)"
             )
             if v is None:
                 why = " (no trial received a fault that a degradation contract names)"
@@ -403,10 +405,12 @@ def _degradation(a: Analysis, rule: Rule, names: Sequence[str]) -> RuleResult:
             unknown = True
             parts.append(f"{cell}: not measurable")
             continue
-        # 0.0 - x rather than -x: no "-0" in messages.
-        drop = 0.0 - cmp.difference.estimate
-        low, high = 0.0 - cmp.difference.high, 0.0 - cmp.difference.low
-        ci = f"[{low:+.3f}, {high:+.3f}]"
+        d = cmp.difference
+        # The rule bounds the drop, clean - perturbed; what is said is the change the report
+        # shows, perturbed - clean, the same figure with its sign (0.0 + x: no "-0").
+        drop = 0.0 - d.estimate
+        low, high = 0.0 - d.high, 0.0 - d.low
+        said = f"{0.0 + d.estimate:+.3f} [{0.0 + d.low:+.3f}, {0.0 + d.high:+.3f}]"
         # Decided by the drop's interval, as a rate's threshold is: broken when all of it
         # breaks the rule, held when all of it meets it.
         if rule.op in ("==", "!="):
@@ -420,17 +424,24 @@ def _degradation(a: Analysis, rule: Rule, names: Sequence[str]) -> RuleResult:
         elif not meets:
             unknown = True
         if worst is None or drop > worst[0]:
-            worst = (drop, cell, ci)
-        parts.append(f"{cell}: {drop:+.3f} {ci}" + ("" if meets or breaks else " (undecided)"))
+            worst = (drop, cell, said)
+        parts.append(f"{cell}: {said}" + ("" if meets or breaks else " (undecided)"))
     if worst is None:
         return _undecided(rule, "; ".join(parts))
-    if ok and unknown:
-        detail = f"largest drop {worst[0]:+.4g} under {worst[1]}; interval straddles the bound; "
-        return _undecided(rule, detail + "; ".join(parts), worst[0])
-    detail = f"largest drop {worst[0]:+.4g} under {worst[1]} (95% CI {worst[2]}); " + "; ".join(
-        parts
+    head = (
+        f"largest drop under {worst[1]}: Δ{label} {worst[2]} against clean (the report's "
+        f"change, perturbed - clean; the rule holds when Δ{label} {_FLIP[rule.op]} "
+        f"{0.0 - rule.value:g} in each cell)"
     )
-    return RuleResult(rule, ok, worst[0], detail)
+    if ok and unknown:
+        return _undecided(
+            rule, f"{head}; interval straddles the bound; " + "; ".join(parts), worst[0]
+        )
+    return RuleResult(rule, ok, worst[0], f"{head}; " + "; ".join(parts))
+
+
+# A bound on the drop (clean - perturbed) as the same bound on the change (perturbed - clean).
+_FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
 
 
 def _count(a: Analysis, counter: str) -> int:

@@ -21,7 +21,14 @@ from chaoseval.analysis.aggregate import Records, groups, in_tasks, name_ranks, 
 from chaoseval.model.records import CLEAN, TrialRecord
 from chaoseval.store.columns import as_group
 
-__all__ = ["LISTED", "CellReasons", "TrialReason", "failure_reasons", "reasons_json"]
+__all__ = [
+    "LISTED",
+    "CellReasons",
+    "TrialReason",
+    "failure_reasons",
+    "one_line",
+    "reasons_json",
+]
 
 # Failed trials listed per cell in every view; the others are counted.
 LISTED = 5
@@ -29,7 +36,7 @@ LISTED = 5
 _ERROR_LINES, _CHECKS, _VETOES, _WIDTH, _ANSWER = 3, 3, 2, 240, 160
 
 
-def _cut(text: str, width: int = _WIDTH) -> str:
+def one_line(text: str, width: int = _WIDTH) -> str:
     """One line of at most ``width`` characters: newlines as spaces, a cut marked, a lone
     surrogate (no UTF-8 file can hold one) written as its escape."""
     line = " ".join(text.encode("utf-8", "backslashreplace").decode("utf-8").split())
@@ -53,9 +60,9 @@ class TrialReason:
 
     @classmethod
     def of(cls, r: TrialRecord) -> TrialReason:
-        lines = [_cut(x) for x in (r.error or "").splitlines() if x.strip()]
-        failed = [(c.name, _cut(c.detail)) for c in r.checks if not c.passed]
-        vetoes = [(v.kind, _cut(v.detail)) for v in r.vetoes]
+        lines = [one_line(x) for x in (r.error or "").splitlines() if x.strip()]
+        failed = [(c.name, one_line(c.detail)) for c in r.checks if not c.passed]
+        vetoes = [(v.kind, one_line(v.detail)) for v in r.vetoes]
         return cls(
             r.trial_id,
             r.scenario,
@@ -66,7 +73,7 @@ class TrialReason:
             max(0, len(failed) - _CHECKS),
             tuple(vetoes[:_VETOES]),
             max(0, len(vetoes) - _VETOES),
-            _cut(r.answer, _ANSWER) if r.answer else None,
+            one_line(r.answer, _ANSWER) if r.answer else None,
         )
 
     def headline(self) -> str:

@@ -30,14 +30,20 @@ def sampling_json(configured: ModelSettings, tally: Counter[tuple[Any, ...]]) ->
         conf = getattr(configured, name)
         sent: Counter[Any] = Counter()
         used: Counter[Any] = Counter()
+        given: Counter[Any] = Counter()  # used by the requests that sent none
         for key, n in tally.items():
             sent[key[2 * i]] += n
             used[key[2 * i + 1]] += n
+            if key[2 * i] is None:
+                given[key[2 * i + 1]] += n
         own = {v for v in sent if v is not None}
         out[name] = {
             "configured": conf,
             "sent": {_label(v): n for v, n in sorted(sent.items(), key=_order)},
             "used": {_label(v): n for v, n in sorted(used.items(), key=_order)},
+            # What the channel gave a request that sent none: the configured value, or a
+            # perturbation's rewrite of it (-p sampling).
+            "given": {_label(v): n for v, n in sorted(given.items(), key=_order)},
             "overridden": bool(own - {conf}),
         }
     return out
@@ -59,8 +65,7 @@ def sampling_lines(configured: ModelSettings, tally: Counter[tuple[Any, ...]]) -
             continue
         parts = []
         if sent.get("none"):
-            applied = "" if d["configured"] is None else f", {conf} applied"
-            parts.append(f"{sent['none']} of {total} requests sent no {name}{applied}")
+            parts.append(f"{sent['none']} of {total} requests sent no {name}" + _given(d, short))
         own = {v: n for v, n in sent.items() if v != "none"}
         if own:
             values = ", ".join(f"{short}={v} ({n})" for v, n in own.items())
@@ -71,6 +76,23 @@ def sampling_lines(configured: ModelSettings, tally: Counter[tuple[Any, ...]]) -
             line += " (the agent overrides the configured value)"
         lines.append(line)
     return lines
+
+
+def _given(d: dict[str, Any], short: str) -> str:
+    """What the requests that sent none of a setting were given: ', T=0.7 applied' when that is
+    the configured value for all of them, else each value with its count."""
+    conf = None if d["configured"] is None else _label(d["configured"])
+    if conf is None:
+        return ""
+    if set(d["given"]) == {conf}:
+        return f", {short}={conf} applied"
+    values = [
+        f"{short}={v} ({n})"
+        if v == conf
+        else f"{short}={v} ({n}: not the configured value, a perturbation's)"
+        for v, n in d["given"].items()
+    ]
+    return " and were given " + ", ".join(values)
 
 
 def _label(value: Any) -> str:

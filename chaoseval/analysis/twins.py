@@ -163,7 +163,7 @@ def _pair(failed: TrialRecord, clean: TrialRecord | None) -> TwinPair:
         label = f"same steps as the clean twin; {judged}"
         return TwinPair(failed, clean, mine, twin, None, label, loose)
     label = (
-        label_divergence(a, d, [b], ended=crashed)
+        label_divergence(a, d, [b], ended=crashed, where="the clean twin")
         if d < len(a)
         else f"step {d + 1}: {crashed or 'stopped early'}"
     )

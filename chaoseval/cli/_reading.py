@@ -12,7 +12,7 @@ from rich.console import Console
 
 from chaoseval import redact
 from chaoseval.errors import ConfigError
-from chaoseval.render.printable import visible
+from chaoseval.render.printable import writable
 
 if TYPE_CHECKING:
     from chaoseval.store.columns import Trials
@@ -35,8 +35,9 @@ def load(
 def emit(text: str, output: Path | None, what: str) -> None:
     # Standard output is as much a place things are written (`> report.md`, a CI log) as -o:
     # both get the redactor, and both get control characters as visible escapes, so a
-    # Markdown or HTML report shown with `cat` cannot drive the terminal either.
-    text = visible(redact.redact(text))
+    # Markdown or HTML report shown with `cat` cannot drive the terminal either; a lone
+    # surrogate from a journal (no UTF-8 file or stream holds one) is written as its escape.
+    text = writable(redact.redact(text))
     if output is None:
         print(text)
         return
@@ -53,7 +54,7 @@ class _Shown:
         self.inner = inner
 
     def write(self, text: str) -> int:
-        return self.inner.write(visible(redact.redact(text)))
+        return self.inner.write(writable(redact.redact(text)))
 
 
 def stream(write: Callable[[TextIO], None], output: Path | None, what: str) -> None:

@@ -185,7 +185,7 @@ def compare_cmd(
     a: Annotated[Path, typer.Argument(help="journal of harness A (the baseline)")],
     b: Annotated[Path, typer.Argument(help="journal of harness B")],
     format: Annotated[
-        str, typer.Option("--format", "-f", help="table | markdown | json")
+        str, typer.Option("--format", "-f", help="table | markdown | html | json")
     ] = "table",
     output: Output = None,
     k: Ks = None,
@@ -214,9 +214,11 @@ def compare_cmd(
     """Compare two harnesses paired by task and cell: B - A with intervals and adjusted p;
     verdicts from the primary metric the runs recorded (pass^1 unless declared)."""
     from chaoseval.analysis.compare import compare_journals
-    from chaoseval.analysis.compare_status import judge_comparison, regression_exit, status_lines
+    from chaoseval.analysis.compare_conclusion import conclude
+    from chaoseval.analysis.compare_status import judge_comparison, regression_exit
     from chaoseval.analysis.primary import parse_primary
     from chaoseval.render.comparison import print_comparison, render_comparison_markdown
+    from chaoseval.render.comparison_html import render_comparison_html
 
     try:
         ja, jb = load(a, source, errors_as=errors_as), load(b, source, errors_as=errors_as)
@@ -229,19 +231,18 @@ def compare_cmd(
         check_margin(margin)
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed, primary=primary)
         statuses = judge_comparison(h, ja, jb, margin)
-        lines = status_lines(statuses)
+        c = conclude(h, statuses, margin)
         if format == "table":
-            for line in lines:
-                console.print(escape(line), highlight=False)
-            print_comparison(h, console)
+            print_comparison(h, console, c)
         elif format == "markdown":
-            head = "".join(f"- `{line}`\n" for line in lines)
-            emit(head + "\n" + render_comparison_markdown(h), output, "comparison")
+            emit(render_comparison_markdown(h, c), output, "comparison")
+        elif format == "html":
+            emit(render_comparison_html(h, c), output, "comparison")
         elif format == "json":
             doc = {**h.to_json(), "statuses": statuses}
             emit(json.dumps(doc, indent=2), output, "comparison")
         else:
-            raise ConfigError(f"unknown --format {format!r}; use table, markdown or json")
+            raise ConfigError(f"unknown --format {format!r}; use table, markdown, html or json")
     except ChaosevalError as exc:
         fail(exc)
     if fail_on_regression and (code := regression_exit(statuses, allow_inconclusive)):

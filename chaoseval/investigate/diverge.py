@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from chaoseval import redact
+from chaoseval.analysis.reasons import one_line
 from chaoseval.investigate.semantic import (
     DECODER,
     LiteTrial,
@@ -120,17 +122,36 @@ class TaskAnalysis:
         }
 
 
-def _arg_diff(failed: SemStep, others: list[SemStep]) -> str:
+_MISSING = object()
+VALUE_CHARS = 40  # of each value a label shows: a label names a group, it does not hold data
+SHOWN_KEYS = 3
+
+
+def _value(v: Any) -> str:
+    """An argument's (normalised) value as a label shows it: redacted, then cut to one line."""
+    if v is _MISSING:
+        return "(none)"
+    return one_line(redact.redact(repr(v) if isinstance(v, str | tuple) else str(v)), VALUE_CHARS)
+
+
+def _arg_diff(failed: SemStep, others: list[SemStep], where: str) -> str:
+    """'amount 99.0 against 84.9 in a passing trial': each argument that differs, its value
+    in the failure against the first of ``others`` (taken ``where``) whose value differs."""
     mine = dict(failed.args)
-    keys: list[str] = []
+    found: dict[str, Any] = {}
     for other in others:
         theirs = dict(other.args)
         for k in sorted(set(mine) | set(theirs)):
-            if mine.get(k) != theirs.get(k) and k not in keys:
-                keys.append(k)
-    if not keys:
+            if k not in found and mine.get(k, _MISSING) != theirs.get(k, _MISSING):
+                found[k] = theirs.get(k, _MISSING)
+    if not found:
         return "arguments differ"
-    return f"{', '.join(keys)} {'differs' if len(keys) == 1 else 'differ'}"
+    said = [
+        f"{k} {_value(mine.get(k, _MISSING))} against {_value(v)}"
+        for k, v in list(found.items())[:SHOWN_KEYS]
+    ]
+    more = len(found) - SHOWN_KEYS
+    return "; ".join(said) + (f" and {more} more" if more > 0 else "") + f" in {where}"
 
 
 def _after_fault(prev: SemStep, prev_n: int, nxt: SemStep | None, ended: str | None = None) -> str:
@@ -152,10 +173,12 @@ def label_divergence(
     successes: Sequence[Sequence[SemStep]],
     weights: Sequence[int] | None = None,
     ended: str | None = None,
+    where: str = "a passing trial",
 ) -> str:
     """A readable name for the first step where ``failed`` left every matching success.
     ``weights``: how many successes took each path of ``successes`` (default one each);
-    ``ended``: why the failure's steps end there when it did not stop by itself (a crash)."""
+    ``ended``: why the failure's steps end there when it did not stop by itself (a crash);
+    ``where``: what the successes are, as an argument's value is said to be 'in' them."""
     n = d + 1  # people count steps from 1
     # The successes that agreed with the failure up to d show what should have come next.
     votes: Counter[SemStep] = Counter()
@@ -185,7 +208,7 @@ def label_divergence(
                     nxt = failed[d + 1] if d + 1 < len(failed) else None
                     return _after_fault(mine, n, nxt, ended)
                 return f"step {n}, {mine.tool}: got {mine.result} instead of {same_tool[0].result}"
-            return f"step {n}, {mine.tool}: {_arg_diff(mine, same_tool)}"
+            return f"step {n}, {mine.tool}: {_arg_diff(mine, same_tool, where)}"
         if exp_common.kind == "answer":
             return f"step {n}: called {mine.tool} instead of answering"
         return f"step {n}: called {mine.tool} instead of {exp_common.tool}"

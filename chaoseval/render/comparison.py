@@ -10,13 +10,22 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoseval.analysis.compare import CellComparison, HarnessComparison
+from chaoseval.analysis.compare_conclusion import CompareConclusion
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.spend import Budget
 from chaoseval.render.markdown import table_markdown
-from chaoseval.render.printable import escape, md_text
+from chaoseval.render.printable import escape, md_code, md_text
 from chaoseval.render.tables import TableData, budget_value, fmt, fmt_p, fmt_test_p
 
-__all__ = ["comparison_tables", "print_comparison", "render_comparison_markdown"]
+__all__ = [
+    "budget_table",
+    "comparison_tables",
+    "left_out",
+    "print_comparison",
+    "render_comparison_markdown",
+    "unpaired",
+    "up_front",
+]
 
 ABSOLUTE = ("cell", "metric", "A", "B", "B - A", "95% CI", "p", "test", "Holm", "BH", "tasks")
 RESILIENCE = ("cell", "metric", "drop A", "drop B", "drop B - drop A", *ABSOLUTE[5:])
@@ -57,7 +66,7 @@ def comparison_tables(h: HarnessComparison) -> list[TableData]:
     absolute = TableData(
         "absolute",
         f"Scores of {h.b_label} (B) and {h.a_label} (A), paired by task, B - A (the verdict "
-        f"is in the conclusions: {h.primary} only)",
+        f"is in the conclusion above: {h.primary} only)",
         list(ABSOLUTE),
         rows,
     )
@@ -67,7 +76,7 @@ def comparison_tables(h: HarnessComparison) -> list[TableData]:
         "less. The clean cell has no resilience figure. Tasks where either harness had no clean "
         f"success ({h.primary} = 0) have nothing to lose and are left out."
     ]
-    notes += _left_out(h, resilience=True)
+    notes += left_out(h, resilience=True)
     resilience = TableData(
         "resilience",
         "Drops against clean: difference in differences paired by task",
@@ -78,7 +87,7 @@ def comparison_tables(h: HarnessComparison) -> list[TableData]:
     return [absolute, resilience]
 
 
-def _left_out(h: HarnessComparison, resilience: bool) -> list[str]:
+def left_out(h: HarnessComparison, resilience: bool) -> list[str]:
     """Tasks left out of a cell (other than those in one journal only), grouped by reason."""
     grouped: dict[tuple[str, str], set[str]] = {}
     for c in h.cells:
@@ -92,7 +101,7 @@ def _left_out(h: HarnessComparison, resilience: bool) -> list[str]:
     ]
 
 
-def _unpaired(h: HarnessComparison) -> list[str]:
+def unpaired(h: HarnessComparison) -> list[str]:
     """Tasks and cells present in one journal only: named, and left out of the pairing."""
     lines = []
     for label, tasks in ((h.a_label, h.only_in_a), (h.b_label, h.only_in_b)):
@@ -116,7 +125,7 @@ def _rich(t: TableData, significant: list[bool]) -> Table:
     return table
 
 
-def _budget(h: HarnessComparison) -> TableData:
+def budget_table(h: HarnessComparison) -> TableData:
     ba, bb = h.budgets
     rows = []
     for attr, name in Budget.ROWS:
@@ -127,7 +136,7 @@ def _budget(h: HarnessComparison) -> TableData:
     return TableData("budget", title, ["", h.a_label, h.b_label, "B / A"], rows)
 
 
-def _up_front(h: HarnessComparison) -> list[str]:
+def up_front(h: HarnessComparison) -> list[str]:
     return [
         f"primary metric: {h.primary} (verdicts come from it alone; other metrics are tested "
         "only behind it, in a fixed order)",
@@ -135,12 +144,17 @@ def _up_front(h: HarnessComparison) -> list[str]:
     ]
 
 
-def print_comparison(h: HarnessComparison, console: Console) -> None:
-    for line in _up_front(h):
+def print_comparison(h: HarnessComparison, console: Console, c: CompareConclusion) -> None:
+    """The conclusion first (counts, what it means, how sure), then what it rests on."""
+    console.print(f"[bold]{escape(c.headline)}[/]", highlight=False)
+    for line in [*c.cells, *c.meaning, *c.sure]:
+        console.print(escape(line), highlight=False)
+    console.print()
+    for line in up_front(h):
         console.print(escape(line), highlight=False)
     for w in h.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
-    for line in _unpaired(h):
+    for line in unpaired(h):
         console.print(f"[yellow]{escape(line)}[/]")
     absolute, resilience = comparison_tables(h)
     console.print(_rich(absolute, _rows(h.cells, False)[1]))
@@ -148,31 +162,38 @@ def print_comparison(h: HarnessComparison, console: Console) -> None:
         console.print(_rich(resilience, _rows(h.cells, True)[1]))
         for note in resilience.notes:
             console.print(f"  [dim]{escape(note)}[/]", highlight=False)
-    budget = _budget(h)
+    budget = budget_table(h)
     table = Table(title=budget.title, title_justify="left")
     for i, col in enumerate(budget.columns):
         table.add_column(escape(col), justify="left" if i == 0 else "right")
     for row in budget.rows:
         table.add_row(*row)
     console.print(table)
-    console.print("[bold]conclusions[/]")
-    for c in h.cells:
-        style = "green" if c.better or c.more_resilient else "dim"
-        console.print(f"  [{style}]{escape(c.summary)}[/]", highlight=False)
-    for line in _left_out(h, resilience=False):
+    for line in left_out(h, resilience=False):
         console.print(f"[yellow]{escape(line)}[/]")
 
 
-def render_comparison_markdown(h: HarnessComparison) -> str:
+def _conclusion_markdown(h: HarnessComparison, c: CompareConclusion | None) -> list[str]:
+    if c is None:  # the report's comparison section: the cells' sentences
+        return ["## Conclusions", ""] + [f"- {md_text(v)}" for v in h.conclusions] + [""]
+    lines = ["## Conclusion", "", f"**{md_text(c.headline)}**", ""]
+    lines += [f"- {md_code(line)}" for line in c.cells] + [""]
+    lines += [f"- {md_text(line)}" for line in c.meaning] + [""]
+    lines += [md_text(c.sure[0]), ""] + [f"- {md_text(x.strip())}" for x in c.sure[1:]] + [""]
+    return lines
+
+
+def render_comparison_markdown(h: HarnessComparison, c: CompareConclusion | None = None) -> str:
+    """The comparison as Markdown; with ``c`` it opens with that conclusion."""
     lines = [f"# {md_text(h.b_label)} (B) vs {md_text(h.a_label)} (A)", ""]
-    lines += [f"- {md_text(line.strip())}" for line in _up_front(h)] + [""]
+    lines += _conclusion_markdown(h, c)
+    lines += [f"- {md_text(line.strip())}" for line in up_front(h)] + [""]
     lines += [f"> warning: {md_text(w)}" for w in h.warnings]
-    lines += [f"- {md_text(line)}" for line in _unpaired(h)]
-    lines += ["", "## Conclusions", ""] + [f"- {md_text(v)}" for v in h.conclusions] + [""]
+    lines += [f"- {md_text(line)}" for line in unpaired(h)] + [""]
     absolute, resilience = comparison_tables(h)
-    absolute.notes = _left_out(h, resilience=False)
+    absolute.notes = left_out(h, resilience=False)
     lines.append(table_markdown(absolute))
     if resilience.rows:
         lines.append(table_markdown(resilience))
-    lines.append(table_markdown(_budget(h)))
+    lines.append(table_markdown(budget_table(h)))
     return "\n".join(lines)

@@ -15,7 +15,7 @@ import re
 
 from rich.markup import escape as _markup_escape
 
-__all__ = ["CONTROL", "escape", "md_code", "md_quote", "md_text", "visible"]
+__all__ = ["CONTROL", "escape", "md_code", "md_quote", "md_text", "visible", "writable"]
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI to some terminals),
 # and the bidirectional overrides and isolates.
@@ -45,15 +45,16 @@ _LINK = re.compile(r"\](?=[(\[:])")
 _BLOCK = re.compile(r"^(\s*)([#>+\-*=_])|^(\s*\d+)([.)])")
 
 
-def _text(text: str) -> str:
-    """Control characters and lone surrogates (text no file can hold as UTF-8) as escapes."""
+def writable(text: str) -> str:
+    """Control characters and lone surrogates (text no file can hold as UTF-8) as escapes:
+    what any view writes (cli._reading.emit), agent text in Markdown."""
     return visible(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def md_text(text: object) -> str:
     """``text`` for a line of Markdown (a table cell, a list item, a heading): escaped, its
     newlines spaces."""
-    return _LINK.sub(r"\\]", _text(str(text)).translate(_MARKDOWN)).replace("\n", " ")
+    return _LINK.sub(r"\\]", writable(str(text)).translate(_MARKDOWN)).replace("\n", " ")
 
 
 def _escaped(m: re.Match[str]) -> str:
@@ -71,7 +72,7 @@ def md_quote(text: object) -> str:
 def md_code(text: object) -> str:
     """``text`` as a Markdown code span: fenced by more backticks than any run inside it
     (nothing in a code span is markup or HTML, and no backslash escapes it)."""
-    inner = _text(str(text)).replace("\n", " ")
+    inner = writable(str(text)).replace("\n", " ")
     longest = max((len(r) for r in re.findall(r"`+", inner)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if inner.startswith("`") or inner.endswith("`") else ""

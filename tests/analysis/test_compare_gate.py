@@ -402,7 +402,10 @@ def test_gate_cli_fails_naming_broken_rules(tmp_path: Path) -> None:
     assert "BROKEN safety-violations == 0: 1 (e.g. x/clean/0)" in out
     assert "BROKEN hallucinations == 0: 1 (e.g. y/timeout/2)" in out
     # Two tasks cannot place the drop either: its interval straddles the bound.
-    assert "UNDECIDED max-degradation pass^2 <= 0.10: largest drop +0.5 under timeout" in out
+    assert (
+        "UNDECIDED max-degradation pass^2 <= 0.10: largest drop under timeout: Δpass^2 -0.500"
+        in out
+    )
     assert "gate failed: 2 of 4 rule(s) broken" in out
     xml = (tmp_path / "gate.xml").read_text()
     assert 'failures="2"' in xml and '<error type="inconclusive"' in xml
@@ -419,6 +422,23 @@ def test_gate_cli_fails_naming_broken_rules(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "pass^k needs k <= trials" in " ".join(bad.output.split())
     bad = runner.invoke(app, [*args, "--rule", "pass^2 ~ 1"])
     assert bad.exit_code == 2 and "cannot parse gate rule" in bad.output
+
+
+def test_the_gate_says_a_drop_as_the_report_does(tmp_path: Path) -> None:
+    """The report printed a loss of every timeout trial as Δ -1.000, the gate as a drop of
+    '+1': the gate now says the report's change, sign and three places, and its bound on it."""
+    a = _journal(
+        {"clean": {t: (4, 4) for t in TASKS}, "timeout": {t: (4, 0) for t in TASKS}},
+        tmp_path / "a.jsonl",
+    )
+    report = runner.invoke(app, ["report", str(a.path)])
+    assert "-1.000 [" in report.output, report.output
+    gate = runner.invoke(app, ["gate", str(a.path), "--rule", "max-degradation pass^1 <= 0.1"])
+    assert gate.exit_code == 1, gate.output
+    out = " ".join(gate.output.split())
+    assert "largest drop under timeout: Δpass^1 -1.000 [" in out, out
+    assert "the rule holds when Δpass^1 >= -0.1 in each cell" in out
+    assert "+1 " not in out
 
 
 def test_compare_fails_on_a_regression(pair: tuple[Journal, Journal], tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from chaoseval.channels.model.session import ModelEndpoint
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.investigate.replay import to_markdown
 from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import AgentOutput, ModelSettings, TrialRecord
 from chaoseval.render.report import json_report
 from chaoseval.seams.agent import Episode
@@ -56,6 +57,12 @@ def agent(temperature: float | None = None) -> ShapeAgent:
     return ShapeAgent(loop)
 
 
+def _run(journal: Path, a: Any, name: str, **config: Any) -> None:
+    """A run of ``a`` on the scenario, seed 7, into ``journal``."""
+    scenarios = select(installed(), [SCENARIO])
+    run(RunConfig(scenarios=scenarios, agent=a, agent_name=name, seed=7, journal=journal, **config))
+
+
 def outcomes(records: list[TrialRecord]) -> list[str]:
     return [r.status for r in sorted(records, key=lambda r: r.index)]
 
@@ -74,16 +81,12 @@ def test_an_agent_that_sends_its_own_temperature_keeps_it_and_the_report_says_so
     tmp_path: Path,
 ) -> None:
     journal = tmp_path / "own.jsonl"
-    run(
-        RunConfig(
-            scenarios=select(installed(), [SCENARIO]),
-            agent=agent(temperature=0.3),
-            agent_name="own-temperature",
-            trials=2,
-            seed=7,
-            model=ModelSettings(temperature=1.5),
-            journal=journal,
-        )
+    _run(
+        journal,
+        agent(temperature=0.3),
+        "own-temperature",
+        trials=2,
+        model=ModelSettings(temperature=1.5),
     )
     trials = read_trials(journal)
     doc = json_report(trials)["sampling"]
@@ -95,6 +98,32 @@ def test_an_agent_that_sends_its_own_temperature_keeps_it_and_the_report_says_so
     assert "the agent sent T=0.3" in line and "overrides the configured value" in line
     # ... and so does a spot-check sample of the journal.
     assert line in to_markdown(read_journal(journal).records[:1], trials)
+
+
+def test_the_temperature_line_says_what_a_sampling_perturbation_applied(tmp_path: Path) -> None:
+    """With -p sampling the line said 'T=0.7 applied' beside the values used: the channel
+    fills in the configured value, and the perturbation rewrites it in its cell. It says the
+    values the requests that sent none were given, and which were not the configured one."""
+    journal = tmp_path / "sampled.jsonl"
+    _run(
+        journal,
+        agent(),
+        "sends-none",
+        cells=parse_cells(["sampling:temperature=1.2"]),
+        trials=2,
+        model=ModelSettings(temperature=0.7),
+    )
+    trials = read_trials(journal)
+    used = json_report(trials)["sampling"]["temperature"]["used"]
+    assert set(used) == {"0.7", "1.2"}, used
+    (line, _) = sampling_lines(trials.manifest.model, trials.sampling)
+    total = sum(used.values())
+    assert line == (
+        f"temperature: configured T=0.7; {total} of {total} requests sent no temperature and "
+        f"were given T=0.7 ({used['0.7']}), T=1.2 ({used['1.2']}: not the configured value, "
+        f"a perturbation's); used T=0.7 ({used['0.7']}), T=1.2 ({used['1.2']})"
+    ), line
+    assert "T=0.7 applied" not in line
 
 
 def test_a_run_without_a_model_channel_says_nothing_of_sampling() -> None:
@@ -151,16 +180,7 @@ def test_a_non_numeric_temperature_or_seed_is_a_400_in_each_apis_shape(tmp_path:
         return AgentOutput(answer="\n".join(shown))
 
     journal = tmp_path / "bad.jsonl"
-    run(
-        RunConfig(
-            scenarios=select(installed(), [SCENARIO]),
-            agent=ShapeAgent(loop),
-            agent_name="bad-sampling",
-            trials=1,
-            seed=7,
-            journal=journal,
-        )
-    )
+    _run(journal, ShapeAgent(loop), "bad-sampling", trials=1)
     (record,) = read_journal(journal).records
     lines = (record.answer or "").splitlines()
     assert record.error is None, record.error
@@ -173,16 +193,7 @@ def test_a_non_numeric_temperature_or_seed_is_a_400_in_each_apis_shape(tmp_path:
 def test_a_journal_holding_an_object_as_a_sampling_value_still_reads(tmp_path: Path) -> None:
     """Journals written before that refusal can hold one; every reader tallied it as a key."""
     journal = tmp_path / "old.jsonl"
-    run(
-        RunConfig(
-            scenarios=select(installed(), [SCENARIO]),
-            agent=agent(),
-            agent_name="old",
-            trials=1,
-            seed=7,
-            journal=journal,
-        )
-    )
+    _run(journal, agent(), "old", trials=1)
     lines = journal.read_text().splitlines()
     for i, line in enumerate(lines):
         doc = json.loads(line)

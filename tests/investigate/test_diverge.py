@@ -152,11 +152,35 @@ def test_named_argument_divergence() -> None:
     (task,) = analyse(_journal(records))
     groups = {g.label: g.trials for g in task.groups}
     assert groups == {
-        "step 2, read: date differs": ["s/c/2", "s/c/3"],
+        "step 2, read: date '2026-11-02' against '2026-11-01' in a passing trial": [
+            "s/c/2",
+            "s/c/3",
+        ],
         "step 2: answered instead of calling read": ["s/c/4"],
         "step 4, answer: same steps, hallucination veto": ["s/c/5"],
     }
     assert task.consistency == "inconsistent"
+
+
+def test_an_argument_that_differs_is_shown_with_both_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The twin view once said 'refund: amount differs', not what the failure sent against
+    what a passing trial sent; each value is cut to one bounded line and redacted."""
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("SHOP_API_KEY", secret)
+    long = "x" * 500
+    refund = {**REFUND, "args": {"id": "A-1", "amount": 84.9, "note": "ok"}}
+    wrong = {**REFUND, "args": {"id": "A-1", "amount": 99.0, "note": f"{secret} {long}"}}
+    records = [
+        _record(0, [LOOKUP, READ, refund, ANSWER]),
+        _record(1, [LOOKUP, READ, wrong, ANSWER], "failed", root_cause="wrong_answer"),
+    ]
+    (task,) = analyse(_journal(records))
+    (label,) = [d.label for d in task.divergences]
+    assert label.startswith("step 3, refund: amount 99.0 against 84.9; note '[REDACTED] xxx")
+    assert label.endswith("xxx… against 'ok' in a passing trial"), label
+    assert secret not in label and len(label) < 160
 
 
 def test_fault_then_stop_and_retry_labels() -> None:

@@ -14,17 +14,23 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(__file__).parents[1] / "analysis" / "golden_report" / "naive.jsonl.gz"
-# A traceback whose last line carries markup, an XML CDATA end, an ANSI escape and, on stderr
-# as bytes, a lone surrogate's UTF-8 form (no valid UTF-8 holds one).
+# A traceback whose error line carries a lone surrogate (written as its bytes: stderr set to
+# pass surrogates through; no valid UTF-8 holds one), markup, an XML CDATA end and an ANSI
+# escape; an earlier line has a lone surrogate's bytes too.
 AGENT = r"""
 import sys
 def lookup(order):
-    raise ValueError("bad order id " + order + " <script>alert(1)</script> ]]> \x1b[31mred")
+    raise ValueError(
+        "bad order id " + order + " \ud800 <script>alert(1)</script> ]]> \x1b[31mred"
+    )
 sys.stderr.buffer.write(b"warming up \xed\xa0\x80\n")
 sys.stderr.flush()
+sys.stderr.reconfigure(errors="surrogatepass")
 lookup("ORD-1")
 """
 SAID = "ValueError: bad order id ORD-1"
+# The surrogate's three bytes as the harness decodes stderr (invalid UTF-8, each replaced).
+SURROGATE = "\ufffd" * 3
 
 
 def _cli(*args: str, cwd: Path) -> str:
@@ -47,6 +53,31 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--no-progress", "--no-report", cwd=tmp,
     )  # fmt: skip
     return journal
+
+
+def _no_surrogate(text: str) -> None:
+    assert not any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+def test_the_lone_surrogate_is_recorded_and_shown_safely_in_every_view(crashed: Path) -> None:
+    """The error line's lone surrogate reaches the record as replacement characters (stderr's
+    bytes are decoded, never kept as surrogates) and every view shows it: the terminal, JSON,
+    HTML, Markdown and JUnit, each read here as strict UTF-8 (the subprocess's decoding)."""
+    errors = [json.loads(line).get("error") for line in crashed.read_text().splitlines()[1:]]
+    said = f"{SAID} {SURROGATE} <script>alert(1)</script> ]]>"
+    assert errors and all(e and said in e for e in errors), errors
+    shown = {
+        "table": said,
+        "json": said,
+        "html": f"{SAID} {SURROGATE} &lt;script&gt;alert(1)&lt;/script&gt; ]]&gt;",
+        "markdown": f"{SAID} {SURROGATE} &lt;script>alert(1)&lt;/script> ]]>",
+        "junit": f"{SAID} {SURROGATE} &lt;script&gt;alert(1)&lt;/script&gt; ]]&gt;",
+    }
+    for fmt, want in shown.items():
+        out = _cli("report", str(crashed), "-f", fmt, cwd=crashed.parent)
+        _no_surrogate(out)
+        text = json.dumps(json.loads(out), ensure_ascii=False) if fmt == "json" else out
+        assert want in text, (fmt, out)
 
 
 def test_the_terminal_report_quotes_the_crash_in_its_first_20_lines(crashed: Path) -> None:
@@ -117,3 +148,37 @@ def test_a_failed_check_shows_what_it_expected_and_found(tmp_path: Path) -> None
     md = _cli("report", str(journal), "-f", "markdown", cwd=tmp_path)
     assert "check valid 10 days failed: tables.quotes\\[deal_id" not in md  # no over-escaping
     assert wanted in md
+
+
+def _first_20(args: list[str], cwd: Path) -> tuple[int, str]:
+    """The exit code and the first 20 lines of what a command printed, stderr first (where a
+    refusal goes), each line's whitespace runs made one space (the terminal wraps)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chaoseval", *args],
+        cwd=cwd, capture_output=True, text=True, encoding="utf-8", timeout=300,
+    )  # fmt: skip
+    lines = (done.stderr + done.stdout).splitlines()[:20]
+    return done.returncode, " ".join(" ".join(lines).split())
+
+
+@pytest.mark.parametrize("script", ["agnt.py", "agnt"])
+def test_a_missing_script_is_quoted_in_the_first_20_lines_of_run_and_report(
+    tmp_path: Path, script: str
+) -> None:
+    """Issue 42, done when: an exec: agent whose script is missing. One with a script's suffix
+    is refused before any trial (the refusal, with a near name, is what run prints first; no
+    journal, so no report); one without crashes each trial on the interpreter's error, which
+    run's report and `report` quote in their first 20 lines."""
+    (tmp_path / "agent.py").write_text('print(\'{"answer": "hi"}\')\n')
+    run = ["run", "--agent", f"exec:{sys.executable} {script}", "-s", "vending-refund-log-down"]
+    run += ["-n", "2", "--journal", "j.jsonl", "--no-progress"]
+    code, head = _first_20(run, tmp_path)
+    if script == "agnt.py":
+        assert code == 2 and "'agnt.py' is not a file" in head, head
+        assert "did you mean" in head and "agent.py" in head, head
+        assert not (tmp_path / "j.jsonl").exists()
+        return
+    said = "can't open file"
+    assert code == 0 and said in head and "agnt" in head, head
+    code, head = _first_20(["report", "j.jsonl"], tmp_path)
+    assert code == 0 and said in head and "crash" in head, head
