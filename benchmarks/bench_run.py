@@ -428,4 +428,5 @@ if __name__ == "__main__":
     if len(sys.argv) > 1:
         _child(sys.argv[1], sys.argv[2:])
     else:
+        model_channel()
         main()
