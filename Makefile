@@ -103,8 +103,12 @@ test-frameworks: $(STAMP) frameworks
 	  $(BIN)/python -m pytest -q -p no:cacheprovider -m frameworks tests/frameworks \
 	  --basetemp=.cache/test-frameworks
 
+# Every bench's figures, each with its target and the load average (benchmarks/run.py; what
+# each measures: docs/BENCHMARKS.md). AGAINST=REF: the A/B harness instead, the tree's code and
+# REF's alternating in one run (ROUNDS=N, default 10; ONLY=TEXT: the figures naming TEXT).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py $(if $(AGAINST),--against $(AGAINST)) \
+	  $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(ONLY),--only "$(ONLY)")
 
 # The wire part of `make bench` alone (~30 s): each channel's added latency and CPU per request
 # against a bare app, side by side, with the load average at the time (J=1: one client).
@@ -112,11 +116,11 @@ bench-wire: $(STAMP)
 	$(BIN)/python benchmarks/bench_wire.py $(if $(J),-j $(J))
 
 # The big-journal part of `make bench` alone (issue 23): every report command's time and peak
-# memory at 1M records over 100, 10k and 100k tasks (tens of minutes on a loaded machine);
-# RECORDS=100000 (and TASKS=100,10000) for a quick look, printed as a reduced scale.
+# memory at 100k records over 100, 10k and 100k tasks; RECORDS=1000000 for the targets' scale
+# (tens of minutes on a loaded machine), TASKS=100,10000 for fewer task counts.
 bench-report: $(STAMP)
-	$(if $(RECORDS),CHAOSEVAL_BENCH_RECORDS=$(RECORDS)) $(if $(TASKS),CHAOSEVAL_BENCH_TASKS=$(TASKS)) \
-	  $(BIN)/python benchmarks/bench_report.py
+	$(BIN)/python benchmarks/bench_report.py $(if $(RECORDS),--records $(RECORDS)) \
+	  $(if $(TASKS),--tasks $(TASKS))
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .cache/pycache

@@ -49,3 +49,7 @@ def main(trials: int = 2) -> None:
             f"  {name:<20}{len(records)} trials in {seconds:6.1f} s: "
             f"{len(records) / seconds:5.2f} trials/s (browser launch included)"
         )
+
+
+if __name__ == "__main__":
+    main()

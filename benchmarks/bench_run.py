@@ -1,5 +1,9 @@
-"""The run's own cost (issue 12): every figure measured in this run, printed with its target.
+"""The run's own cost per trial (issue 12): every figure measured in this run, printed with its
+target; and the model channel's cost per trial (``model_channel``: the same trials in process
+and over the wire).
 
+The workload of the run's figures is trivial (``scenario``, ``TrivialAgent``): one scenario,
+one tool, an agent that calls it once and answers; what is left is the harness's own cost.
 Each part runs in its own process (``python benchmarks/bench_run.py PART``), under a time cap,
 while this process samples the memory of the part's whole process tree (worker processes
 included, summed by PSS so pages a fork shares count once); the part reports its own peak
@@ -8,10 +12,12 @@ included, summed by PSS so pages a fork shares count once); the part reports its
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,10 +27,86 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from chaoseval.model.records import AgentOutput
+from chaoseval.model.scenario import Check, Scenario, tool
+from chaoseval.seams.agent import Episode
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BIN = Path(sys.executable).parent
 PART_CAP = 300.0  # seconds one part may take before it is stopped and reported as such
+
+
+# --- the trivial workload -----------------------------------------------------------------
+
+
+@tool()
+def ping(world: Any) -> dict[str, bool]:
+    """Answer ok."""
+    return {"ok": True}
+
+
+async def _solution(actor: Any) -> AgentOutput:
+    await actor.call("ping")
+    return AgentOutput(answer="ok")
+
+
+def scenario(sid: str = "bench-ping") -> Scenario:
+    return Scenario(
+        id=sid,
+        description="one tool, one call",
+        domain="bench",
+        instruction="Call ping.",
+        tools=[ping],
+        checks=[Check(name="answered", fn=lambda world, output, trajectory: output.answer == "ok")],
+        solution=_solution,
+        reference_steps=1,
+    )
+
+
+class TrivialAgent:
+    """Calls the one tool and answers; virtual clock unless told otherwise."""
+
+    def __init__(self, clock: str = "virtual", sleep: float = 0.0):
+        self.clock = clock
+        self.sleep = sleep
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        if self.sleep:
+            await episode.clock.sleep(self.sleep)
+        await episode.tools.call("ping")
+        return AgentOutput(answer="ok")
+
+
+class _BareTools:
+    def __init__(self, world: dict[str, Any]):
+        self.world = world
+
+    async def call(self, name: str, /, **args: Any) -> Any:
+        return ping.fn(self.world, **args)
+
+
+class _BareEpisode:
+    def __init__(self) -> None:
+        self.tools = _BareTools({})
+
+
+def bare_loop(trials: int, concurrency: int) -> float:
+    """The same agent and tool on a plain asyncio loop: the floor any harness sits on."""
+    agent = TrivialAgent()
+
+    async def main() -> None:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one() -> None:
+            async with gate:
+                await agent.run(_BareEpisode())  # type: ignore[arg-type]
+
+        await asyncio.gather(*(one() for _ in range(trials)))
+
+    started = time.perf_counter()
+    asyncio.run(main())
+    return time.perf_counter() - started
 
 
 # --- parts (run in a child process) -------------------------------------------------------
@@ -39,8 +121,6 @@ def _run(
     concurrency: int = 4,
     where: Path | None = None,
 ) -> float:
-    from trivial import TrivialAgent, scenario
-
     from chaoseval.engine.runner import RunConfig, run
     from chaoseval.model.cells import parse_cells
 
@@ -68,8 +148,6 @@ def _run(
 
 def part_overhead(trials: int = 10_000, repeat: int = 3) -> dict[str, Any]:
     """Best of ``repeat`` each, alternating, so a burst of load on a shared machine hits both."""
-    from trivial import bare_loop
-
     _run(200)  # imports and the scenario's world: paid once per process, not per trial
     best = {"bare": math.inf, "run": math.inf, "bare_cpu": math.inf, "run_cpu": math.inf}
     for _ in range(repeat):
@@ -89,8 +167,6 @@ def part_latency(trials: int = 10_000) -> dict[str, Any]:
 
 
 def part_hiding(trials: int = 640, sleep: float = 0.5, jobs: int = 64) -> dict[str, Any]:
-    from trivial import TrivialAgent
-
     out = {}
     for executor in ("process", "inprocess"):
         agent = TrivialAgent(clock="real", sleep=sleep)
@@ -289,6 +365,49 @@ def report_memory() -> None:
         )
 
 
+# --- the model channel's cost per trial --------------------------------------------------
+
+
+def _timed(agent: Any, name: str, scenarios: int, trials: int) -> tuple[float, list[Any]]:
+    """Seconds and records of ``trials`` trials of the first ``scenarios`` bundled scenarios
+    (no UI) of ``agent``: in process (``naive``) or over the wire (``openai-naive``: the
+    openai SDK, uvicorn, chaoseval-sim; a request's overhead is its latency less the
+    upstream's share)."""
+    from chaoseval.engine.runner import RunConfig, run
+    from chaoseval.loading.files import installed
+    from chaoseval.model.records import ModelSettings
+
+    chosen = [s for s in installed() if s.ui is None][:scenarios]
+    started = time.perf_counter()
+    records = run(
+        RunConfig(
+            scenarios=chosen,
+            agent=agent,
+            agent_name=name,
+            trials=trials,
+            seed=1,
+            model=ModelSettings(temperature=0.7),
+        )
+    ).records
+    return time.perf_counter() - started, records
+
+
+def model_channel(scenarios: int = 6, trials: int = 4) -> None:
+    from chaoseval.agents.openai_agents import OpenAIAgent
+    from chaoseval.seams.agent import load_agent
+
+    in_process, _ = _timed(load_agent("naive"), "naive", scenarios, trials)
+    wire, records = _timed(OpenAIAgent(resilient=False), "openai-naive", scenarios, trials)
+    steps = [s for r in records for s in r.trajectory.steps if s.kind == "model"]
+    overhead = sorted((s.latency - s.result["upstream_latency"]) * 1e3 for s in steps)
+    n = len(records)
+    print(f"model channel: {scenarios} scenarios x {trials} trials, {len(steps)} model requests")
+    print(f"    in process (naive)          {in_process / n * 1e3:9.1f} ms per trial")
+    print(f"    over the wire (openai-naive) {wire / n * 1e3:8.1f} ms per trial")
+    median, p95 = statistics.median(overhead), overhead[int(0.95 * (len(overhead) - 1))]
+    print(f"    handler overhead per request (no HTTP): median {median:.2f} ms, p95 {p95:.2f} ms")
+
+
 def main() -> None:
     started = time.perf_counter()
     print(f"run cost (issue 12), {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}:")
@@ -309,4 +428,5 @@ if __name__ == "__main__":
     if len(sys.argv) > 1:
         _child(sys.argv[1], sys.argv[2:])
     else:
+        model_channel()
         main()

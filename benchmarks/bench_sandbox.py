@@ -17,7 +17,7 @@ REPEAT = 3
 
 def _per_trial(mode: str) -> float:
     """Seconds per trial of a run of TRIALS exec: trials, one at a time, under ``mode``."""
-    from trivial import scenario
+    from bench_run import scenario
 
     from chaoseval.agents.process import ProcessAgent
     from chaoseval.engine.runner import RunConfig, run

@@ -1,15 +1,15 @@
 """The wire's own cost per request: each server chaoseval runs against a bare uvicorn app on the
-same machine, at -j 8 from a client process of its own (benchmarks/wire_load.py).
+same machine, at -j 8 from a client process of its own (benchmarks/wire_peers.py).
 
 Kinds: the tool hub's HTTP tools and its MCP endpoint (a trivial tool), the model channel
 answering from chaoseval-sim (against a bare app that spends the sim's own compute a request,
 the median ``upstream_latency`` of its requests served alone at -j 1: at -j 8 a request waits
 for the others' compute as well as its own) and forwarding to a trivial upstream in a process
-of its own (``--model-endpoint``; benchmarks/wire_upstream.py), and the page server (a bundled
+of its own (``--model-endpoint``; wire_peers.py upstream), and the page server (a bundled
 UI page). All kinds run side by side from one client process, in rounds (the machine is shared:
 each kind meets the same spells of others' load as the bare app it is compared with). "added"
 is chaoseval's percentile less the bare app's in the same rounds; for forwarding the bare app
-is a bare proxy to the same upstream (uvicorn, starlette, aiohttp; wire_upstream.bare_proxy),
+is a bare proxy to the same upstream (uvicorn, starlette, aiohttp; wire_peers.bare_proxy),
 so the upstream's own exchange is in both and "added" is chaoseval's share of the hop, as the
 sim's compute is in the sim's kind and its baseline; the whole hop (less the upstream called
 directly) is printed below the table. Forwarding is measured twice: with a one-message request
@@ -20,14 +20,15 @@ other, printed below the table, is what "added" reads between two measurements o
 app, the bench's own resolution). The channel reads of such a body only what its step records
 (wire.read_top: the messages and tools counted, not decoded), only where it grew since the
 request it repeats (resent.ConversationReader), and fingerprints its bytes. MCP likewise:
-its bare app is the ``mcp`` SDK alone serving the same tools/call (wire_upstream.bare_mcp, the
+its bare app is the ``mcp`` SDK alone serving the same tools/call (wire_peers.bare_mcp, the
 tool hub's transport settings: stateful streamable HTTP in JSON-response mode, no
 OpenTelemetry middleware), so "added" is chaoseval's share; the SDK's
 own cost over the bare uvicorn app is printed below the table, as information (chaoseval keeps
 the SDK rather than speak the protocol itself). Target on an idle machine: p50 added < 0.5 ms,
 p99 added < 5 ms (reported with the load average, not asserted; `make bench-wire` runs this
 part alone). Then the held-out style check: an exec: agent timing 150 requests to its own tool
-hub and model channel (benchmarks/wire_agent.py).
+hub and model channel (benchmarks/wire_agent.py). Between the table and that check: reading a
+conversation's requests in process (``conversation_reads``).
 """
 
 from __future__ import annotations
@@ -38,21 +39,21 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
-from bench_resent import conversation_reads
-from trivial import scenario as trivial_scenario
-from wire_upstream import bare, bare_mcp, bare_proxy, computing
+from bench_run import scenario as trivial_scenario
+from wire_peers import bare, bare_mcp, bare_proxy, computing
 
 from chaoseval.agents.process import ProcessAgent
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
+from chaoseval.channels.model.resent import ConversationReader, read_whole
 from chaoseval.channels.model.session import (
     ModelEndpoint,
     UpstreamConfig,
@@ -125,7 +126,7 @@ async def _load(kinds: list[dict[str, Any]], j: int | None = None) -> dict[str, 
     round, so each kind meets the same spells of others' load as the bare app beside it."""
     out: dict[str, list[list[float]]] = {k["name"]: [] for k in kinds}
     cpu = dict.fromkeys(out, 0.0)
-    client = [sys.executable, str(HERE / "wire_load.py")]
+    client = [sys.executable, str(HERE / "wire_peers.py"), "client"]
     async with await anyio.open_process(client) as p:
         assert p.stdin is not None and p.stdout is not None
         lines = BufferedByteReceiveStream(p.stdout)
@@ -220,7 +221,8 @@ def _kind(name: str, url: str, bodies: list[Any], **extra: Any) -> dict[str, Any
 async def _upstream() -> AsyncIterator[str]:
     """The trivial upstream in a process of its own: its work does not share the channel's
     event loop (a real model server runs elsewhere too)."""
-    async with await anyio.open_process([sys.executable, str(HERE / "wire_upstream.py")]) as p:
+    upstream = [sys.executable, str(HERE / "wire_peers.py"), "upstream"]
+    async with await anyio.open_process(upstream) as p:
         assert p.stdout is not None and p.stdin is not None
         line = b""
         while not line.endswith(b"\n"):
@@ -261,7 +263,7 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
         forward_auths = [{"Authorization": f"Bearer {f.api_key}"} for f in forwards]
         forward = forwards[0]  # (the same server: the key picks the trial's channel)
         # The sim's own compute a request, alone: one request at a time. Its kind's baseline
-        # spends as much (wire_upstream.computing), so that at -j 8 the wait for the others'
+        # spends as much (wire_peers.computing), so that at -j 8 the wait for the others'
         # compute is in both, as the upstream's exchange is in forwarding's and its proxy's.
         await _load([_kind(SIM_ALONE, f"{sim.base_url}/chat/completions", BODIES["alone"],
                            headers=auth)], j=1)  # fmt: skip
@@ -270,7 +272,7 @@ async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> N
             for s in episode.link.state.trajectory.steps  # type: ignore[union-attr]
             if s.kind == "model" and s.args and isinstance(s.result, dict)
         }
-        sent = (json.dumps(body).encode() for body in BODIES["alone"])  # as wire_load sends
+        sent = (json.dumps(body).encode() for body in BODIES["alone"])  # as the client sends them
         SIM_COMPUTE_MS.append(statistics.median(upstream_ms[fingerprint(raw)] for raw in sent))
         calls, chats = BODIES["calls"], BODIES["chats"]
         async with serve_asgi(computing(SIM_COMPUTE_MS[0] / 1e3)) as spending:
@@ -384,6 +386,41 @@ def _table(seen: dict[str, list[float]]) -> None:
     if SIM_COMPUTE_MS:
         print(f"    the sim's compute, which its baseline spends too: {SIM_COMPUTE_MS[0]:.2f} ms"
               " a request (the median of its requests served alone, at -j 1)")  # fmt: skip
+
+
+# --- reading a conversation's requests, in process ----------------------------------------
+
+PASSES = 3
+
+
+def _per_request(bodies: list[bytes], read: Callable[[], Callable[[bytes], object]]) -> float:
+    """Microseconds a request, the best of PASSES passes (``read()``: a fresh reader each)."""
+    best = float("inf")
+    for _ in range(PASSES):
+        each = read()
+        started = time.perf_counter()
+        for raw in bodies:
+            each(raw)
+        best = min(best, time.perf_counter() - started)
+    return best / len(bodies) * 1e6
+
+
+def conversation_reads(turns: tuple[int, ...] = (10, 30, 60)) -> None:
+    """The model channel's reader (resent.ConversationReader), which goes on from the request
+    each one repeats, against the whole read every request had before (resent.read_whole: the
+    escape scan, wire.read_top and the fingerprint over the whole body), in process: eight
+    conversations taking turns (_turn) over their first 10, 30 and 60 turns, the best of
+    PASSES passes each, both ways side by side; the reader starts empty each pass."""
+    print("  reading a conversation's requests, in process (8 conversations taking turns):")
+    for n in turns:
+        bodies = [json.dumps(_turn(i, n)).encode() for i in range(J * n)]
+        size = sum(map(len, bodies)) / len(bodies) / 1e3
+        reader = _per_request(bodies, lambda: ConversationReader().read)
+        whole = _per_request(bodies, lambda: read_whole)
+        print(
+            f"    turns 1-{n:<3} {size:5.1f} kB a request on average: the reader"
+            f" {reader:6.1f} us, the whole read {whole:6.1f} us ({whole / reader:.1f}x)"
+        )
 
 
 def main(concurrency: int = J) -> None:
