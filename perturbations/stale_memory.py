@@ -143,6 +143,31 @@ class StaleMemory(Perturbation[StaleMemoryParams]):
             out.extend([old] if mode == "outdated" else [old, item])
         return out
 
+    @classmethod
+    def missing(cls, scenario: Any) -> str | None:
+        memory = list(getattr(scenario, "memory", None) or [])
+        if not memory:
+            return "the scenario remembers nothing: give it 'memory:' items"
+        history = (getattr(scenario, "givens", None) or {}).get("stale_memory") or {}
+        lacks = []
+        for item in memory:
+            if isinstance(item.value, dict) and not item.stale_fields:
+                lacks.append(
+                    f"memory {item.key!r} is a mapping with no stale_fields: declare the fields "
+                    f"a stale copy may have wrong (stale_fields: [{', '.join(item.value)}])"
+                )
+            elif not isinstance(item.value, dict | int | float | bool | str) or (
+                isinstance(item.value, str)
+                and item.value.lower() not in OPPOSITES
+                and "{" not in item.value
+                and not history.get(item.key)
+            ):
+                lacks.append(
+                    f"memory {item.key!r} holds {item.value!r:.40} with no earlier value: "
+                    f"list what it used to be in givens.stale_memory[{item.key!r}]"
+                )
+        return "; ".join(lacks) or None
+
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """Trusted only when the stale value shows up in a later tool argument or the answer."""
         stale = str(fault.detail.get("stale", ""))

@@ -177,3 +177,14 @@ def test_memory_names_are_checked_as_the_file_loads(
     with pytest.raises(ScenarioError, match="memory") as caught:
         load_paths([tmp_path / "s.yaml"])
     assert said in str(caught.value)
+
+
+def test_lint_names_what_stale_memory_is_missing(tmp_path: Path) -> None:
+    from chaoseval.authoring.lint import check_reachable
+
+    (tmp_path / "s.yaml").write_text(MEMORY.replace(", stale_fields: [total]", ""))
+    [scenario] = load_paths([tmp_path / "s.yaml"])
+    found = check_reachable(scenario, ["stale_memory"], 0, 1)
+    assert not found.ok
+    assert "memory 'order' is a mapping with no stale_fields" in found.details[0]
+    assert "(stale_fields: [order_id, total])" in found.details[0]
