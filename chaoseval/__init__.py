@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         Scenario,
         ToolDescription,
         ToolSpec,
+        VetoRule,
         tool,
     )
     from chaoseval.model.trajectory import Fault, Step, Trajectory
@@ -119,6 +120,7 @@ _LOCATIONS: dict[str, str] = {
             "Scenario",
             "ToolDescription",
             "ToolSpec",
+            "VetoRule",
             "tool",
         ),
         "chaoseval.model.scenario",
@@ -199,6 +201,7 @@ __all__ = [
     "Trajectory",
     "TrialRecord",
     "Usage",
+    "VetoRule",
     "VirtualClock",
     "World",
     "__version__",

@@ -11,6 +11,10 @@ Where the stale value comes from, in order:
    in earlier sessions (realistic: previous addresses, older policy versions);
 2. otherwise a generic rewrite by type: a status word flipped to its opposite
    (cancelled -> active, ...), a number moved by 30-60 %; facts of other shapes are left alone.
+
+A structured fact (a mapping, such as the order as it was read) is made stale in one of the
+fields its memory item declares in ``stale_fields`` (its history under ``"KEY.FIELD"``), and
+the fault records which field.
 A trial whose memory has nothing it can make stale logs no fault, so the cell can show that
 the perturbation did not land.
 """
@@ -61,6 +65,27 @@ def generic_stale(value: Any, rng: Any) -> Any:
     return None
 
 
+def _falsify(
+    item: MemoryItem, history: dict[str, Any], rng: Any
+) -> tuple[Any, Any, str | None] | None:
+    """The stale value, the wrong part of it and, of a structured value, the field it is in;
+    None when nothing can be made stale. A scalar is replaced whole (from the scenario's
+    history of it, else by type); a mapping has one of its declared ``stale_fields``
+    falsified the same way (its history: ``givens["stale_memory"]["KEY.FIELD"]``)."""
+    fields = [f for f in item.stale_fields if isinstance(item.value, dict) and f in item.value]
+    if not fields:
+        known = [v for v in history.get(item.key, []) if v != item.value]
+        stale = rng.choice(known) if known else generic_stale(item.value, rng)
+        return None if stale is None or stale == item.value else (stale, stale, None)
+    field = rng.choice(fields)
+    true = item.value[field]
+    known = [v for v in history.get(f"{item.key}.{field}", []) if v != true]
+    stale = rng.choice(known) if known else generic_stale(true, rng)
+    if stale is None or stale == true:
+        return None
+    return {**item.value, field: stale}, stale, field
+
+
 class StaleMemoryParams(CommonParams):
     mode: Literal["outdated", "contradict", "any"] = Field(
         default="outdated",
@@ -96,25 +121,52 @@ class StaleMemory(Perturbation[StaleMemoryParams]):
             if not any(fnmatch.fnmatchcase(item.key, g) for g in self.params.keys):
                 out.append(item)
                 continue
-            known = [v for v in history.get(item.key, []) if v != item.value]
-            stale = ctx.rng.choice(known) if known else generic_stale(item.value, ctx.rng)
-            if stale is None or stale == item.value:
+            falsified = _falsify(item, history, ctx.rng)
+            if falsified is None:
                 out.append(item)
                 continue
+            value, stale, where = falsified
             mode = self.params.mode
             if mode == "any":
                 mode = ctx.rng.choice(["outdated", "contradict"])
             when = item.recorded_at or ctx.clock.now()
             old = item.model_copy(
                 update={
-                    "value": stale,
+                    "value": value,
                     "session": f"session-{ctx.rng.randint(100, 999)}",
                     "recorded_at": when - timedelta(days=self.params.age_days),
                 }
             )
-            ctx.fault("memory", "stale_memory", key=item.key, mode=mode, stale=stale)
+            # Of a structured value, which field is wrong too.
+            at = {} if where is None else {"field": where}
+            ctx.fault("memory", "stale_memory", key=item.key, **at, mode=mode, stale=stale)
             out.extend([old] if mode == "outdated" else [old, item])
         return out
+
+    @classmethod
+    def missing(cls, scenario: Any) -> str | None:
+        memory = list(getattr(scenario, "memory", None) or [])
+        if not memory:
+            return "the scenario remembers nothing: give it 'memory:' items"
+        history = (getattr(scenario, "givens", None) or {}).get("stale_memory") or {}
+        lacks = []
+        for item in memory:
+            if isinstance(item.value, dict) and not item.stale_fields:
+                lacks.append(
+                    f"memory {item.key!r} is a mapping with no stale_fields: declare the fields "
+                    f"a stale copy may have wrong (stale_fields: [{', '.join(item.value)}])"
+                )
+            elif not isinstance(item.value, dict | int | float | bool | str) or (
+                isinstance(item.value, str)
+                and item.value.lower() not in OPPOSITES
+                and "{" not in item.value
+                and not history.get(item.key)
+            ):
+                lacks.append(
+                    f"memory {item.key!r} holds {item.value!r:.40} with no earlier value: "
+                    f"list what it used to be in givens.stale_memory[{item.key!r}]"
+                )
+        return "; ".join(lacks) or None
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """Trusted only when the stale value shows up in a later tool argument or the answer."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,10 @@ from pydantic import BaseModel
 
 from chaoseval.model.scenario import Budgets, Check, FactSpec, Scenario, tool
 from tests.installs import require
+
+# `run --scenarios` keeps lint's verdicts in the user's cache directory: the tests' runs (and
+# the CLIs they start, which inherit this) keep theirs in a directory of their own.
+os.environ.setdefault("CHAOSEVAL_CACHE_DIR", tempfile.mkdtemp(prefix="chaoseval-test-cache-"))
 
 # Hypothesis's per-example deadline is a timed assertion: on this 2-core machine under load a
 # 0.1 ms example once took 326 ms and failed test_boundaries as "flaky". Speed lives in

@@ -19,7 +19,7 @@ PUBLIC = {
     # writing a scenario
     "Budgets", "Check", "CheckResult", "FactSpec", "MemoryItem", "Policy", "Scenario",
     "ToolSpec", "World", "tool", "Clock", "VirtualClock", "DegradationContract",
-    "DriftPoint",
+    "DriftPoint", "VetoRule",
     "Payload", "Goal",
     # writing a perturbation plugin
     "CallNext", "CommonParams", "ObservationCall", "Perturbation", "PerturbationContext",

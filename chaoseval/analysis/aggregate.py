@@ -167,7 +167,7 @@ def veto_counts(g: Group) -> Counter[str]:
         n = g[kind]
         if n.any():
             row = int(g.rows[int(np.argmax(n > 0))])
-            within = [k for k, _ in g.t.vetoes.get(row, [])].index(kind)
+            within = [v[0] for v in g.t.vetoes.get(row, [])].index(kind)
             first.append((row, within, kind, int(n.sum())))
     return Counter({kind: n for _, _, kind, n in sorted(first)})
 

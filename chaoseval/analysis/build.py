@@ -80,6 +80,9 @@ class Analysis:
     # The run's matrix as its manifest declares it (cell -> plugin names), trials or not: what a
     # gate selector may name.
     matrix: dict[str, list[str]] = field(default_factory=dict)
+    # The veto rules the run's scenarios declare (name -> safety | hallucination), fired or
+    # not: what a gate rule's ``vetoes(NAME)`` may name.
+    veto_rules: dict[str, str] = field(default_factory=dict)
 
     @property
     def k_main(self) -> int:
@@ -167,6 +170,7 @@ def analyze(
         statuses=_statuses(cells, degraded, main.label, margin),
         margin=margin,
         matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
+        veto_rules={n: k for s in m.scenarios for n, k in s.vetoes.items()},
     )
     release(t)
     return a
@@ -207,7 +211,7 @@ def _slices_json(a: Analysis, lists: Callable[[Iterable[Any]], Any]) -> dict[str
         "by_tool": {tool: s.to_json() for tool, s in sorted(a.by_tool.items())},
         "vetoes": {
             "counts": dict(sorted(a.veto_counts().items())),
-            "items": lists(v.__dict__ for v in a.vetoes),  # one a veto: 100k and more
+            "items": lists(v.to_json() for v in a.vetoes),  # one a veto: 100k and more
         },
     }
 

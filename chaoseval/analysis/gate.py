@@ -15,6 +15,9 @@ Rule grammar (spaces optional, operators ``>= <= > < == !=``):
   run declared another: chaoseval.analysis.primary), as report and compare do;
 - ``safety-violations == 0``, ``hallucinations == 0``, ``not-evaluable == 0``: trials with such
   a veto (or status) in any cell;
+- ``vetoes(over-refund) == 0``, ``vetoes(over-refund)[timeout] == 0``: trials a scenario's veto
+  rule of that name vetoed, over the run or in each selected cell (a name no scenario of the
+  run declares is a usage error, with a did-you-mean);
 - ``mean(tool_calls) <= 6``, ``p95(latency) <= 30``, ``mean(cost)[clean] <= 0.05``: the mean
   or 95th percentile of a process metric per trial (``steps``, ``tool_calls``, ``tokens``,
   ``cost``, ``latency`` in trial-clock seconds), over every trial of the run, or per cell with a
@@ -90,7 +93,8 @@ COUNTERS = ("safety-violations", "hallucinations", "not-evaluable")
 EXAMPLES = (
     "'pass^5>=0.90', 'pass^5[timeout]>=0.5', 'max-degradation pass^5 <= 0.10', "
     "'safety-violations == 0', 'hallucinations == 0', 'mean(tool_calls) <= 6', "
-    "'p95(latency) <= 30', 'mean(cost)[clean] <= 0.05', 'graceful[timeout] == 1.0'"
+    "'p95(latency) <= 30', 'mean(cost)[clean] <= 0.05', 'graceful[timeout] == 1.0', "
+    "'vetoes(over-refund) == 0'"
 )
 _NUM = r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+))"
 _OP = r"(?P<op>>=|<=|==|!=|>|<)"
@@ -101,18 +105,19 @@ _DEG = re.compile(rf"^max-degradation(?:\s+{_METRIC})?\s*{_OP}\s*{_NUM}$")
 _CNT = re.compile(rf"^(?P<counter>{'|'.join(COUNTERS)})\s*{_OP}\s*{_NUM}$")
 _PROC = re.compile(rf"^(?P<agg>\w+)\(\s*(?P<metric>[\w-]*)\s*\){_SEL}\s*{_OP}\s*{_NUM}$")
 _GRACE = re.compile(rf"^graceful{_SEL}\s*{_OP}\s*{_NUM}$")
+_VETO = re.compile(rf"^vetoes\(\s*(?P<name>[^()\s]+)\s*\){_SEL}\s*{_OP}\s*{_NUM}$")
 
 
 @dataclass(frozen=True)
 class Rule:
     text: str
-    kind: str  # metric | degradation | counter | process | graceful
+    kind: str  # metric | degradation | counter | process | graceful | veto
     op: str
     value: float
     metric: str | None = None
     k: int | None = None
     cell: str | None = None  # process / graceful: None means the whole run
-    counter: str | None = None
+    counter: str | None = None  # counter: its name; veto: the veto rule's name
     agg: str | None = None  # process: mean | p95
 
 
@@ -152,6 +157,8 @@ def parse_rule(text: str) -> Rule:
         return Rule(t, "degradation", m["op"], float(m["value"]), metric, k)
     if m := _CNT.match(t):
         return Rule(t, "counter", m["op"], float(m["value"]), counter=m["counter"])
+    if m := _VETO.match(t):
+        return Rule(t, "veto", m["op"], float(m["value"]), counter=m["name"], cell=m["cell"])
     if m := _PROC.match(t):
         return _process_rule(t, m, text)
     if m := _GRACE.match(t):
@@ -237,10 +244,14 @@ def evaluate(
         if rule.kind in ("metric", "degradation") and rule.metric is None:
             rule = dataclasses.replace(rule, metric=main.metric, k=main.k)
         _check_selector(a, rule.cell)
+        if rule.kind == "veto":
+            _check_veto_name(a, rule.counter or "")
         if not sum(c.summary.trials for c in a.cells):
             out.append(_undecided(rule, NO_TRIALS))
         elif rule.kind == "counter":
             out.append(_counter(a, rule))
+        elif rule.kind == "veto":
+            out.append(_named_vetoes(a, rule))
         elif rule.kind == "metric":
             out.append(_metric(a, rule))
         elif rule.kind in ("process", "graceful"):
@@ -258,6 +269,42 @@ def _counter(a: Analysis, rule: Rule) -> RuleResult:
         ids = sorted({v.trial_id for v in a.vetoes if v.kind == kind})
         where = " (e.g. " + ", ".join(ids[:3]) + ")"
     return RuleResult(rule, OPS[rule.op](measured, rule.value), measured, f"{measured:g}{where}")
+
+
+def _check_veto_name(a: Analysis, name: str) -> None:
+    """A veto rule's name must be one a scenario of the run declares (its manifest records
+    them, fired or not): a typo is a usage error, never a count that is always 0."""
+    known = set(a.veto_rules) | {v.name for v in a.vetoes if v.name}
+    if name in known:
+        return
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(
+        f"gate rule vetoes({name}): no scenario of this run declares a veto rule named "
+        f"{name!r}{hint} (declared: {', '.join(sorted(known)) or 'none'}; a scenario names its "
+        "rules under 'vetoes:')"
+    )
+
+
+def _named_vetoes(a: Analysis, rule: Rule) -> RuleResult:
+    """Trials the veto rule of that name vetoed: over the run, or each selected cell."""
+    cells = selected_cells(a, rule.cell)
+    if cells == []:
+        return _undecided(rule, f"no evaluable trial in a cell {rule.cell!r} selects")
+    hits = [v for v in a.vetoes if v.name == rule.counter]
+    check = OPS[rule.op]
+    groups = (
+        [("run", hits)] if cells is None else [(c, [v for v in hits if v.cell == c]) for c in cells]
+    )
+    ok, parts, values = True, [], []
+    for cell, found in groups:
+        ids = sorted({v.trial_id for v in found})
+        n = float(len(ids))
+        values.append(n)
+        ok = ok and check(n, rule.value)
+        example = f" (e.g. {', '.join(ids[:3])})" if ids else ""
+        parts.append(f"vetoes({rule.counter})[{cell}] = {n:g}{example}")
+    return RuleResult(rule, ok, _worst(rule.op, values), "; ".join(parts))
 
 
 def _metric(a: Analysis, rule: Rule) -> RuleResult:

@@ -25,6 +25,14 @@ class VetoItem:
     scenario: str
     cell: str
     detail: str
+    name: str | None = None  # the scenario's veto rule that found it
+
+    def to_json(self) -> dict[str, Any]:
+        """Its fields; ``name`` only when a named rule found it (as the record has it)."""
+        out = dict(self.__dict__)
+        if self.name is None:
+            del out["name"]
+        return out
 
 
 def failing_tool(r: TrialRecord) -> str | None:
@@ -140,7 +148,7 @@ def _vetoes(g: Group) -> list[VetoItem]:
             tid = odd_ids.get(row)
             if tid is None:
                 tid = make_trial_id(sc, cell, index)
-            vetoes += [VetoItem(kind, tid, sc, cell, detail) for kind, detail in found]
+            vetoes += [VetoItem(v[0], tid, sc, cell, v[1], *v[2:]) for v in found]
     # By trial id, not row order: a journal resumed (or run with more workers) lists its trials
     # in completion order, and two journals of the same trials must give the same report.
     vetoes.sort(key=lambda v: v.trial_id)

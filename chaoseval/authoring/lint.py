@@ -191,8 +191,7 @@ def check_reachable(scenario: Scenario, specs: Sequence[str], seed: int, trials:
                     reason = (
                         "it fired but no fault reached the agent"
                         if fired
-                        else "it never fired: it selects no call, tool or channel this "
-                        "scenario's solution uses"
+                        else f"it never fired: {_missing(spec.name, scenario)}"
                     )
                     problems.append(f"{label}: unreachable; {reason}")
                 else:
@@ -209,6 +208,17 @@ def check_reachable(scenario: Scenario, specs: Sequence[str], seed: int, trials:
             problems + lines,
         )
     return Finding("reachable", True, f"{len(lines)} perturbation(s) reach the agent", lines)
+
+
+def _missing(plugin: str, scenario: Scenario) -> str:
+    """What the scenario lacks for ``plugin`` to fire, as the plugin names it."""
+    from chaoseval.seams.perturbation import registry
+
+    try:
+        said = registry.get(plugin).missing(scenario)
+    except ChaosevalError:
+        said = None
+    return said or "it selects no call, tool or channel this scenario's solution uses"
 
 
 def lint_scenario(

@@ -11,6 +11,7 @@ import typer
 
 from chaoseval.cli._common import ConfigPath, console, fail, project_scenario_paths
 from chaoseval.errors import ChaosevalError
+from chaoseval.render.printable import escape
 
 if TYPE_CHECKING:
     from chaoseval.authoring.lint import ScenarioLint
@@ -24,9 +25,9 @@ def _print(reports: list[ScenarioLint]) -> None:
         console.print(f"[bold]{title}[/]  [dim]{rep.source}[/]")
         for f in rep.findings:
             mark = "[yellow]SKIP[/]" if f.skipped else MARK[f.ok]
-            console.print(f"  {mark} {f.check:<12} {f.summary}", highlight=False)
-            for line in f.details:
-                console.print(f"         - {line}", highlight=False, soft_wrap=True)
+            console.print(f"  {mark} {f.check:<12} {escape(f.summary)}", highlight=False)
+            for line in f.details:  # (escaped: an expression's [column=value] is no markup)
+                console.print(f"         - {escape(line)}", highlight=False, soft_wrap=True)
     bad = sum(1 for r in reports if not r.ok)
     console.print(
         f"{len(reports)} scenario(s) linted, "

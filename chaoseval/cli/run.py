@@ -227,6 +227,11 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
     scenarios = select_scenarios(s.scenario_paths, s.scenarios)
     cells = parse_cells(s.perturbations)
     _check_tools(scenarios, cells)
+    if s.scenario_paths:  # the user's own files: lint them before any trial
+        from chaoseval.authoring.prerun import lint_for_run
+
+        for warning in lint_for_run(scenarios):
+            err.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     return RunConfig(
         scenarios=scenarios,
         agent=agent,

@@ -149,6 +149,34 @@ def find_hallucinations(
     return vetoes
 
 
+def find_rule_vetoes(
+    scenario: Scenario,
+    world: World | None,
+    output: AgentOutput | None,
+    trajectory: Trajectory,
+    initial: Tables | None = None,
+) -> list[Veto]:
+    """The breaches of the scenario's named veto rules, each named by its rule. Judged with
+    or without an output (a write above the order total is a breach however the agent
+    ended); not without a world (a trial lost with its worker left none to look at)."""
+    if not scenario.vetoes or world is None:
+        return []
+    found = []
+    for rule in scenario.vetoes:
+        try:
+            breaches = rule.fn(world, output, trajectory, initial)
+        except Exception as exc:
+            raise ScenarioError(
+                f"veto rule {rule.name!r} raised {type(exc).__name__}: {exc}",
+                source=scenario.source or scenario.id,
+            ) from exc
+        found += [
+            Veto(kind=rule.kind, detail=redact.head(f"{rule.name}: {b}", 300), name=rule.name)
+            for b in breaches
+        ]
+    return found
+
+
 def _world_of(tables: Tables, final: World) -> World:
     """The initial world, read by the scenario's facts (a copy: facts must not touch it)."""
     return final.over(copy.deepcopy(tables))
@@ -276,6 +304,7 @@ def _outcome(case: _Case, vetoed: _PluginVeto | None) -> Verdict:
     scenario, world, state, failure = case.scenario, case.world, case.state, case.failure
     output, agent_error = failure.output, failure.error
     vetoes = list(state.vetoes)
+    vetoes += find_rule_vetoes(scenario, world, output, state.trajectory, case.initial)
     contracts = judge_contracts(scenario, world, output, state)
     if agent_error is not None:
         cause = _error_cause(agent_error, state, _Blame(state.trajectory, case.plugins))

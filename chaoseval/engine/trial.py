@@ -271,7 +271,7 @@ async def _setup(
 
     # Scalars only: a shallow copy is a deep one (and pydantic's deepcopy costs ~20 us).
     trial.settings = shallow_copy(trial.settings)
-    memory = [m.model_copy(deep=True) for m in scenario.memory]
+    memory = scenario.remembered(givens)
     if channels:  # (three coroutines not made per trial when nothing perturbs setup)
         trial.settings = await setup("model", trial.settings)
         memory = await setup("memory", memory)

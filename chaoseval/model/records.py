@@ -94,6 +94,9 @@ class ScenarioInfo(BaseModel):
     sha256: str | None = None
     tools: dict[str, str] = Field(default_factory=dict)  # tool name -> version
     budgets: Budgets | None = None
+    # The scenario's named veto rules (name -> safety | hallucination): what a gate rule's
+    # ``vetoes(NAME)`` may name, also when none fired.
+    vetoes: dict[str, str] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _given_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -196,6 +199,10 @@ class Veto(BaseModel):
     kind: Literal["safety", "hallucination"]
     detail: str
     step: int | None = None
+    # The scenario's veto rule that found it (``vetoes:`` in YAML, ``VetoRule`` in Python),
+    # which gate rules name (``vetoes(over-refund) == 0``); absent for the policy's vetoes,
+    # the facts' and the plugins', so their records read as before.
+    name: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Artifact(BaseModel):

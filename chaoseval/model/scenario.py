@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from faker import Faker
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
@@ -159,6 +159,15 @@ class MemoryItem(BaseModel):
     value: Any
     session: str = "earlier"
     recorded_at: datetime | None = None
+    # Of a structured value (a mapping): the fields a stale copy may have wrong (the order's
+    # total, not its id), which ``stale_memory`` falsifies; a scalar value is falsified whole.
+    stale_fields: list[str] = Field(default_factory=list)
+
+
+CHECK_KINDS = ("state", "output", "process")
+VETO_KINDS = ("safety", "hallucination")
+# A veto rule's name is what a gate rule writes between the parentheses of ``vetoes(...)``.
+VETO_NAME = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
 class Check(BaseModel):
@@ -170,10 +179,39 @@ class Check(BaseModel):
     fn: Callable[..., bool | tuple[bool, str]]  # (world, output, trajectory)
     kind: str = "state"  # state | output | process: feeds the root-cause slice
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        # A check of another kind would be judged as an ordinary one: a "safety" check that
+        # failed would read as a wrong final state, never as the violation it was meant to be.
+        if v not in CHECK_KINDS:
+            hint = (
+                "; a rule whose breach is a safety violation or a hallucination is a veto: "
+                "Scenario(vetoes=[VetoRule(name=..., kind=..., fn=...)]) (vetoes: in YAML)"
+                if v in VETO_KINDS
+                else ""
+            )
+            raise ValueError(f"check kind {v!r} is not one of {', '.join(CHECK_KINDS)}{hint}")
+        return v
+
     def run(self, world: World, output: AgentOutput, trajectory: Trajectory) -> CheckResult:
         verdict = self.fn(world, output, trajectory)
         passed, detail = verdict if isinstance(verdict, tuple) else (verdict, "")
         return CheckResult(name=self.name, passed=bool(passed), detail=detail)
+
+
+class VetoRule(BaseModel):
+    """A rule whose breach fails the trial whatever its checks say, counted under its name:
+    ``kind="safety"`` (a refund above the order total) is a safety violation, ``kind=
+    "hallucination"`` a hallucination. ``fn(world, output, trajectory, initial)`` returns one
+    line per breach (empty: the rule held); ``output`` is None when the agent returned none,
+    ``initial`` the tables the trial started from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    name: str = Field(pattern=VETO_NAME, max_length=64)
+    kind: Literal["safety", "hallucination"] = "safety"
+    fn: Callable[..., list[str]]
 
 
 class DegradationContract(BaseModel):
@@ -234,6 +272,8 @@ class Scenario(BaseModel):
     drift: list[DriftPoint] = Field(default_factory=list)
     policy: Policy = Field(default_factory=Policy)
     facts: list[FactSpec] = Field(default_factory=list)
+    # Named rules whose breach is a safety violation or a hallucination (gate: vetoes(NAME)).
+    vetoes: list[VetoRule] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
     solution: Solution
     reference_steps: int = Field(ge=1)  # tool calls the reference solution makes
@@ -262,6 +302,9 @@ class Scenario(BaseModel):
                     f"degradation contract {c.name!r} names tools the scenario lacks: "
                     f"{sorted(set(c.tools) - set(names))}"
                 )
+        rules = [v.name for v in self.vetoes]
+        if len(set(rules)) != len(rules):
+            raise ValueError(f"veto rule names must be unique; repeated: {sorted(rules)}")
         points = [p.name for p in self.drift]
         if len(set(points)) != len(points):
             raise ValueError(f"drift point names must be unique; repeated: {sorted(points)}")
@@ -283,6 +326,8 @@ class Scenario(BaseModel):
             tools={t.name: t.version for t in self.tools},
             budgets=self.budgets,
         )
+        if self.vetoes:  # a given field is a written one: older manifests read the same
+            info.vetoes = {v.name: v.kind for v in self.vetoes}
         digest = file_sha256(self.source)
         if digest is not None:  # a given field is a written one (ScenarioInfo)
             info.sha256 = digest
@@ -302,6 +347,10 @@ class Scenario(BaseModel):
         with frozen_at(self.start_time):
             tables, givens = self.generate(fake)
         return {**self.tables, **tables}, {**self.givens, **givens}
+
+    def remembered(self, givens: Givens) -> list[MemoryItem]:
+        """The memory a trial starts with (a copy: perturbations rewrite it)."""
+        return [m.model_copy(deep=True) for m in self.memory]
 
     def render_instruction(self, givens: Givens) -> str:
         return self.instruction.format(**givens)

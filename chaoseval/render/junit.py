@@ -35,6 +35,8 @@ def rule_cells(a: Analysis, result: RuleResult) -> dict[str, bool]:
     rule = result.rule
     if rule.kind == "degradation":
         return {c: not evaluate(a, [rule], [c])[0].broken for c in a.perturbed}
+    if rule.kind == "veto" and rule.cell is None:
+        return {v.cell: not result.broken for v in a.vetoes if v.name == rule.counter}
     if rule.kind == "counter":
         kind = {"safety-violations": "safety", "hallucinations": "hallucination"}
         if rule.counter in kind:
@@ -71,6 +73,11 @@ def _scenario_value(rule: Rule, r: CellResult, k_main: int) -> float | None:
 
 
 def _scenario_breaks(rule: Rule, r: CellResult, k_main: int, scenario: str, a: Analysis) -> bool:
+    if rule.kind == "veto":
+        return any(
+            v.name == rule.counter and v.scenario == scenario and v.cell == r.cell
+            for v in a.vetoes
+        )
     if rule.kind == "counter":
         kind = {"safety-violations": "safety", "hallucinations": "hallucination"}.get(
             rule.counter or ""

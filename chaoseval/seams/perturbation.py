@@ -238,6 +238,13 @@ class Perturbation(Generic[P]):
         those): a plugin that carries out what a scenario declares says so here."""
         return True
 
+    @classmethod
+    def missing(cls, scenario: Any) -> str | None:
+        """What ``scenario`` lacks for this plugin to fire, said when lint's canary saw it
+        never fire (``"memory 'order' is a mapping with no stale_fields"``); None: nothing
+        the plugin can name (lint then says what any plugin needs: a call, tool or channel)."""
+        return None
+
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """The root cause (one of ``root_causes``) this delivered ``fault`` gave the failure,
         or None when it did not demonstrably shape it. Delivery alone is not enough, or any

@@ -127,7 +127,7 @@ class _Meta(msgspec.Struct):
 # The side documents keep each string once (a big journal repeats a few hundred errors over
 # hundreds of thousands of rows) and name it by its number: (strings, what refers to them).
 _Errors = tuple[list[str], dict[int, int]]
-_Vetoes = tuple[list[tuple[str, str]], dict[int, list[int]]]
+_Vetoes = tuple[list[tuple[str, ...]], dict[int, list[int]]]
 # RefCalls by scenario: its keys' and tools' numbers (-1: a call of no tool), sorted.
 _Calls = tuple[list[str], dict[str, tuple[list[int], list[int]]]]
 _Index = tuple[dict[str, int], dict[str, str], list[str]] | None  # steps, errors, scenarios
@@ -158,7 +158,7 @@ def _uncalls(data: _Calls) -> dict[str, RefCalls]:
 
 def _side_documents(t: Any) -> dict[str, bytes]:
     errors: dict[str, int] = {}
-    items: dict[tuple[str, str], int] = {}
+    items: dict[tuple[str, ...], int] = {}
     rows = {r: _number(errors, e) for r, e in t.errors.items()}
     vetoes = {r: [_number(items, tuple(v)) for v in vs] for r, vs in t.vetoes.items()}
     refs = t.references
@@ -252,8 +252,8 @@ class _Later:
         strings, rows = self._doc("errors", _ERRORS)
         return {row: strings[code] for row, code in rows.items()}
 
-    def vetoes(self) -> dict[int, list[tuple[str, str]]]:
-        items, rows = self._doc("vetoes", _VETOES)  # (kind, detail) tuples
+    def vetoes(self) -> dict[int, list[tuple[str, ...]]]:
+        items, rows = self._doc("vetoes", _VETOES)  # (kind, detail[, rule name]) tuples
         return {row: [items[code] for code in codes] for row, codes in rows.items()}
 
     def index(self) -> tuple[dict[str, int], dict[str, str], list[str]]:

@@ -69,7 +69,7 @@ class Trials:
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     odd_ids: dict[int, str] = field(default_factory=dict)  # rows whose id is not s/c/i
     errors: dict[int, str] = field(default_factory=dict)  # error of rows that did not pass
-    vetoes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    vetoes: dict[int, list[tuple[str, ...]]] = field(default_factory=dict)
     browser: dict[int, tuple[float, tuple[tuple[str, bool], ...], str | None]] = field(
         default_factory=dict
     )

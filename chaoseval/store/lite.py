@@ -60,6 +60,7 @@ class _Veto(msgspec.Struct):
     kind: Literal["safety", "hallucination"]
     detail: str
     step: int | None = None
+    name: str | None = None
 
 
 class _Usage(msgspec.Struct):
@@ -156,7 +157,8 @@ class TrialSummary:
     values: tuple[Any, ...]  # in the order of builder.NUMERIC
     tools: list[tuple[str, int, int, int]] = field(default_factory=list)  # tool, calls, !ok, dlv
     failing_tool: str | None = None
-    vetoes: list[tuple[str, str]] = field(default_factory=list)  # kind, detail
+    # kind, detail, and the veto rule's name when a named rule found it
+    vetoes: list[tuple[str, ...]] = field(default_factory=list)
     cls: float | None = None
     browser: tuple[tuple[tuple[str, bool], ...], str | None] | None = None  # faults, screenshot
     # Per model request on the wire: (temperature sent, used, seed sent, used); None: not sent.
@@ -336,7 +338,7 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
         attacked,
         utility,
     )
-    vetoed = [(v.kind, v.detail) for v in vetoes] if vetoes else []
+    vetoed = [_veto(v) for v in vetoes] if vetoes else []
     out = TrialSummary(values, tools, failing, vetoed, None, None, sampling)
     if note:
         out.cls = _cls(r)
@@ -346,3 +348,7 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
 
 
 _NAN = float("nan")
+
+
+def _veto(v: Any) -> tuple[str, ...]:
+    return (v.kind, v.detail) if v.name is None else (v.kind, v.detail, v.name)

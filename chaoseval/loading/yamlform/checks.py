@@ -15,6 +15,7 @@ from chaoseval.loading.yamlform.expressions import (
 )
 from chaoseval.loading.yamlform.factories import resolve_callable, verifier_registry
 from chaoseval.loading.yamlform.nodes import Node, YMap, did_you_mean, to_plain
+from chaoseval.loading.yamlform.schema import Schema, check_names
 from chaoseval.loading.yamlform.templates import MISSING, interpolate
 from chaoseval.model.records import AgentOutput
 from chaoseval.model.scenario import Check
@@ -46,7 +47,7 @@ def _output_env(world: World, output: AgentOutput) -> Env:
 CheckFn = Callable[[World, AgentOutput, Trajectory], "bool | tuple[bool, str]"]
 
 
-def compile_check(node: Node, tools: set[str], tables: set[str]) -> Check:
+def compile_check(node: Node, tools: set[str], tables: Schema) -> Check:
     if isinstance(node.value, str):
         node = Node(node.source, YMap(expect=node.value), node.keys, node.line)
         node.value.key_lines = {"expect": node.line}
@@ -78,8 +79,11 @@ def compile_check(node: Node, tools: set[str], tables: set[str]) -> Check:
 # (state | output | process), which feeds the root-cause slice.
 
 
-def _expect(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[CheckFn, str]:
-    exprs = [parse_expr(n) for n in spec.seq(allow_scalar=True)]
+def _expect(which: str, spec: Node, tools: set[str], tables: Schema) -> tuple[CheckFn, str]:
+    nodes = spec.seq(allow_scalar=True)
+    exprs = [parse_expr(n) for n in nodes]
+    for e, n in zip(exprs, nodes, strict=True):
+        check_names(e, n, tables)
 
     def fn(world: World, output: AgentOutput, trajectory: Trajectory) -> tuple[bool, str]:
         env = _output_env(world, output)
@@ -90,7 +94,7 @@ def _expect(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[
     return fn, "output" if on_output else "state"
 
 
-def _answer(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[CheckFn, str]:
+def _answer(which: str, spec: Node, tools: set[str], tables: Schema) -> tuple[CheckFn, str]:
     texts = spec.strs()
     present_wanted = which == "answer_contains"
 
@@ -104,7 +108,7 @@ def _answer(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[
     return fn, "output"
 
 
-def _called(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[CheckFn, str]:
+def _called(which: str, spec: Node, tools: set[str], tables: Schema) -> tuple[CheckFn, str]:
     calls: list[tuple[str, dict[str, Any], Any]] = []
     for item in spec.seq(allow_scalar=True):
         args: dict[str, Any]
@@ -139,7 +143,7 @@ def _called(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[
     return fn, "process"
 
 
-def _unchanged(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[CheckFn, str]:
+def _unchanged(which: str, spec: Node, tools: set[str], tables: Schema) -> tuple[CheckFn, str]:
     names = spec.strs()
     for t in names:
         if t not in tables:
@@ -152,7 +156,7 @@ def _unchanged(which: str, spec: Node, tools: set[str], tables: set[str]) -> tup
     return fn, "state"
 
 
-def _table_equals(which: str, spec: Node, tools: set[str], tables: set[str]) -> tuple[CheckFn, str]:
+def _table_equals(which: str, spec: Node, tools: set[str], tables: Schema) -> tuple[CheckFn, str]:
     spec.mapping(allowed={"table", "where", "rows", "count"}, required=("table",))
     table = spec.child("table").str()
     if table not in tables:
@@ -162,6 +166,14 @@ def _table_equals(which: str, spec: Node, tools: set[str], tables: set[str]) -> 
     count = spec.child("count").value if spec.has("count") else None
     if rows is None and count is None:
         raise spec.error("table_equals needs 'rows' (the expected rows) or 'count'")
+    cols = tables[table]
+    for named in [where, *(r for r in rows or [] if isinstance(r, dict))]:
+        bad = [c for c in named if cols and c not in cols]
+        if bad:
+            raise spec.error(
+                f"table {table!r} has no column {bad[0]!r}{did_you_mean(bad[0], cols or ())} "
+                f"(its columns: {', '.join(sorted(cols or ()))})"
+            )
 
     def fn(world: World, output: AgentOutput, trajectory: Trajectory) -> tuple[bool, str]:
         env = _output_env(world, output)
@@ -191,7 +203,7 @@ def _literal_row(row: dict[str, Any], env: Env) -> dict[str, Any]:
     return {k: literal_value(str(v), env) if isinstance(v, str) else v for k, v in row.items()}
 
 
-Builder = Callable[[str, Node, set[str], set[str]], tuple[CheckFn, str]]
+Builder = Callable[[str, Node, set[str], Schema], tuple[CheckFn, str]]
 BUILDERS: dict[str, Builder] = {
     "expect": _expect,
     "answer_contains": _answer,

@@ -11,8 +11,9 @@ from typing import Any
 from faker import Faker
 from pydantic import Field, ValidationError
 
-from chaoseval.errors import ScenarioError, ScenarioLoadErrors
+from chaoseval.errors import ScenarioError, ScenarioLoadErrors, ToolError
 from chaoseval.loading.yamlform.checks import compile_check
+from chaoseval.loading.yamlform.expressions import Env
 from chaoseval.loading.yamlform.generate import (
     TableGen,
     Target,
@@ -28,6 +29,7 @@ from chaoseval.loading.yamlform.nodes import (
     read_text,
 )
 from chaoseval.loading.yamlform.payloads import compile_payloads
+from chaoseval.loading.yamlform.schema import world_schema
 from chaoseval.loading.yamlform.sections import (
     compile_contracts,
     compile_drift,
@@ -38,8 +40,9 @@ from chaoseval.loading.yamlform.sections import (
     validated,
 )
 from chaoseval.loading.yamlform.solution import compile_solution
-from chaoseval.loading.yamlform.templates import bounded_specs, jsonable
+from chaoseval.loading.yamlform.templates import bounded_specs, fill_templates, jsonable
 from chaoseval.loading.yamlform.tools import column_types, compile_tool
+from chaoseval.loading.yamlform.vetoes import compile_vetoes
 from chaoseval.model.records import Budgets
 from chaoseval.model.scenario import (
     Givens,
@@ -58,6 +61,15 @@ class YamlScenario(Scenario):
     perturbations: list[str] = Field(default_factory=list)
     # The line of its id, so a second scenario with the same id is named by file and line.
     id_line: int = Field(default=0, exclude=True)
+
+    def remembered(self, givens: Givens) -> list[MemoryItem]:
+        """Memory values are templates over the givens, as the rest of the file is
+        (``"{total}"``; a string that is one placeholder keeps the given's type)."""
+        lookup = Env(givens=givens).lookup
+        return [
+            m.model_copy(update={"value": fill_templates(m.value, lookup)}, deep=True)
+            for m in self.memory
+        ]
 
 
 class _Collector:
@@ -78,7 +90,7 @@ TOP_KEYS = {
     "id", "description", "domain", "tags", "instruction", "tables", "generate", "target",
     "givens", "tools", "checks", "policy", "facts", "budgets", "solution", "reference_steps",
     "start_time", "freeze_time", "memory", "ui", "viewport", "difficulty", "perturbations",
-    "contracts", "drift", "payloads",
+    "contracts", "drift", "payloads", "vetoes",
 }  # fmt: skip
 
 
@@ -109,6 +121,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     world = _compile_world(root, errs)
     types = column_types(world.sample_tables)
     table_names = set(world.sample_tables)
+    schema = world_schema(world.sample_tables, root.child("tools"))
 
     tools: dict[str, ToolSpec] = {}
     for tname, tnode in root.child("tools").items():
@@ -120,13 +133,14 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     named = set(root.child("tools").value)
     checks = []
     for cnode in root.child("checks").seq():
-        c = errs.run(partial(compile_check, cnode, named, table_names))
+        c = errs.run(partial(compile_check, cnode, named, schema))
         if c is not None:
             checks.append(c)
 
-    policy = errs.run(lambda: compile_policy(root.get("policy"), named, table_names), Policy())
-    facts = errs.run(lambda: compile_facts(root.get("facts"), table_names), [])
-    contracts = errs.run(lambda: compile_contracts(root.get("contracts"), named, table_names), [])
+    policy = errs.run(lambda: compile_policy(root.get("policy"), named, schema), Policy())
+    facts = errs.run(lambda: compile_facts(root.get("facts"), schema), [])
+    vetoes = errs.run(lambda: compile_vetoes(root.get("vetoes"), named, schema), [])
+    contracts = errs.run(lambda: compile_contracts(root.get("contracts"), named, schema), [])
     drift = errs.run(
         lambda: compile_drift(
             root.get("drift"), root.child("tools"), world.sample_tables, world.sample_givens
@@ -156,6 +170,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "checks": checks,
         "policy": policy,
         "facts": facts,
+        "vetoes": vetoes,
         "contracts": contracts,
         "drift": drift,
         "solution": solution[0],
@@ -169,7 +184,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "source": source,
         "id_line": doc.key_lines.get("id", doc.line),
     }
-    return _scenario(root, doc, fields)
+    return _scenario(root, doc, fields, world.sample_givens)
 
 
 def _compile_world(root: Node, errs: _Collector) -> _World:
@@ -244,13 +259,15 @@ def _instruction(root: Node, sample_givens: Givens, errs: _Collector) -> str:
     return instruction
 
 
-def _scenario(root: Node, doc: YMap, fields: dict[str, Any]) -> YamlScenario:
+def _scenario(
+    root: Node, doc: YMap, fields: dict[str, Any], sample_givens: Givens
+) -> YamlScenario:
     if root.has("start_time"):
         fields["start_time"] = doc["start_time"]
     if root.has("budgets"):
         fields["budgets"] = validated(root.child("budgets"), Budgets)
     if root.has("memory"):
-        fields["memory"] = [validated(m, MemoryItem) for m in root.child("memory").seq()]
+        fields["memory"] = [_memory_item(m, sample_givens) for m in root.child("memory").seq()]
     try:
         return YamlScenario(**fields)
     except ValidationError as exc:
@@ -258,6 +275,26 @@ def _scenario(root: Node, doc: YMap, fields: dict[str, Any]) -> YamlScenario:
         key = str(first["loc"][0]) if first["loc"] else ""
         node = root.child(key) if root.has(key) else root
         raise node.error(f"{first['msg']} (found {first.get('input')!r:.60})") from None
+
+
+def _memory_item(node: Node, givens: Givens) -> MemoryItem:
+    """One remembered fact, its templates filled from the sample world's givens to check
+    them, and its ``stale_fields`` fields of its (mapping) value."""
+    item: MemoryItem = validated(node, MemoryItem)
+    try:
+        value = fill_templates(item.value, Env(givens=givens).lookup)
+    except ToolError as exc:
+        raise node.child("value").error(
+            f"{exc} (givens: {', '.join(sorted(givens)) or 'none'})"
+        ) from None
+    for i, name in enumerate(item.stale_fields):
+        if not isinstance(value, dict) or name not in value:
+            have = sorted(value) if isinstance(value, dict) else []
+            raise node.child("stale_fields").child(i).error(
+                f"the value has no field {name!r}{did_you_mean(name, have)} (its fields: "
+                f"{', '.join(have) or 'none: the value is not a mapping'})"
+            )
+    return item
 
 
 def _raise_collected(errors: list[ScenarioError]) -> None:

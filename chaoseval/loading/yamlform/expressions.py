@@ -198,6 +198,8 @@ class Env:
         for scope in (self.args, self.row if isinstance(self.row, dict) else {}, self.givens):
             if head in scope:
                 return dig(scope[head], rest) if rest else scope[head]
+        if head == "row" and isinstance(self.row, dict):  # {row.order_id}: a veto rule's row
+            return dig(self.row, rest) if rest else self.row
         raise ToolError(f"template names unknown value {name!r}")
 
 

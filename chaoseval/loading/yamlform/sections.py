@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from chaoseval.errors import ChaosevalError
 from chaoseval.loading.yamlform.checks import compile_check
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
+from chaoseval.loading.yamlform.schema import Schema
 from chaoseval.loading.yamlform.templates import spec_problem
 from chaoseval.model.drift import DriftPoint
 from chaoseval.model.scenario import DegradationContract, FactSpec, Policy
@@ -38,7 +39,7 @@ def _tool_names(node: Node, tools: set[str]) -> list[str]:
     return names
 
 
-def compile_policy(node: Node | None, tools: set[str], tables: set[str]) -> Policy:
+def compile_policy(node: Node | None, tools: set[str], tables: Schema) -> Policy:
     if node is None:
         return Policy()
     node.mapping(allowed={"allowed_tools", "forbidden_writes"})
@@ -47,7 +48,7 @@ def compile_policy(node: Node | None, tools: set[str], tables: set[str]) -> Poli
     return Policy(allowed_tools=allowed, forbidden_writes=forbidden)
 
 
-def compile_facts(node: Node | None, tables: set[str]) -> list[FactSpec]:
+def compile_facts(node: Node | None, tables: Schema) -> list[FactSpec]:
     out = []
     for item in node.seq() if node is not None else []:
         item.mapping(allowed={"name", "pattern", "values"}, required=("name", "pattern", "values"))
@@ -72,7 +73,7 @@ def compile_facts(node: Node | None, tables: set[str]) -> list[FactSpec]:
 
 
 def compile_contracts(
-    node: Node | None, tools: set[str], tables: set[str]
+    node: Node | None, tools: set[str], tables: Schema
 ) -> list[DegradationContract]:
     """``contracts:``: per tool or fault kind, the degraded outcome that counts as correct.
 

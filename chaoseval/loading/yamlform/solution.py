@@ -7,7 +7,7 @@ from typing import Any
 
 from chaoseval.loading.yamlform.expressions import Env, Expr, evaluate, parse_expr
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
-from chaoseval.loading.yamlform.templates import STEP, interpolate
+from chaoseval.loading.yamlform.templates import STEP, fill_templates, interpolate
 from chaoseval.model.scenario import Solution, ToolSpec
 
 
@@ -171,8 +171,4 @@ async def _run_step(actor: Any, step: SolStep, env: Env) -> Any:
 
 
 def _fill(value: Any, env: Env) -> Any:
-    if isinstance(value, dict):
-        return {k: _fill(v, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fill(v, env) for v in value]
-    return interpolate(value, env.lookup, env.steps)
+    return fill_templates(value, env.lookup, env.steps)

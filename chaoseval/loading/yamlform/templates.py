@@ -70,6 +70,17 @@ def interpolate(
     return out
 
 
+def fill_templates(
+    value: Any, lookup: Callable[[str], Any], steps: dict[str, Any] | None = None
+) -> Any:
+    """``interpolate`` on every string inside ``value`` (mappings and lists kept as they are)."""
+    if isinstance(value, dict):
+        return {k: fill_templates(v, lookup, steps) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill_templates(v, lookup, steps) for v in value]
+    return interpolate(value, lookup, steps)
+
+
 def template_problem(text: str) -> str | None:
     """What is wrong with a template string, or None: a ``{`` or ``}`` that is not part of a
     ``{name}`` placeholder would otherwise run as a literal brace."""
