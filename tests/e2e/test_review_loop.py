@@ -104,3 +104,18 @@ def test_a_bad_line_is_refused_with_its_number_and_nothing_written(
     assert out.returncode == 2
     assert f"{sheet}{message}" in " ".join(out.stderr.split())
     assert (reviews.read_bytes() if reviews.exists() else b"") == before
+
+
+def test_review_is_refused_while_a_writer_holds_the_journal(journal: Path, tmp_path: Path) -> None:
+    from chaoseval.store.lock import JournalLock
+
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(
+        "trial_id,judge_verdict,reviewer_verdict\nvending-refund-not-dispensed/clean/0,passed,passed\n"
+    )
+    reviews = journal.with_name(journal.name + ".d") / ".reviews.jsonl"
+    before = reviews.read_bytes() if reviews.exists() else b""
+    with JournalLock(journal):  # as a run writing this journal holds it
+        out = chaoseval(command("review", str(journal), str(sheet)), tmp_path)
+    assert out.returncode == 2 and "is being written by" in " ".join(out.stderr.split())
+    assert (reviews.read_bytes() if reviews.exists() else b"") == before
