@@ -1,6 +1,7 @@
 """From one journal to the answers a team acts on: degradation with uncertainty, noise floor,
-root-cause slices, vetoes and process metrics (the report's sections, each computed by its own
-module). A pure function of the journal: it reads the records and the manifest, nothing else."""
+root-cause slices, vetoes, process metrics and the judge's audit (the report's sections, each
+computed by its own module). A pure function of the journal: it reads the records, the
+manifest and the reviewers' labels kept beside it (store.reviews), nothing else."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from chaoseval.analysis.aggregate import (
     task_names,
 )
 from chaoseval.analysis.attack import AttackCell, attack_cells
+from chaoseval.analysis.audit import Audit, audit
 from chaoseval.analysis.browser import BrowserView, browser_view
 from chaoseval.analysis.curves import Curve, Heatmap, heatmap, pass_hat_curves
 from chaoseval.analysis.degradation import Comparison, degradation
@@ -39,6 +41,7 @@ from chaoseval.analysis.slices import Slices, ToolSlice, VetoItem, slices
 from chaoseval.analysis.status import DEFAULT_MARGIN, CellStatus, cell_statuses
 from chaoseval.store.columns import Group, Trials, as_trials
 from chaoseval.store.journal import Journal
+from chaoseval.store.reviews import read_labels
 
 __all__ = ["Analysis", "analysis_json", "analyze"]
 
@@ -83,6 +86,8 @@ class Analysis:
     # The veto rules the run's scenarios declare (name -> safety | hallucination), fired or
     # not: what a gate rule's ``vetoes(NAME)`` may name.
     veto_rules: dict[str, str] = field(default_factory=dict)
+    # The judge's audit from reviewers' labels (chaoseval review), None without labels.
+    audit: Audit | None = None
 
     @property
     def k_main(self) -> int:
@@ -171,6 +176,7 @@ def analyze(
         margin=margin,
         matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
         veto_rules={n: k for s in m.scenarios for n, k in s.vetoes.items()},
+        audit=audit(t, read_labels(t.path, m.run_id, warnings), {c.cell: c.counts for c in cells}),
     )
     release(t)
     return a
@@ -248,6 +254,8 @@ def analysis_json(a: Analysis, lists: Callable[[Iterable[Any]], Any] = list) -> 
         "graceful": {cell: g.to_json() for cell, g in graceful_by_cell(a.measures).items()},
         # Only where a planted instruction reached a trial (runs without one read as before).
         **({"attack": {c.cell: c.to_json() for c in a.attack}} if a.attack else {}),
+        # Only where reviewers labelled trials (chaoseval review).
+        **({"audit": a.audit.to_json()} if a.audit else {}),
         "reference_note": a.reference_note,
         "warnings": a.warnings,
     }

@@ -338,15 +338,27 @@ def sample_cmd(
             "packs)",
         ),
     ] = None,
+    sheet: Annotated[
+        Path | None,
+        typer.Option(
+            help="write the CSV label sheet here (default: beside --output, its name ending "
+            ".csv; none when the Markdown goes to standard output)"
+        ),
+    ] = None,
     config: ConfigPath = None,
 ) -> None:
-    """Draw a reproducible sample of trials and write them to Markdown for human review."""
-    from chaoseval.investigate.replay import sample, to_markdown
+    """Draw a reproducible sample of trials, stratified by cell and verdict, and write them to
+    Markdown for human review, with a CSV label sheet for 'chaoseval review'."""
+    from chaoseval.investigate.replay import to_markdown
+    from chaoseval.investigate.sheet import draw, sheet_csv
     from chaoseval.store.columns import read_trials
 
+    if sheet is None and output is not None:
+        sheet = output.with_suffix(".csv")
     try:
         data = read_trials(journal)
-        chosen = sample(data, n=n, seed=seed, status=status)
+        drawn = draw(data, n, seed, status)
+        chosen = [data.record(d.row) for d in drawn]
         manifest = data.full_manifest()
         try:
             scenarios = _run_scenarios(scenario_path, config, manifest)
@@ -364,6 +376,13 @@ def sample_cmd(
         console.print(f"wrote {len(chosen)} trial(s) to {output}")
     else:
         print(text)
+    if sheet is not None:
+        sheet.write_text(redact.redact(sheet_csv(data, drawn)), encoding="utf-8")
+        err.print(
+            f"label sheet: {escape(str(sheet))}; fill reviewer_verdict (passed or failed), then "
+            f"chaoseval review {escape(str(journal))} {escape(str(sheet))}",
+            soft_wrap=True,
+        )
 
 
 def _run_scenarios(

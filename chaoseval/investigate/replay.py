@@ -8,19 +8,17 @@ simulated and must match.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from chaoseval.analysis.sampling import sampling_lines
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.loops import run_loop
 from chaoseval.engine.trial import TrialPlan, run_trial, trial_seed
 from chaoseval.errors import ConfigError, JournalError
+from chaoseval.investigate.sheet import draw
 from chaoseval.model.records import Cell, RunManifest, TrialRecord, file_sha256
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.trajectory import Step
@@ -29,7 +27,6 @@ from chaoseval.render.printable import md_code, md_quote, md_text
 from chaoseval.seams.agent import AgentAdapter, load_agent
 from chaoseval.store.columns import Trials, as_trials
 from chaoseval.store.journal import Journal
-from chaoseval.store.lite import STATUS  # the status column's codes
 
 
 @dataclass(frozen=True)
@@ -249,31 +246,10 @@ def changed_since(
 def sample(
     journal: Journal | Trials, n: int = 10, seed: int = 0, status: str = "passed"
 ) -> list[TrialRecord]:
-    """A reproducible draw of ``n`` trials: the same journal and seed give the same trials.
-
-    The pool is the trials with ``status`` in trial-id order; the draw picks places in it,
-    so only the ids are sorted (from the columns) and only the chosen records are read."""
-    if status not in (*STATUS, "any"):
-        raise ConfigError(f"--status {status!r}: use passed, failed, not_evaluable or any")
+    """A reproducible draw of ``n`` trials, stratified by cell and verdict (sheet.draw): the
+    same journal and seed give the same trials; only the chosen records are read."""
     t = as_trials(journal)
-    rows = np.flatnonzero(t.col["status"] == STATUS[status]) if status != "any" else None
-    pool = by_trial_id(t, np.arange(len(t)) if rows is None else rows)
-    rng = random.Random(f"chaoseval-sample:{seed}")
-    chosen = sorted(rng.sample(range(len(pool)), min(n, len(pool))))
-    return [t.record(int(pool[i])) for i in chosen]
-
-
-def by_trial_id(t: Trials, rows: np.ndarray) -> np.ndarray:
-    """``rows`` sorted by trial id, as sorted() orders the strings: ids as UTF-8 bytes (whose
-    order is the code points'), a few bytes each, built a chunk at a time."""
-    step = 1 << 16
-    chunks = [
-        np.array([t.trial_id(r).encode() for r in rows[i : i + step].tolist()], dtype=np.bytes_)
-        for i in range(0, len(rows), step)
-    ]
-    ids = np.concatenate(chunks) if chunks else np.zeros(0, np.bytes_)
-    out: np.ndarray = rows[np.argsort(ids, kind="stable")]
-    return out
+    return [t.record(d.row) for d in draw(t, n, seed, status)]
 
 
 def _instruction(record: TrialRecord, scenarios: Sequence[Scenario]) -> str | None:

@@ -77,6 +77,7 @@ _TOC = (
     ("process", "Process metrics"),
     ("noise", "Noise floor and sizing"),
     ("browser", "Browser: CLS, faults landed, screenshots"),
+    ("audit", "The judge's audit"),
     ("comparison", "Comparison"),
     ("legend", "Cell labels"),
 )
@@ -151,6 +152,8 @@ def render_html(
             parts.append(table_html(tables[key]))
     if "browser" in tables:
         parts += [table_html(tables["browser"]), browser_failures_html(a)]
+    if "audit" in tables:
+        parts.append(table_html(tables["audit"]))
     if comparison is not None:
         parts.append(
             "<section id='comparison'><h2>Comparison</h2><pre>"

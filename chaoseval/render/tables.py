@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from chaoseval.analysis.aggregate import CLEAN, CellResult
 from chaoseval.analysis.attack import AttackCell
@@ -15,6 +14,8 @@ from chaoseval.analysis.measures import graceful_by_cell
 from chaoseval.analysis.spend import Budget
 from chaoseval.analysis.stats import Interval, TestResult
 from chaoseval.analysis.verdict import Verdict
+from chaoseval.render.audit import audit_tables
+from chaoseval.render.tabledata import TableData, fmt
 
 __all__ = [
     "VETO_SCOPE",
@@ -30,22 +31,6 @@ __all__ = [
     "veto_counts_per_cell",
     "veto_counts_text",
 ]
-
-
-@dataclass
-class TableData:
-    id: str
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    notes: list[str] = field(default_factory=list)
-
-
-def fmt(x: float | None, signed: bool = False, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    x = x + 0.0  # no "-0.000"
-    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
 
 def fmt_p(x: float | None) -> str:
@@ -487,6 +472,7 @@ def report_tables(a: Analysis, verdict: Verdict | None = None) -> list[TableData
     ]
     browser = browser_table(a)
     tables += [browser] if browser is not None else []
+    tables += audit_tables(a)  # only when reviewers labelled trials
     if verdict is not None:  # long perturbation specs as their short label (legend in the report)
         for t in tables:
             if t.columns and t.columns[0] == "cell":

@@ -44,12 +44,13 @@ def store_root(journal: Path) -> Path:
 
 # chaoseval's own files at the top of a store, beside the trials' directories (whose names
 # never start with a dot: _escape): the writer's lock (chaoseval.store.lock), the journal
-# being made (written whole, then renamed onto the journal), a torn last line set aside and
-# the readers' column cache (chaoseval.store.colcache).
+# being made (written whole, then renamed onto the journal), a torn last line set aside, the
+# readers' column cache (chaoseval.store.colcache) and reviewers' labels (store.reviews).
 LOCK = ".lock"
 NEW_JOURNAL = ".journal.new"
 PARTIAL = ".partial"
 COLUMNS = ".columns.npz"
+REVIEWS = ".reviews.jsonl"
 
 
 # Characters a directory name keeps as they are (urllib's quote keeps the same ones, so the

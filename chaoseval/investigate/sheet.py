@@ -1,0 +1,166 @@
+"""Spot checks: the stratified draw ``chaoseval sample`` makes, its CSV label sheet, and the
+sheet read back by ``chaoseval review`` (every bad line named, nothing kept of a bad sheet).
+
+The draw is stratified by cell and the judge's verdict: each stratum's trials in trial-id
+order, every non-empty stratum given one trial while ``n`` allows, the rest shared in
+proportion to the strata's sizes (largest remainders), each stratum's trials drawn without
+replacement. A row of the sheet records its stratum's size and how many were drawn from it
+(its weight, size / drawn): the audit (chaoseval.analysis.audit) weighs each stratum by its
+share of the cell, which undoes the sampling.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from chaoseval.errors import ConfigError
+from chaoseval.store.columns import Trials
+from chaoseval.store.lite import STATUS
+from chaoseval.store.reviews import VERDICTS, Label
+
+__all__ = ["COLUMNS", "Drawn", "by_trial_id", "draw", "read_sheet", "sheet_csv"]
+
+# The sheet's columns: the reviewer fills reviewer_verdict (passed or failed) and may write a
+# note; the rest says what was drawn and how.
+COLUMNS = (
+    "trial_id", "judge_verdict", "reviewer_verdict", "note", "cell", "stratum_trials",
+    "stratum_drawn", "weight",
+)  # fmt: skip
+_NAMES = {v: k for k, v in STATUS.items()}
+# What a reviewer may write for a verdict (any case): the journal's words and their short forms.
+_SAID = {"passed": "passed", "pass": "passed", "failed": "failed", "fail": "failed"}
+
+
+@dataclass(frozen=True)
+class Drawn:
+    row: int  # the trial's row in the journal's columns
+    stratum_trials: int
+    stratum_drawn: int
+
+
+def by_trial_id(t: Trials, rows: np.ndarray) -> np.ndarray:
+    """``rows`` sorted by trial id, as sorted() orders the strings: ids as UTF-8 bytes (whose
+    order is the code points'), a few bytes each, built a chunk at a time."""
+    step = 1 << 16
+    chunks = [
+        np.array([t.trial_id(r).encode() for r in rows[i : i + step].tolist()], dtype=np.bytes_)
+        for i in range(0, len(rows), step)
+    ]
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, np.bytes_)
+    out: np.ndarray = rows[np.argsort(ids, kind="stable")]
+    return out
+
+
+def _allocate(sizes: list[int], n: int) -> list[int]:
+    """How many to draw from each stratum: one each while n allows (the largest first), the
+    rest in proportion to size by largest remainders, never more than a stratum holds."""
+    take = [0] * len(sizes)
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    for i in order[:n]:
+        take[i] = 1
+    left = n - sum(take)
+    while left > 0 and any(take[i] < sizes[i] for i in order):
+        room = [sizes[i] - take[i] for i in range(len(sizes))]
+        total = sum(room)
+        quota = [left * r / total for r in room]
+        add = [min(int(q), r) for q, r in zip(quota, room, strict=True)]
+        if not sum(add):  # fewer left than strata with room: the largest remainders
+            best = max((i for i in order if room[i]), key=lambda i: quota[i])
+            add[best] = 1
+        take = [a + b for a, b in zip(take, add, strict=True)]
+        left -= sum(add)
+    return take
+
+
+def draw(t: Trials, n: int, seed: int, status: str) -> list[Drawn]:
+    """A reproducible stratified draw of ``n`` trials with ``status`` (or any), in trial-id
+    order: the same journal and seed give the same trials."""
+    if status not in (*STATUS, "any"):
+        raise ConfigError(f"--status {status!r}: use passed, failed, not_evaluable or any")
+    st = t.col["status"]
+    rows = np.flatnonzero(st == STATUS[status]) if status != "any" else np.arange(len(t))
+    pool = by_trial_id(t, rows)
+    key = t.col["cell"][pool].astype(np.int64) * 4 + st[pool]
+    strata = [pool[key == k] for k in np.unique(key).tolist()]
+    # Strata in a fixed order (cell name, verdict): the draw never depends on code numbers.
+    strata.sort(key=lambda s: (str(t.value("cell", int(s[0]))), int(st[s[0]])))
+    rng = random.Random(f"chaoseval-sample:{seed}")
+    out = []
+    for stratum, k in zip(strata, _allocate([len(s) for s in strata], n), strict=True):
+        for i in rng.sample(range(len(stratum)), k):
+            out.append(Drawn(int(stratum[i]), len(stratum), k))
+    order = {int(r): i for i, r in enumerate(pool.tolist())}
+    return sorted(out, key=lambda d: order[d.row])
+
+
+def sheet_csv(t: Trials, drawn: list[Drawn]) -> str:
+    """The label sheet: one row per drawn trial, the reviewer's verdict and note blank."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for d in drawn:
+        judge = _NAMES[int(t.col["status"][d.row])]
+        weight = f"{d.stratum_trials / d.stratum_drawn:.6g}"
+        w.writerow([t.trial_id(d.row), judge, "", "", t.value("cell", d.row), d.stratum_trials,
+                    d.stratum_drawn, weight])  # fmt: skip
+    return buf.getvalue()
+
+
+def read_sheet(
+    path: Path, judged: Mapping[str, str], run_id: str, reviewer: str
+) -> tuple[list[Label], int]:
+    """The labels of a filled sheet (and how many rows were left blank), or ConfigError naming
+    every bad line: an unknown trial id (with the closest ids), an unknown verdict, a judge's
+    verdict that is not the journal's (``judged``: trial id -> the journal's status)."""
+    text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's BOM is not part of a name
+    reader = csv.reader(io.StringIO(text))
+    header = [h.strip() for h in next(reader, [])]
+    for needed in ("trial_id", "reviewer_verdict"):
+        if needed not in header:
+            raise ConfigError(
+                f"{path}:1: no {needed!r} column (found: {', '.join(header) or 'none'}); "
+                "label the sheet 'chaoseval sample' wrote, keeping its header"
+            )
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    labels, errors, blank = [], [], 0
+    start = reader.line_num + 1
+    for row in reader:
+        fields = dict(zip(header, (c.strip() for c in row), strict=False))
+        line, start = start, reader.line_num + 1
+        where = f"{path}:{line}"
+        if not any(fields.values()):
+            continue
+        tid, said = fields.get("trial_id", ""), fields.get("reviewer_verdict", "")
+        if tid not in judged:
+            close = difflib.get_close_matches(tid, list(judged), n=3)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            errors.append(f"{where}: no trial {tid!r} in the journal{hint}")
+            continue
+        if not said:
+            blank += 1
+            continue
+        verdict = _SAID.get(said.lower())
+        if verdict is None:
+            errors.append(f"{where}: verdict {said!r} for {tid}: write {' or '.join(VERDICTS)}")
+            continue
+        judge = fields.get("judge_verdict") or judged[tid]
+        if judge != judged[tid]:
+            errors.append(
+                f"{where}: {tid}: the sheet says the judge gave {judge!r}, the journal says "
+                f"{judged[tid]!r} (a sheet drawn from another run of this journal?)"
+            )
+            continue
+        note = fields.get("note", "")
+        labels.append(Label(tid, verdict, judge, reviewer, at, run_id, note, str(path), line))
+    if errors:
+        raise ConfigError("the label sheet was not read, nothing recorded:\n" + "\n".join(errors))
+    return labels, blank
