@@ -66,7 +66,7 @@ def test_paired_difference_sequence_covers_and_narrows() -> None:
 
 
 def test_eprocess_false_claims_under_the_null_stay_under_alpha_when_peeked() -> None:
-    """"Perturbed worse than clean" under the null (equal arms), rejected once the e-process
+    """ "Perturbed worse than clean" under the null (equal arms), rejected once the e-process
     reaches 1/alpha at any round: at most alpha of the runs. And "held within 0.1" is not
     claimed when the true drop is 0.1."""
     rng = np.random.default_rng(2)
@@ -94,9 +94,7 @@ def test_a_fixed_n_test_peeked_every_round_exceeds_alpha() -> None:
     for _ in range(runs):
         clean, pert = _paired_null(rng)
         for n in range(1, ROUNDS + 1):
-            tables = [
-                (n, int(pert[:n, t].sum()), n, int(clean[:n, t].sum())) for t in range(TASKS)
-            ]
+            tables = [(n, int(pert[:n, t].sum()), n, int(clean[:n, t].sum())) for t in range(TASKS)]
             if stratified_exact(tables, "less") <= ALPHA:
                 claims += 1
                 break
