@@ -39,9 +39,18 @@ from chaoseval.analysis.anytime import (
     log_eprocess,
     paired_steps,
 )
+from chaoseval.analysis.status import CellStatus
 from chaoseval.model.records import CLEAN, SequentialDesign
 
-__all__ = ["CellDecision", "Outcomes", "Progress", "replay", "stop_early"]
+__all__ = [
+    "CellDecision",
+    "Outcomes",
+    "Progress",
+    "journal_progress",
+    "replay",
+    "statuses",
+    "stop_early",
+]
 
 MISSING, PASSED, FAILED, UNSCORED = -1, 0, 1, 2
 TESTS = ("drop", "gain", "held")
@@ -104,7 +113,8 @@ class CellDecision:
     tasks: list[str] = field(default_factory=list)
     steps: int = 0  # the steps (trial indices) counted: every task scored in both arms
     estimate: float | None = None  # mean difference in pass^1 against clean
-    lower: float | None = None  # its confidence sequence at alpha, at the last round
+    # its confidence sequence at alpha / cells (simultaneous over the cells), at the end
+    lower: float | None = None
     upper: float | None = None
     log_e: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TESTS, 0.0))
     more_trials: int | None = None  # per task, were the data to go on as they went
@@ -255,7 +265,7 @@ def replay(o: Outcomes, design: SequentialDesign, cells: Sequence[str]) -> Progr
     for d in decisions.values():
         if d.tasks and d.status != "did not land":
             diffs = _differences(o, d.cell, _codes(o, d), d.trials)
-            _interval(d, diffs, design.alpha)
+            _interval(d, diffs, design.alpha / max(1, family // 3))
             if d.status == "undecided" and done == len(rounds):
                 d.status, d.round = "inconclusive", done
                 d.rule = f"the cap of {design.max_trials} trials per task came first"
@@ -286,7 +296,56 @@ def stop_early(p: Progress, o: Outcomes, why: str) -> None:
         d.status, d.round, d.rule = "inconclusive", p.rounds_done or None, why
         if d.tasks and d.trials:
             diffs = _differences(o, d.cell, _codes(o, d), d.trials)
-            _interval(d, diffs, p.design.alpha)
+            _interval(d, diffs, p.design.alpha / max(1, p.family // 3))
             _need(d, diffs, p.design, p.family)
         else:
             d.why = "no round of it finished: run it again with --resume and a larger budget"
+
+
+def journal_progress(t: Any) -> tuple[Progress, Outcomes]:
+    """A sequential journal's decisions (``t``: its columns), as the run that wrote it left
+    them; cells a stopped run left undecided are inconclusive, with what they would need."""
+    design = t.manifest.sequential
+    if design is None:
+        raise ValueError(f"{t.path} is not a sequential run's journal")
+    o = Outcomes.of_trials(t)
+    p = replay(o, design, [c.name for c in t.manifest.cells])
+    if p.next_trials is not None:
+        stop_early(
+            p,
+            o,
+            "the run stopped before deciding it (a budget, or interrupted): "
+            "'run --resume' with the same settings continues the sequence",
+        )
+    return p, o
+
+
+def _counts(o: Outcomes, d: CellDecision) -> CellStatus:
+    rows = _codes(o, d)
+    a, b = o.status[d.cell][rows, : d.trials], o.status[CLEAN][rows, : d.trials]
+    scored_a, scored_b = (a == PASSED) | (a == FAILED), (b == PASSED) | (b == FAILED)
+    na, ca = scored_a.sum(axis=1), (a == PASSED).sum(axis=1)
+    nb, cb = scored_b.sum(axis=1), (b == PASSED).sum(axis=1)
+    return CellStatus(
+        d.cell, "inconclusive", "these tasks", int(ca.sum()), int(na.sum()), int(cb.sum()),
+        int(nb.sum()), len(rows), int((ca * nb < cb * na).sum()), int((ca * nb > cb * na).sum()),
+    )  # fmt: skip
+
+
+def statuses(t: Any) -> dict[str, CellStatus]:
+    """Each perturbed cell's status in the report's words, from the sequential decisions (on
+    these tasks: broken, improved, held, inconclusive, did not land)."""
+    p, o = journal_progress(t)
+    out: dict[str, CellStatus] = {}
+    for cell, d in p.decisions.items():
+        if d.status == "did not land":
+            out[cell] = CellStatus(cell, "did not land", "", 0, 0, 0, 0, 0, 0, 0)
+            continue
+        s = _counts(o, d)
+        s.status = d.status  # type: ignore[assignment]  # replay's words are Status's
+        s.why = f"sequential, round {d.round}: {d.rule}" + (f"; {d.why}" if d.why else "")
+        if d.status == "held":
+            s.why = f"sequential, round {d.round}, {d.trials} trial(s) per task: {d.rule}"
+        s.more_trials = d.more_trials
+        out[cell] = s
+    return out

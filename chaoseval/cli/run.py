@@ -149,16 +149,7 @@ def run_cmd(
         fail(exc)
     except KeyboardInterrupt:
         _interrupted(path)
-    console.print(
-        f"wrote {result.written} trial(s) to {path}"
-        + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
-    )
     _end_notes(result, unknown, path)
-    if getattr(result, "progress", None) is not None:
-        from chaoseval.render.sequential import decision_lines
-
-        for line in decision_lines(result.progress):
-            console.print(escape(line), highlight=False, soft_wrap=True)
     if report and quiet:
         _print_cells(read_trials(path))
     elif report:
@@ -355,10 +346,20 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
 
 
 def _end_notes(result: Any, unknown: UnknownTools, journal: Path) -> None:
-    """What the user should know once the run is over, one line each."""
+    """What the user should know once the run is over, one line each; a sequential run's
+    decisions, a line per cell."""
+    console.print(
+        f"wrote {result.written} trial(s) to {journal}"
+        + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
+    )
     _budget_note(result.budget, journal)
     if note := unknown.note():
         err.print(f"[bold yellow]note:[/] {escape(note)}")
+    if getattr(result, "progress", None) is not None:
+        from chaoseval.render.sequential import decision_lines
+
+        for line in decision_lines(result.progress):
+            console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def _budget_note(budget: Budget | None, journal: Path) -> None:

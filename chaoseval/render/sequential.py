@@ -36,6 +36,7 @@ def decision_lines(p: Progress) -> list[str]:
     lines.append(
         f"sequential: {p.rounds_done} round(s); every claim (broken, improved, held within "
         f"{design.margin:g}) tested together by e-values (e-Holm) at alpha {design.alpha:g}, "
-        "valid after every round (on these tasks; intervals are confidence sequences at alpha)"
+        "valid after every round (on these tasks; the intervals are confidence sequences, "
+        "simultaneous over the cells)"
     )
     return lines
