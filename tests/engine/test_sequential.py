@@ -127,3 +127,17 @@ def test_a_sequential_run_needs_a_journal() -> None:
     config.journal = None
     with pytest.raises(ConfigError, match="--journal"):
         sequential.run(config)
+
+
+def test_budget_trials_stops_a_fixed_run_too(tmp_path: Path) -> None:
+    """--budget-trials is a run total like the others: no trial starts once it is reached;
+    every recorded trial is kept and the budget says what was reached."""
+    from chaoseval.engine.runner import run
+
+    config = _config(tmp_path / "fixed.jsonl", budget_trials=10, concurrency=1)
+    config.sequential = None
+    result = run(config)
+    assert result.written == 10
+    assert result.budget is not None and result.budget.skipped > 0
+    assert result.budget.reached == "--budget-trials 10 (recorded 10)"
+    assert len(read_trials(tmp_path / "fixed.jsonl")) == 10
