@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= out
 
-.PHONY: install test demo lint bench bench-wire bench-report clean chromium bubblewrap frameworks test-frameworks
+.PHONY: install test demo lint bench bench-wire bench-report bench-sequential clean chromium bubblewrap frameworks test-frameworks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -121,6 +121,12 @@ bench-wire: $(STAMP)
 bench-report: $(STAMP)
 	$(BIN)/python benchmarks/bench_report.py $(if $(RECORDS),--records $(RECORDS)) \
 	  $(if $(TASKS),--tasks $(TASKS))
+
+# run --sequential's figures (issue 44): calibration under the null over 1,000 simulated runs
+# beside a fixed-n test peeked every round (a few minutes), then the bundled suite with the
+# naive and resilient agents, sequential against a fixed n = 20 (the trials: long). RUNS=N.
+bench-sequential: $(STAMP)
+	$(BIN)/python benchmarks/sequential_sim.py --efficiency $(if $(RUNS),--runs $(RUNS))
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .cache/pycache

@@ -81,6 +81,11 @@ class ProjectConfig(BaseModel):
     # How exec: agents are isolated, as `run --sandbox` (chaoseval.agents.sandbox).
     sandbox: Literal["auto", "bwrap", "none"] | None = None
     max_request_size: int | None = None  # bytes, or "8M": as `run --max-request-size`
+    # run --sequential and its design (docs/SEQUENTIAL.md)
+    sequential: bool | None = None
+    margin: float | None = Field(default=None, gt=0, lt=1)
+    round_size: int | None = Field(default=None, ge=1)
+    max_trials_per_task: int | None = Field(default=None, ge=1)
     # Where the settings came from, for messages ("" when there is no file), and the file's
     # directory; not user keys.
     source: str = Field(default="", exclude=True)
@@ -222,6 +227,10 @@ RUN_DEFAULTS: dict[str, Any] = {
     "app_dir": Path("."),
     "gate": [],
     "sandbox": "auto",
+    "sequential": False,
+    "margin": 0.1,
+    "round_size": 2,
+    "max_trials_per_task": 20,
 }
 
 
@@ -247,6 +256,10 @@ class RunSettings:
     gate: list[str]
     sandbox: str
     max_request_size: int | str | None = None
+    sequential: bool = False
+    margin: float = 0.1
+    round_size: int = 2
+    max_trials_per_task: int = 20
 
     @property
     def request_limit(self) -> int:

@@ -37,6 +37,7 @@ from chaoseval.analysis.process import (
     process_metrics,
     recorded_references,
 )
+from chaoseval.analysis.sequential import statuses as sequential_statuses
 from chaoseval.analysis.slices import Slices, ToolSlice, VetoItem, slices
 from chaoseval.analysis.status import DEFAULT_MARGIN, CellStatus, cell_statuses
 from chaoseval.store.columns import Group, Trials, as_trials
@@ -130,9 +131,14 @@ def analyze(
     main = parse_primary(primary) if primary else recorded_primary(t.manifest)
     ks = sorted(set(ks or t.manifest.ks) | ({main.kk} if main.metric != "mean" else set()))
     records = Group.all(t)
+    sequence = t.manifest.sequential
+    if sequence is not None:
+        # Each task's first-round trials: as many in every cell, which the rounds' stopping
+        # cannot bias (pass^k, the tables); the statuses are the sequential decisions.
+        records = records.where(t.col["index"] < sequence.first)
     cells = by_cell(records, ks)
     by = groups(records, "cell")
-    warnings = [*t.manifest.run_warnings(), *t.warnings]
+    warnings = [*t.manifest.run_warnings(), *t.warnings, *_sequential_note(t)]
     degraded = degradation(
         cells, by, ks, warnings, n_resamples=n_resamples, ci=ci, seed=seed, primary=main.label
     )
@@ -172,7 +178,11 @@ def analyze(
         measures=measure(records),
         primary=main.label,
         attack=attack_cells(by, ci=ci),
-        statuses=_statuses(cells, degraded, main.label, margin),
+        statuses=(
+            _statuses(cells, degraded, main.label, margin)
+            if sequence is None
+            else sequential_statuses(t)
+        ),
         margin=margin,
         matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
         veto_rules={n: k for s in m.scenarios for n, k in s.vetoes.items()},
@@ -180,6 +190,18 @@ def analyze(
     )
     release(t)
     return a
+
+
+def _sequential_note(t: Trials) -> list[str]:
+    s = t.manifest.sequential
+    if s is None:
+        return []
+    return [
+        f"a sequential run (run --sequential): the statuses are its anytime-valid decisions on "
+        f"these tasks (e-Holm at alpha {s.alpha:g}, margin {s.margin:g}, up to {s.max_trials} "
+        f"trials per task); the metrics, pass^k and intervals are of each task's first-round "
+        f"{s.first} trial(s), as many in every cell, which the rounds' stopping cannot bias"
+    ]
 
 
 def _statuses(

@@ -96,6 +96,8 @@ def check_ks(
 def trials_per_cell(data: Trials) -> int:
     """The most trials any cell holds: the manifest's count, or more where ``--resume -n``
     added trials to the run (its manifest keeps the first invocation's count)."""
+    if data.manifest.sequential is not None:  # pass^k of the first round (analysis.build)
+        return data.manifest.sequential.first
     index = data.col.get("index")
     seen = int(index.max()) + 1 if index is not None and len(index) else 0
     return max(data.manifest.trials or 0, seen)

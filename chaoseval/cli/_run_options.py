@@ -204,3 +204,38 @@ SandboxMode = Annotated[
         show_default="auto",
     ),
 ]
+
+Sequential = Annotated[
+    bool | None,
+    typer.Option(
+        "--sequential/--fixed",
+        help="run in rounds and stop each cell once an anytime-valid test decides it (broken, "
+        "improved, or held within --margin): -n is the first round's trials per task "
+        "(docs/SEQUENTIAL.md)",
+        show_default="fixed",
+    ),
+]
+RoundSize = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help="--sequential: trials per task each later round adds", show_default="2"
+    ),
+]
+MaxTrialsPerTask = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help="--sequential: the most trials a task gets in a cell", show_default="20"
+    ),
+]
+RunMargin = Annotated[
+    float | None,
+    typer.Option(
+        "--margin",
+        help="--sequential: a cell holds once its drop in pass^1 is shown to be under this",
+        show_default="0.1",
+    ),
+]
+BudgetTrials = Annotated[
+    int | None,
+    typer.Option(min=1, help="stop starting trials once the run has recorded this many"),
+]

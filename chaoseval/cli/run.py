@@ -26,6 +26,7 @@ from chaoseval.cli._run_options import (
     Agent,
     BudgetCost,
     BudgetTokens,
+    BudgetTrials,
     Concurrency,
     ExecutorName,
     GateRules,
@@ -33,6 +34,7 @@ from chaoseval.cli._run_options import (
     Ks,
     MaxMemory,
     MaxRequestSize,
+    MaxTrialsPerTask,
     ModelEndpoint,
     ModelKeyEnv,
     ModelName,
@@ -46,9 +48,12 @@ from chaoseval.cli._run_options import (
     RedactPatterns,
     Report,
     Resume,
+    RoundSize,
     RunAppDir,
+    RunMargin,
     SandboxMode,
     Seed,
+    Sequential,
     ShowProgress,
     Temperature,
     Trials,
@@ -107,6 +112,11 @@ def run_cmd(
     ray_address: RayAddress = None,
     sandbox: SandboxMode = None,
     max_request_size: MaxRequestSize = None,
+    sequential: Sequential = None,
+    round_size: RoundSize = None,
+    max_trials_per_task: MaxTrialsPerTask = None,
+    margin: RunMargin = None,
+    budget_trials: BudgetTrials = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
 
@@ -114,7 +124,6 @@ def run_cmd(
     """
     flags = dict(locals())  # the parameters, named as the settings they override
     from chaoseval.config import RunSettings
-    from chaoseval.engine.runner import run
     from chaoseval.engine.toolbox import UnknownTools
     from chaoseval.render.report import print_report
     from chaoseval.store.columns import read_trials
@@ -131,7 +140,7 @@ def run_cmd(
         with warnings.catch_warnings():
             warnings.simplefilter("always", IsolationWarning)  # the run gives it once
             warnings.showwarning = _show_warning  # restored on leaving the block
-            result = run(run_config, on_record=unknown)
+            result = _run(run_config, unknown)
     except HarnessStop as exc:
         _stopped(exc, path)
     except (PluginError, UpstreamError) as exc:
@@ -140,10 +149,6 @@ def run_cmd(
         fail(exc)
     except KeyboardInterrupt:
         _interrupted(path)
-    console.print(
-        f"wrote {result.written} trial(s) to {path}"
-        + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
-    )
     _end_notes(result, unknown, path)
     if report and quiet:
         _print_cells(read_trials(path))
@@ -249,6 +254,8 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         wall_timeout=s.trial_timeout,
         budget_cost=flags["budget_cost"],
         budget_tokens=flags["budget_tokens"],
+        budget_trials=flags["budget_trials"],
+        sequential=_design(s, flags["budget_trials"]),
         progress=_progress(flags["progress"]),
         executor=executor or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
@@ -257,6 +264,39 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         sandbox=s.sandbox,
         scenario_paths=s.scenario_paths or None,
         gate=flags["gate"] or s.gate or (),
+    )
+
+
+def _run(config: RunConfig, unknown: UnknownTools) -> Any:
+    """The fixed matrix, or its rounds (--sequential)."""
+    if config.sequential is not None:
+        from chaoseval.engine import sequential
+
+        return sequential.run(config, on_record=unknown)
+    from chaoseval.engine.runner import run
+
+    return run(config, on_record=unknown)
+
+
+def _design(s: RunSettings, budget_trials: int | None) -> Any:
+    """The sequential design (None: a fixed run), -n its first round."""
+    if not s.sequential:
+        return None
+    from chaoseval.model.records import SequentialDesign
+
+    if not 0 < s.margin < 1:
+        raise ConfigError(f"--margin must lie strictly between 0 and 1 (got {s.margin})")
+    if s.trials > s.max_trials_per_task:
+        raise ConfigError(
+            f"-n {s.trials} (the first round) is above --max-trials-per-task "
+            f"{s.max_trials_per_task}: lower -n or raise the cap"
+        )
+    return SequentialDesign(
+        margin=s.margin,
+        first=s.trials,
+        round_size=s.round_size,
+        max_trials=s.max_trials_per_task,
+        budget_trials=budget_trials,
     )
 
 
@@ -311,10 +351,20 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
 
 
 def _end_notes(result: Any, unknown: UnknownTools, journal: Path) -> None:
-    """What the user should know once the run is over, one line each."""
+    """What the user should know once the run is over, one line each; a sequential run's
+    decisions, a line per cell."""
+    console.print(
+        f"wrote {result.written} trial(s) to {journal}"
+        + (f" (resumed; {result.resumed} kept)" if result.resumed else "")
+    )
     _budget_note(result.budget, journal)
     if note := unknown.note():
         err.print(f"[bold yellow]note:[/] {escape(note)}")
+    if getattr(result, "progress", None) is not None:
+        from chaoseval.render.sequential import decision_lines
+
+        for line in decision_lines(result.progress):
+            console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def _budget_note(budget: Budget | None, journal: Path) -> None:

@@ -8,7 +8,7 @@ their workers), and a resumed run keeps only the indices still to run, 8 bytes e
 from __future__ import annotations
 
 from array import array
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import overload
 
 from chaoseval.engine.trial import TrialPlan
@@ -74,6 +74,16 @@ class Plans(Sequence[TrialPlan]):
         if not done:
             return self
         keep = array("q", (p for p in self._positions() if self._trial_id(p) not in done))
+        return Plans(self._cells, self._scenarios, self._trials, keep)
+
+    def select(self, wanted: Callable[[str, str, int], bool], done: Container[str]) -> Plans:
+        """The plans whose (cell, scenario id, index) ``wanted`` takes and whose trial ids are
+        not in ``done``: a sequential run's round (chaoseval.engine.sequential)."""
+        keep = array("q")
+        for p in self._positions():
+            scenario, cell, index = self._coords(p)
+            if wanted(cell.name, scenario.id, index) and self._trial_id(p) not in done:
+                keep.append(p)
         return Plans(self._cells, self._scenarios, self._trials, keep)
 
     def _positions(self) -> Iterable[int]:

@@ -7,7 +7,8 @@ import platform
 import sys
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -31,6 +32,7 @@ from chaoseval.model.records import (
     Isolation,
     ModelSettings,
     RunManifest,
+    SequentialDesign,
     TrialRecord,
     check_sandbox_mode,
 )
@@ -94,6 +96,10 @@ class RunConfig:
     wall_timeout: float | None = None
     budget_cost: float | None = None  # run totals (--budget-cost / --budget-tokens)
     budget_tokens: int | None = None
+    budget_trials: int | None = None  # recorded trials, the run's total (--budget-trials)
+    # run --sequential: rounds of trials, each cell stopped once decided
+    # (chaoseval.engine.sequential); ``trials`` is then its cap per task.
+    sequential: SequentialDesign | None = None
     progress: RunProgress | None = None  # e.g. chaoseval.render.progress.TerminalProgress
     # Run each scenario's reference solution once and record it in the manifest (the report's
     # tool-call correctness and path efficiency read it from there).
@@ -166,6 +172,7 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
             [str(p.resolve()) for p in config.scenario_paths] if config.scenario_paths else None
         ),
         gate=list(config.gate) or None,
+        sequential=config.sequential,
     )
 
 
@@ -195,6 +202,8 @@ _CONFIG_FLAGS = {
     "scenarios": "the scenarios (-s)",
     "cells": "the cells (-p)",
     "request_limit": "--max-request-size",
+    "sequential": "the sequential design (--alpha, --margin, -n, --round-size, "
+    "--max-trials-per-task)",
 }
 
 
@@ -403,27 +412,10 @@ async def _run_plans(
     manifest, done, writer = await _start(config, store)
 
     todo = plans.without(done)
-    budget = Budget(config.budget_cost, config.budget_tokens)
-    for cost, tokens in done.spent():
-        budget.spend(cost, tokens)  # run totals: what the resumed trials spent counts
-    sink = _Collector(config, budget, writer, on_record)
-    progress = config.progress
-    ended = "interrupted"  # unless the run gets to say otherwise: Ctrl-C, a cancel
-    try:
-        if progress is not None:
-            progress.start(config.agent_name, len(todo))
+    sink = _Collector(config, spent_budget(config, done), writer, on_record)
+    with watched(config, sink, config.agent_name, len(todo)):
         await executor.run(todo, _job(config, manifest, store), sink)
-        ended = "finished" if sink.stopped is None else "stopped"
-    except Exception:
-        ended = "stopped by an error"
-        raise
-    finally:
-        if progress is not None:
-            progress.stop(ended)
-        if writer is not None:
-            _close(writer, sink.stopped)
-    if sink.stopped is not None:
-        raise sink.stopped
+    budget = sink.budget
     records: list[TrialRecord] = []
     if sink.records is not None:
         order = {p.trial_id: i for i, p in enumerate(plans)}
@@ -431,6 +423,37 @@ async def _run_plans(
     return RunResult(
         manifest, records, config.journal, resumed=len(done), budget=budget, written=sink.count
     )
+
+
+def spent_budget(config: RunConfig, done: KeptTrials) -> Budget:
+    """The run's budget, what the resumed trials spent counted (budgets are run totals)."""
+    budget = Budget(config.budget_cost, config.budget_tokens, config.budget_trials)
+    for cost, tokens in done.spent():
+        budget.spend(cost, tokens)
+    return budget
+
+
+@contextmanager
+def watched(config: RunConfig, sink: _Collector, label: str, total: int) -> Iterator[None]:
+    """Trials running: progress started, and on the way out (however it ends) stopped with
+    how it ended and the journal closed; a harness stop raised after both."""
+    progress = config.progress
+    ended = "interrupted"  # unless the run gets to say otherwise: Ctrl-C, a cancel
+    try:
+        if progress is not None:
+            progress.start(label, total)
+        yield
+        ended = "finished" if sink.stopped is None else "stopped"
+    except Exception:
+        ended = "stopped by an error"
+        raise
+    finally:
+        if progress is not None:
+            progress.stop(ended)
+        if sink.writer is not None:
+            _close(sink.writer, sink.stopped)
+    if sink.stopped is not None:
+        raise sink.stopped
 
 
 def _close(writer: JournalWriter, stopped: HarnessStop | None) -> None:

@@ -357,6 +357,31 @@ class Isolation(BaseModel):
         )
 
 
+class SequentialDesign(BaseModel):
+    """How a sequential run (``run --sequential``) decides its cells: rounds of trials, each
+    cell stopped once its anytime-valid test decides (chaoseval.analysis.sequential)."""
+
+    alpha: float = Field(default=0.05, gt=0, lt=1)  # family-wise, over every claim of the run
+    margin: float = Field(default=0.1, gt=0, lt=1)  # "held": no drop of pass^1 past this
+    first: int = Field(default=2, ge=1)  # trials per task in the first round
+    round_size: int = Field(default=2, ge=1)  # trials per task each later round adds
+    max_trials: int = Field(default=20, ge=1)  # per task and cell
+    budget_trials: int | None = Field(default=None, ge=1)  # recorded trials, the run's total
+    method: Literal["e-holm"] = "e-holm"
+    # Each cell's decision as the run left it (a later manifest line of the run writes it
+    # after every round): status, the rule that stopped it, its round and trials per task.
+    decided: dict[str, dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    def rounds(self) -> list[int]:
+        """Each round's cumulative trials per task: first, first + round_size, ... max."""
+        out, n = [], min(self.first, self.max_trials)
+        while True:
+            out.append(n)
+            if n >= self.max_trials:
+                return out
+            n = min(n + self.round_size, self.max_trials)
+
+
 class RunManifest(BaseModel):
     type: Literal["manifest"] = "manifest"
     schema_version: int = SCHEMA_VERSION
@@ -395,6 +420,9 @@ class RunManifest(BaseModel):
     # The gate rules the run applied (the settings' gate or --gate), so a report shows the same
     # gate; None: no gate was applied.
     gate: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # A sequential run's design (run --sequential); None: every cell ran ``trials`` a task.
+    # Then ``trials`` is the most a task and cell may hold, and counts differ by design.
+    sequential: SequentialDesign | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def run_warnings(self) -> list[str]:
         """What every report of this run says before its figures."""
@@ -410,4 +438,8 @@ class RunManifest(BaseModel):
             "scenarios": sorted(s.id for s in self.scenarios),
             "cells": [c.model_dump() for c in self.cells],
             "request_limit": self.request_limit,
-        }
+        } | (
+            {}
+            if self.sequential is None
+            else {"sequential": self.sequential.model_dump(exclude={"budget_trials", "decided"})}
+        )

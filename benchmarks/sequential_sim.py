@@ -1,0 +1,178 @@
+"""run --sequential's figures (issue 44): calibration under the null, and efficiency against a
+fixed n = 20 run on the bundled suite.
+
+Calibration: identical agents (each perturbed cell has clean's per-task success probabilities),
+decided after every round by the sequential replay (chaoseval.analysis.sequential, the code the
+runner uses): the family-wise rate of any false claim (broken or improved) over RUNS runs, with
+its Clopper-Pearson upper bound; beside it the same data through the fixed-n exact stratified
+test (Holm across the cells) looked at after every round and stopped at its first claim.
+
+Efficiency (``--efficiency``; minutes of trials): the naive and resilient reference agents on
+the bundled suite with the demo's catalogue, sequentially and at a fixed n = 20 (judged with the
+same margin): the cells whose statuses agree, and the sequential run's trials as a share of the
+fixed run's.
+
+    python benchmarks/sequential_sim.py [--runs 1000] [--efficiency]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import beta  # type: ignore[import-untyped]
+
+from chaoseval.analysis.sequential import Outcomes, replay
+from chaoseval.analysis.stats import holm
+from chaoseval.analysis.strata import stratified_exact
+from chaoseval.model.records import CLEAN, SequentialDesign
+
+TASKS, CELLS, ALPHA = 20, 6, 0.05
+DESIGN = SequentialDesign(first=2, round_size=2, max_trials=20)
+CATALOGUE = [
+    "latency",
+    "timeout",
+    "malformed",
+    "layout_shift",
+    "modal",
+    "sampling",
+    "stale_memory",
+    "clock_skew",
+    "slow_render",
+    "viewport",
+    "drift",
+    "injection",
+]
+
+
+def _null_run(rng: np.random.Generator) -> tuple[Outcomes, list[str]]:
+    """Every cell with clean's per-task probabilities, independent draws, every fault landed."""
+    p = rng.beta(0.7, 0.4, TASKS)
+    cells = [CLEAN, *(f"x{j}" for j in range(CELLS))]
+    tasks = [f"t{i}" for i in range(TASKS)]
+    n = DESIGN.max_trials
+    rows = [
+        (tasks[i], cell, j, int(rng.random() >= p[i]), 1)
+        for cell in cells
+        for i in range(TASKS)
+        for j in range(n)
+    ]
+    return Outcomes.of(tasks, cells, n, rows), cells
+
+
+def _peeked_fixed_claim(o: Outcomes, cells: list[str]) -> bool:
+    """The fixed-n exact test (Holm over the cells, both directions) after every round."""
+    for n in DESIGN.rounds():
+        clean = o.status[CLEAN][:, :n]
+        ps = []
+        for cell in cells[1:]:
+            x = o.status[cell][:, :n]
+            tables = [
+                (n, int((x[i] == 0).sum()), n, int((clean[i] == 0).sum())) for i in range(TASKS)
+            ]
+            ps += [stratified_exact(tables, "less"), stratified_exact(tables, "greater")]
+        if min(holm(ps)) <= ALPHA:
+            return True
+    return False
+
+
+def calibration(runs: int, seed: int = 44) -> None:
+    rng = np.random.default_rng(seed)
+    sequential = fixed = 0
+    trials = 0
+    start = time.monotonic()
+    for _ in range(runs):
+        o, cells = _null_run(rng)
+        p = replay(o, DESIGN, cells)
+        sequential += any(d.status in ("broken", "improved") for d in p.decisions.values())
+        fixed += _peeked_fixed_claim(o, cells)
+        trials += sum(d.trials for d in p.decisions.values())
+    print(
+        f"calibration under the null: {runs} runs, {TASKS} tasks, {CELLS} cells, rounds "
+        f"{DESIGN.rounds()} (decided after every round; {time.monotonic() - start:.0f} s)"
+    )
+    for name, k in (("sequential (e-Holm)", sequential), ("fixed-n peeked", fixed)):
+        upper = beta.ppf(0.95, k + 1, runs - k) if k < runs else 1.0
+        print(
+            f"  {name:22s} family-wise false claims {k}/{runs} = {k / runs:.3f} "
+            f"(95% upper bound {upper:.3f}; target <= {ALPHA})"
+        )
+    print(
+        f"  sequential: {trials / (runs * CELLS):.1f} trials per task per cell on average "
+        f"(cap {DESIGN.max_trials})"
+    )
+
+
+def _run(agent: str, journal: Path, *args: str) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "chaoseval",
+        "run",
+        "--agent",
+        agent,
+        "--seed",
+        "7",
+        "--journal",
+        str(journal),
+        "--overwrite",
+        "--no-progress",
+        "--no-report",
+    ]
+    for p in CATALOGUE:
+        cmd += ["-p", p]
+    subprocess.run([*cmd, *args], check=True, stdin=subprocess.DEVNULL)
+
+
+def _statuses(journal: Path) -> tuple[dict[str, str], int]:
+    from chaoseval.analysis.build import analyze
+    from chaoseval.store.columns import read_trials
+
+    t = read_trials(journal)
+    a = analyze(t, [1], n_resamples=2_000, references=False)
+    word = {"degraded": "dropped", "broken": "dropped"}
+    return {c: word.get(s.status, s.status) for c, s in a.statuses.items()}, len(t)
+
+
+def efficiency() -> None:
+    agree = cells = seq_trials = fixed_trials = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for agent in ("naive", "resilient"):
+            fixed, seq = Path(tmp) / f"{agent}-20.jsonl", Path(tmp) / f"{agent}-seq.jsonl"
+            _run(agent, fixed, "-n", "20")
+            _run(agent, seq, "--sequential", "-n", "2", "--max-trials-per-task", "20")
+            want, n_fixed = _statuses(fixed)
+            got, n_seq = _statuses(seq)
+            for c in want:
+                same = want[c] == got[c]
+                agree += same
+                print(
+                    f"  {agent:9s} {c:14s} fixed n=20 {want[c]:13s} sequential {got[c]}"
+                    + ("" if same else "   <- differs")
+                )
+            cells += len(want)
+            seq_trials += n_seq
+            fixed_trials += n_fixed
+    print(
+        f"efficiency: statuses agree on {agree} of {cells} cells; the sequential runs used "
+        f"{seq_trials} trials, {seq_trials / fixed_trials:.2f} of the fixed runs' {fixed_trials}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--efficiency", action="store_true", help="also the bundled-suite runs")
+    args = ap.parse_args()
+    calibration(args.runs)
+    if args.efficiency:
+        efficiency()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""``chaoseval run --sequential`` as a user runs it (issue 44): the settings file turns it on,
+run prints each cell's decision, and report and gate read the same decisions from the journal;
+a fixed run's report is unchanged by it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chaoseval.cli.app import app
+
+runner = CliRunner()
+ENV = {"COLUMNS": "250", "NO_COLOR": "1"}
+SETTINGS = """\
+agent = "naive"
+sequential = true
+trials = 2
+round_size = 2
+max_trials_per_task = 6
+seed = 7
+perturbations = ["timeout", "sampling"]
+scenarios = ["orders-*"]
+"""
+
+
+def _run(tmp_path: Path, *extra: str) -> tuple[Path, str]:
+    (tmp_path / "chaoseval.toml").write_text(SETTINGS, encoding="utf-8")
+    journal = tmp_path / "s.jsonl"
+    res = runner.invoke(
+        app,
+        [
+            "run", "--config", str(tmp_path / "chaoseval.toml"), "--journal", str(journal),
+            "--no-progress", "-q", *extra,
+        ],
+        env=ENV,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    return journal, res.output
+
+
+def test_settings_turn_it_on_and_report_and_gate_read_the_decisions(tmp_path: Path) -> None:
+    journal, out = _run(tmp_path)
+    assert "timeout" in out and "broken in round 2 after 4 trial(s) per task" in out
+    manifest = json.loads(journal.read_text().splitlines()[0])
+    assert manifest["sequential"]["first"] == 2 and manifest["trials"] == 6
+    report = runner.invoke(app, ["report", str(journal), "-f", "json"], env=ENV)
+    assert report.exit_code == 0, report.output
+    data = json.loads(report.output)
+    text = json.dumps(data)
+    assert "a sequential run (run --sequential)" in text  # the report says what it shows
+    gate = runner.invoke(app, ["gate", str(journal)], env=ENV)
+    assert gate.exit_code == 1, gate.output  # timeout broke the naive agent
+    assert "broken on" in gate.output and "sequential, round 3: the cap of 6" in gate.output
+
+
+def test_pass_k_past_the_first_round_is_refused(tmp_path: Path) -> None:
+    """pass^k comes from each task's first-round trials: k above -n is refused by report."""
+    journal, _ = _run(tmp_path)
+    res = runner.invoke(app, ["report", str(journal), "--k", "4"], env=ENV)
+    assert res.exit_code == 2
+    assert "2 trials per cell" in res.output
+
+
+@pytest.mark.parametrize("bad", [["--margin", "1.5"], ["-n", "9"]])
+def test_a_bad_design_is_refused_before_any_trial(tmp_path: Path, bad: list[str]) -> None:
+    (tmp_path / "chaoseval.toml").write_text(SETTINGS, encoding="utf-8")
+    journal = tmp_path / "bad.jsonl"
+    res = runner.invoke(
+        app,
+        ["run", "--config", str(tmp_path / "chaoseval.toml"), "--journal", str(journal), *bad],
+        env=ENV,
+    )
+    assert res.exit_code == 2, res.output
+    assert not journal.exists()
