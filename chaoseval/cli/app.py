@@ -12,7 +12,17 @@ from typing import Any
 import typer
 
 from chaoseval import redact
-from chaoseval.cli import analysis, authoring, catalogue, doctor, investigate, relay, run, summary
+from chaoseval.cli import (
+    analysis,
+    authoring,
+    catalogue,
+    doctor,
+    investigate,
+    relay,
+    run,
+    summary,
+    view,
+)
 from chaoseval.cli._common import fail
 
 
@@ -35,7 +45,7 @@ def build() -> typer.Typer:
         rich_markup_mode=None,
     )
     app.callback()(_session)
-    for module in (run, analysis, investigate, summary, catalogue, authoring, doctor, relay):
+    for module in (run, analysis, investigate, summary, catalogue, authoring, doctor, relay, view):
         module.register(app)
     _guard(app)
     return app
