@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from chaoseval import redact
 from chaoseval.errors import ChaosevalError
 from chaoseval.view import runs
 from chaoseval.view.files import read_text, served
@@ -91,7 +92,9 @@ class HostGuard:
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(body, status_code=status, headers=HEADERS)
+    """A page or fragment, redacted whole as it is sent: a secret in markup the report's
+    renderers made (or a pattern added since the journal was written) is replaced too."""
+    return HTMLResponse(redact.redact(body), status_code=status, headers=HEADERS)
 
 
 def _guarded(

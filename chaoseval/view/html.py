@@ -2,8 +2,8 @@
 its style and its one script.
 
 Every text a page shows passes through :func:`text`: the reports' redaction (chaoseval.redact),
-then control characters made visible (render.printable), then HTML escaping. Whole pages are
-redacted once more as they are sent (:func:`page`), so a secret in markup the report's
+then control characters made visible (render.printable), then HTML escaping. Whole pages and
+fragments are redacted once more as they are sent (view.app), so a secret in markup the report's
 renderers made is replaced too. Pages load no script but ``/static/view.js`` (the
 Content-Security-Policy the app sends forbids inline ones), so even text that escaped its
 escaping could not run.
@@ -91,9 +91,9 @@ if (pick) pick.addEventListener('submit', (ev) => {
 
 
 def page(title: str, body: str, *, crumbs: list[tuple[str, str]] | None = None) -> str:
-    """A whole page: the bar of links, ``body`` (HTML already safe), the script; redacted."""
+    """A whole page: the bar of links, ``body`` (HTML already safe), the script."""
     links = "".join(f"<a href='{url}'>{text(name)}</a>" for name, url in crumbs or [])
-    html = (
+    return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width'>"
         f"<title>{text(title)}</title><style>{REPORT_CSS}{VERDICT_CSS}{CSS}</style></head><body>"
@@ -101,4 +101,3 @@ def page(title: str, body: str, *, crumbs: list[tuple[str, str]] | None = None) 
         f"<h1>{text(title)}</h1>{body}"
         "<script src='/static/view.js'></script></body></html>"
     )
-    return redact.redact(html)
