@@ -70,7 +70,9 @@ def _model(s: Step) -> str:
         out += f"<p>answer</p><pre>{pretty(s.result)}</pre>"
     data = s.data.model_dump()
     if data:
-        out += f"<p class='meta'>{text(', '.join(f'{k} {v}' for k, v in data.items()))}</p>"
+        said = ", ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}"
+                         for k, v in data.items())  # fmt: skip
+        out += f"<p class='meta'>{text(said)}</p>"
     return out
 
 
@@ -164,7 +166,7 @@ def _column(library: Library, key: str, r: TrialRecord, title: str, mark: int | 
         f"<a href='{link}'>{text(r.trial_id)}</a></h2>"
         f"<p><span class='{r.status}'>{text(r.status + cause)}</span> · cell {text(r.cell)} · "
         f"seed {r.seed} · {text(r.agent)} · model {text(r.model.model)} "
-        f"T={r.model.temperature:g} seed={text(r.model.seed)}</p>"
+        f"T={r.model.temperature:g} seed={text('—' if r.model.seed is None else r.model.seed)}</p>"
         + (f"<p class='warn'>error: {text(r.error)}</p>" if r.error else "")
         + (f"<h3>Faults tied to no step</h3>{loose}" if loose else "")
         + f"<h3>Steps</h3>{steps or '<p>no steps</p>'}"
