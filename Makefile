@@ -113,10 +113,12 @@ bench-wire: $(STAMP)
 
 # The big-journal part of `make bench` alone (issue 23): every report command's time and peak
 # memory at 1M records over 100, 10k and 100k tasks (tens of minutes on a loaded machine);
-# RECORDS=100000 (and TASKS=100,10000) for a quick look, printed as a reduced scale.
+# RECORDS=100000 (and TASKS=100,10000) for a quick look, printed as a reduced scale. Then
+# `chaoseval view`'s time to first paint of a run's page in Chromium on the 100-task journal.
 bench-report: $(STAMP)
 	$(if $(RECORDS),CHAOSEVAL_BENCH_RECORDS=$(RECORDS)) $(if $(TASKS),CHAOSEVAL_BENCH_TASKS=$(TASKS)) \
 	  $(BIN)/python benchmarks/bench_report.py
+	$(if $(RECORDS),CHAOSEVAL_BENCH_RECORDS=$(RECORDS)) $(BIN)/python benchmarks/view_paint.py
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .cache/pycache

@@ -122,6 +122,17 @@ def test_artifacts_outside_the_store_or_folder_are_never_served(
     assert secret.read_text() == "OUTSIDE-THE-FOLDER"
 
 
+def test_a_journal_linked_from_outside_the_folder_is_not_served(
+    runs: Path, tmp_path: Path, serve: Callable[[Path], Served]
+) -> None:
+    root = tmp_path / "view"
+    root.mkdir()
+    (root / "linked.jsonl").symlink_to(runs / "release-1" / "run.jsonl")
+    view = serve(root)
+    assert "linked.jsonl" not in view.get("/").text
+    assert view.get("/run", params={"j": "linked.jsonl"}).status_code == 404
+
+
 def test_hostile_text_is_escaped_and_secrets_redacted_on_every_page(
     runs: Path, tmp_path: Path, serve: Callable[[Path], Served], monkeypatch: pytest.MonkeyPatch
 ) -> None:
