@@ -179,7 +179,9 @@ class Library:
     def report(self, key: str) -> Report:
         """The run's analysis, verdict and recorded gate, made again when the file changed."""
         trials, stamp = self.trials(key)
-        with self._key_lock(key):
+        # Its own lock: a minute's analysis of a million trials must not hold up the trial
+        # list of the same run (read under the columns' lock).
+        with self._key_lock(key + "\0report"):
             kept = self._reports.get(key)
             if kept is not None and kept[0] == stamp:
                 return kept[1]

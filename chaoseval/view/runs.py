@@ -18,6 +18,7 @@ __all__ = ["Filters", "report_fragment", "run_page", "runs_page", "statuses_frag
 
 STATUSES = ("passed", "failed", "not_evaluable")  # the status column's codes 0, 1, 2
 PAGE = 200  # trials a page lists: the rest are a page further (a million-trial run too)
+MANY = 500  # tasks past which the task filter is typed, not a list of 100k options
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def _filters_form(t: Trials, f: Filters) -> str:
         "<form class='filters' id='filters' action='/run'>"
         f"<input type='hidden' name='j' value='{text(f.journal)}'>"
         + _select("cell", "cell", cells, f.cell)
-        + _select("task", "task", tasks, f.task)
+        + (_select("task", "task", tasks, f.task) if len(tasks) <= MANY else
+           f"<label>task<input name='task' value='{text(f.task)}' size='30'></label>")
         + _select("status", "status", list(STATUSES), f.status)
         + _select("cause", "root cause", causes, f.cause)
         + "<button type='submit'>filter</button>"
