@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ def allowed_hosts(bind: str) -> set[str]:
     names = set(LOOPBACK_NAMES)
     if bind not in ("0.0.0.0", "::", ""):
         names.add(bind.strip("[]").lower())
+    else:  # every address: requests may name this machine by its host name
+        names.add(socket.gethostname().lower())
     return names
 
 

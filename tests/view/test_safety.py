@@ -266,3 +266,12 @@ def test_the_view_never_takes_the_writer_lock(
     assert again.stdout.strip() == "locked", again.stderr
     after = sorted(os.listdir(store)) if store.exists() else []
     assert after == before  # nothing written beside the journal
+
+
+def test_hosts_allowed_are_loopback_names_and_the_address_served() -> None:
+    from chaoseval.view.app import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1") == {"localhost", "127.0.0.1", "::1"}
+    assert "10.1.2.3" in allowed_hosts("10.1.2.3")
+    every = allowed_hosts("0.0.0.0")
+    assert socket.gethostname().lower() in every and "0.0.0.0" not in every
