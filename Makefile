@@ -117,10 +117,12 @@ bench-wire: $(STAMP)
 
 # The big-journal part of `make bench` alone (issue 23): every report command's time and peak
 # memory at 100k records over 100, 10k and 100k tasks; RECORDS=1000000 for the targets' scale
-# (tens of minutes on a loaded machine), TASKS=100,10000 for fewer task counts.
+# (tens of minutes on a loaded machine), TASKS=100,10000 for fewer task counts. Then
+# `chaoseval view`'s time to first paint of a run's page in Chromium on the 100-task journal.
 bench-report: $(STAMP)
 	$(BIN)/python benchmarks/bench_report.py $(if $(RECORDS),--records $(RECORDS)) \
 	  $(if $(TASKS),--tasks $(TASKS))
+	CHAOSEVAL_BENCH_RECORDS=$(or $(RECORDS),100000) $(BIN)/python benchmarks/view_paint.py
 
 # run --sequential's figures (issue 44): calibration under the null over 1,000 simulated runs
 # beside a fixed-n test peeked every round (a few minutes), then the bundled suite with the

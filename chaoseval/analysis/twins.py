@@ -36,6 +36,7 @@ __all__ = [
     "fault_marks",
     "replay_command",
     "timeline",
+    "twin_pair",
     "twins",
 ]
 
@@ -146,7 +147,8 @@ class TwinPair:
     scenarios: tuple[str, ...] = ()
 
 
-def _pair(failed: TrialRecord, clean: TrialRecord | None) -> TwinPair:
+def twin_pair(failed: TrialRecord, clean: TrialRecord | None) -> TwinPair:
+    """``failed`` laid out beside its clean twin, the first step where they part found."""
     mine = timeline(failed)
     twin = timeline(clean) if clean is not None else []
     loose = [_mark(f) for f in failed.trajectory.faults if f.step is None]
@@ -203,7 +205,7 @@ class LazyPairs(Sequence[TwinPair]):
     def _pair(self, i: int) -> TwinPair:
         twin = int(self._twins[i])
         clean = self._t.record(twin) if twin >= 0 else None
-        pair = _pair(self._t.record(int(self._rows[i])), clean)
+        pair = twin_pair(self._t.record(int(self._rows[i])), clean)
         manifest = self._t.manifest
         if manifest is not None and manifest.scenario_paths:
             pair.scenarios = tuple(manifest.scenario_paths)

@@ -22,6 +22,7 @@ from chaoseval.cli import (
     review,
     run,
     summary,
+    view,
 )
 from chaoseval.cli._common import fail
 
@@ -46,7 +47,7 @@ def build() -> typer.Typer:
     )
     app.callback()(_session)
     for module in (run, analysis, investigate, review, summary, catalogue, authoring, doctor,
-                   relay):  # fmt: skip
+                   relay, view):  # fmt: skip
         module.register(app)
     _guard(app)
     return app
