@@ -3,10 +3,11 @@ Chromium once the view has read the journal's columns (target under 3 s at 1,000
 beside the time the columns took and the time until the report's verdict is shown below the
 trials (it is fetched after the page, so the page paints without waiting for the analysis).
 
-The journal is benchmarks/big_journals.py's (real records of the ``resilient`` agent renamed
+The journal is benchmarks/bench_report.py's (real records of the ``resilient`` agent renamed
 into ``CHAOSEVAL_BENCH_TASKS``' first count of tasks, 100 by default), cached and reused; its
-size is ``CHAOSEVAL_BENCH_RECORDS`` (default 1,000,000). The view serves the cache folder on a
-free port of 127.0.0.1 from this process; Debian's Chromium (Playwright) opens the run's page
+size is ``CHAOSEVAL_BENCH_RECORDS`` (default 100,000, as `make bench-report`;
+RECORDS=1000000 there for the target's scale). The view serves the cache folder on a free port
+of 127.0.0.1 from this process; Debian's Chromium (Playwright) opens the run's page
 and reports its first contentful paint (``performance.getEntriesByType('paint')``) and the
 wall time from navigation to it, with the load average.
 """
