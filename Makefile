@@ -122,7 +122,7 @@ bench-wire: $(STAMP)
 bench-report: $(STAMP)
 	$(BIN)/python benchmarks/bench_report.py $(if $(RECORDS),--records $(RECORDS)) \
 	  $(if $(TASKS),--tasks $(TASKS))
-	CHAOSEVAL_BENCH_RECORDS=$(or $(RECORDS),100000) $(BIN)/python benchmarks/view_paint.py
+	CHAOSEVAL_BENCH_RECORDS=$(or $(RECORDS),100000) $(BIN)/python benchmarks/bench_browser.py view
 
 # run --sequential's figures (issue 44): calibration under the null over 1,000 simulated runs
 # beside a fixed-n test peeked every round (a few minutes), then the bundled suite with the
