@@ -18,8 +18,9 @@ Rule grammar (spaces optional, operators ``>= <= > < == !=``):
 - ``vetoes(over-refund) == 0``, ``vetoes(over-refund)[timeout] == 0``: trials a scenario's veto
   rule of that name vetoed, over the run or in each selected cell (a name no scenario of the
   run declares is a usage error, with a did-you-mean);
-- ``mean(tool_calls) <= 6``, ``p95(latency) <= 30``, ``mean(cost)[clean] <= 0.05``: the mean
-  or 95th percentile of a process metric per trial (``steps``, ``tool_calls``, ``tokens``,
+- ``mean(tool_calls) <= 6``, ``p95(latency) <= 30``, ``max(steps) <= 6``,
+  ``mean(cost)[clean] <= 0.05``: the mean, 95th percentile or largest value of a process metric
+  per trial (``steps``, ``tool_calls``, ``tokens``,
   ``cost``, ``latency`` in trial-clock seconds), over every trial of the run, or per cell with a
   selector (``[*]``: each cell);
 - ``graceful[timeout] == 1.0``: the correct-degradation rate, of the trials in which a fault
@@ -118,7 +119,7 @@ class Rule:
     k: int | None = None
     cell: str | None = None  # process / graceful: None means the whole run
     counter: str | None = None  # counter: its name; veto: the veto rule's name
-    agg: str | None = None  # process: mean | p95
+    agg: str | None = None  # process: mean | p95 | max
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def _hint(t: str) -> str:
     """Say what is wrong with a near miss, not only that it did not parse."""
     word = re.match(r"[\w-]+", t)
     if word and word[0] in METRICS:
-        return f" (a process metric needs an aggregate: 'mean({word[0]})' or 'p95({word[0]})')"
+        return f" (a process metric needs an aggregate: 'mean({word[0]})', 'p95({word[0]})' or 'max({word[0]})')"
     if word and word[0] == "degradation":
         return " ('degradation' is the drop against clean: 'max-degradation pass^5 <= 0.1')"
     return ""

@@ -33,7 +33,7 @@ __all__ = [
 # tool_calls: the tool calls alone; latency: the trial's duration on its own clock (virtual
 # for simulated agents, real otherwise), not the harness's wall time.
 METRICS = ("steps", "tool_calls", "tokens", "cost", "latency")
-AGGREGATES = ("mean", "p95")
+AGGREGATES = ("mean", "p95", "max")
 Outcome = Literal["recovered", "fell_back", "failed"]
 
 
@@ -113,13 +113,16 @@ def measure(records: Records) -> Measures:
 
 
 def aggregate(how: str, values: Sequence[float]) -> float | None:
-    """``mean`` or ``p95`` (linear interpolation, as numpy's default quantile); None if empty."""
+    """``mean``, ``p95`` (linear interpolation, as numpy's default quantile) or ``max`` (a
+    bound every trial must keep, such as a path's length); None if empty."""
     if not values:
         return None
     if how == "mean":
         return math.fsum(values) / len(values)
     if how == "p95":
         return float(np.quantile(values, 0.95))
+    if how == "max":
+        return float(max(values))
     raise ValueError(f"unknown aggregate {how!r}; one of {', '.join(AGGREGATES)}")
 
 

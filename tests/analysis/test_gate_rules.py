@@ -93,7 +93,7 @@ def test_process_rules_parse() -> None:
     [
         ("steps <= 6", "needs an aggregate: 'mean(steps)'"),
         ("mean(turns) <= 6", "unknown process metric 'turns'; one of steps, tool_calls"),
-        ("median(cost) <= 1", "unknown aggregate 'median'; use mean or p95"),
+        ("median(cost) <= 1", "unknown aggregate 'median'; use mean or p95 or max"),
         ("mean(cost) <= -1", "cost is never negative"),
         ("graceful[timeout] >= 1.5", "a rate is between 0 and 1"),
         ("pass^0 >= 0.5", "k starts at 1"),
@@ -123,6 +123,11 @@ def test_process_rules_measure_the_run_or_each_cell(analysis: Analysis) -> None:
     assert cost.measured == pytest.approx(0.025) and cost.passed
     tokens = _one(analysis, "mean(tokens) >= 100")
     assert tokens.measured == pytest.approx(115.0) and tokens.passed
+    # max: a bound every trial keeps (a path's length per case), per cell the worst cell's.
+    longest = _one(analysis, "max(steps)[*] <= 9")
+    assert (longest.passed, longest.measured) == (True, 9.0)
+    assert not _one(analysis, "max(steps)[*] <= 8").passed
+    assert _one(analysis, "max(tool_calls)[clean] <= 2").measured == 2.0
 
 
 def test_graceful_is_the_share_of_contract_trials_that_ended_correctly(analysis: Analysis) -> None:
