@@ -171,7 +171,8 @@ def _hint(t: str) -> str:
     """Say what is wrong with a near miss, not only that it did not parse."""
     word = re.match(r"[\w-]+", t)
     if word and word[0] in METRICS:
-        return f" (a process metric needs an aggregate: 'mean({word[0]})', 'p95({word[0]})' or 'max({word[0]})')"
+        w = word[0]
+        return f" (a process metric needs an aggregate: 'mean({w})', 'p95({w})' or 'max({w})')"
     if word and word[0] == "degradation":
         return " ('degradation' is the drop against clean: 'max-degradation pass^5 <= 0.1')"
     return ""
