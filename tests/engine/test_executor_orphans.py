@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -100,14 +101,25 @@ def _worker(pid: int) -> int:
     return parent
 
 
-def _kill_its_worker(token: str) -> None:
-    """Once the agent runs, SIGKILL the worker that started it, as the OOM killer would: the
-    executor does not see it coming."""
-    agent = started(token)[0]
-    # Past the Ray executor's first look at the worker: a worker that dies before answering
-    # anything sent after the trial gets the trial run again (ray.py), not recorded.
-    time.sleep(0.5)
-    os.kill(_worker(agent), signal.SIGKILL)
+def _kill_its_worker(token: str, stop: threading.Event) -> None:
+    """Each time the agent runs, SIGKILL the worker that started it, as the OOM killer would:
+    the executor does not see it coming. A worker that dies before it answered anything sent
+    after the trial gets the trial run again alone (ray.py: it may have died before the trial
+    reached it), and a second death blames the trial; so the worker of every start is killed,
+    not only the first, and how soon the executor first heard from it (later on a loaded
+    machine) does not decide the outcome."""
+    killed: set[int] = set()
+    while not stop.is_set():
+        pids = carrying(token)
+        fresh = [pid for pid in pids[:1] if pid not in killed]
+        if len(pids) >= 2 and fresh:
+            # Past the executor's first look at the worker, most of the time: the trial is
+            # then recorded at once; when not, the run-again start is killed in its turn.
+            time.sleep(0.5)
+            killed.add(fresh[0])
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                os.kill(_worker(fresh[0]), signal.SIGKILL)
+        time.sleep(0.05)
 
 
 def gone(pids: list[int]) -> list[int]:
@@ -156,14 +168,18 @@ def run_stubborn(
         references=False,
         sandbox=sandbox,
     )
-    killer = threading.Thread(target=_kill_its_worker, args=(token,), daemon=True)
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_its_worker, args=(token, stop), daemon=True)
     watcher = threading.Thread(target=lambda: seen.extend(started(token)), daemon=True)
     watcher.start()
     if kill_worker:
         killer.start()
     t0 = time.monotonic()
-    with pytest.warns(IsolationWarning) if sandbox == "none" else nullcontext():
-        run(config)
+    try:
+        with pytest.warns(IsolationWarning) if sandbox == "none" else nullcontext():
+            run(config)
+    finally:
+        stop.set()
     elapsed = time.monotonic() - t0
     records = read_journal(tmp_path / "j.jsonl").records
     expected = "crash" if kill_worker else "timeout"
