@@ -27,8 +27,13 @@ with sync_playwright() as p:
     page.goto(os.environ["CHAOSEVAL_UI_URL"])
     request = re.search(r"RQ-\\d+", page.locator("h2").first.inner_text()).group(0)
     # A dialog may open after load (a late modal): dismiss what is there, try the click,
-    # and on a refused click look for a dialog again.
+    # and on a refused click, or a click a dialog opening just then took (no approval
+    # follows), look for a dialog again. How late the dialog opens depends on the
+    # machine's load, so no attempt's outcome rests on it.
+    approved = page.get_by_role("status").filter(has_text="approved")
     for attempt in range(6):
+        if approved.count():
+            break
         for name in ("Accept all", "Accept cookies", "Got it", "No thanks", "Not now",
                      "Stay signed in", "Continue session", "Close", "Dismiss"):
             button = page.get_by_role("dialog").get_by_role("button", name=name)
@@ -37,11 +42,12 @@ with sync_playwright() as p:
                 page.get_by_role("dialog").wait_for(state="detached")
         try:
             page.get_by_role("button", name="Approve refund").click(timeout=2000)
+            approved.wait_for(timeout=10000)
             break
         except Exception:
             if attempt == 5:
                 raise
-    page.get_by_role("status").filter(has_text="approved").wait_for()
+    approved.wait_for()
     browser.close()
 print(json.dumps({{"answer": f"Approved refund request {{request}}."}}))
 """
