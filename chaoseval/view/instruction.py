@@ -17,6 +17,7 @@ file's sha256 differs from the manifest's, the page says so (replay.changed_sinc
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -42,9 +43,18 @@ class Instruction:
     warnings: tuple[str, ...] = ()
 
 
-@cache
+_LOADING = threading.Lock()
+
+
 def _installed() -> tuple[Scenario, ...]:
-    """The installed packs' scenarios, loaded once a process (the first load takes seconds)."""
+    """The installed packs' scenarios, loaded once a process (the first load takes seconds);
+    pages are made on several threads, and a pack's files must not be executed twice at once."""
+    with _LOADING:
+        return _installed_once()
+
+
+@cache
+def _installed_once() -> tuple[Scenario, ...]:
     from chaoseval.loading.files import installed
 
     return tuple(installed())
@@ -77,7 +87,9 @@ def _from_folder(root: Path, source: str, scenario_id: str) -> Scenario:
         )
     if not path.is_file():
         raise ChaosevalError(f"the scenario file {source} is not there any more")
-    found = next((s for s in load_file(path) if s.id == scenario_id), None)
+    with _LOADING:
+        loaded = load_file(path)
+    found = next((s for s in loaded if s.id == scenario_id), None)
     if found is None:
         raise ChaosevalError(f"{source} no longer defines scenario {scenario_id!r}")
     return found
