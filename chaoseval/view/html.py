@@ -64,6 +64,7 @@ div.step pre{max-height:260px;margin:4px 0} div.fault{background:#fdecea;border-
 span.mark{background:#e08a1e;color:#fff;border-radius:3px;padding:0 5px;font-size:11px}
 img.shot{max-width:100%;border:1px solid #ccc} .live{color:#1e8449;font-size:12px}
 table.checks td{white-space:normal}
+pre.instruction{white-space:pre-wrap;overflow-wrap:anywhere}
 """
 
 SCRIPT = """

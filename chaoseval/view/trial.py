@@ -15,6 +15,7 @@ from chaoseval.model.trajectory import Fault, Step
 from chaoseval.store.columns import Trials
 from chaoseval.view.files import served, tail
 from chaoseval.view.html import href, page, pretty, text
+from chaoseval.view.instruction import instruction_html
 from chaoseval.view.library import Library, NotServed
 
 __all__ = ["find_row", "trial_page"]
@@ -191,11 +192,7 @@ def trial_page(library: Library, key: str, trial_id: str) -> str:
     else:
         none = "a clean trial" if record.cell == CLEAN else "no clean twin in this journal"
         body = f"<p class='meta'>{text(none)}</p>{mine}"
-    instruction = (
-        "<p class='meta'>The journal records no instruction text: the scenario "
-        f"{text(record.scenario)} renders it from its world (<code>chaoseval replay</code> "
-        "shows it).</p>"
-    )
+    instruction = instruction_html(library.root, t.full_manifest(), record)
     crumbs = [(key, href("/run", {"j": key})),
               (record.cell, href("/run", {"j": key, "cell": record.cell}))]  # fmt: skip
     return page(f"Trial {record.trial_id}", instruction + body, crumbs=crumbs)
