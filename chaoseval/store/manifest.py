@@ -65,10 +65,11 @@ _MAP = msgspec.json.Decoder(dict[str, msgspec.Raw] | None)
 
 def lean_manifest(
     line: bytes,
-) -> tuple[RunManifest, ReferenceIndex | None, frozenset[str]] | None:
-    """The manifest without its scenario list, its reference runs indexed, and its scenarios'
-    ids (what a trial line's task must be: store.conform); None when the line is not a manifest
-    read this way (the full reader then reads it or names its fault)."""
+) -> tuple[RunManifest, ReferenceIndex | None, frozenset[str], dict[str, str]] | None:
+    """The manifest without its scenario list, its reference runs indexed, its scenarios'
+    ids (what a trial line's task must be: store.conform) and veto rules (name -> kind, what
+    gate rules may name); None when the line is not a manifest read this way (the full reader
+    then reads it or names its fault)."""
     try:
         parts = _PARTS.decode(line)
     except msgspec.DecodeError:
@@ -81,10 +82,14 @@ def lean_manifest(
         version = head.get("schema_version")
         if isinstance(version, int) and version > SCHEMA_VERSION:
             return None  # the full reader says to upgrade
-        # Each checked; only its id kept.
-        ids = frozenset(
-            ScenarioInfo.model_validate_json(bytes(raw)).id for raw in _LIST.decode(scenarios)
-        )
+        # Each checked, one at a time; only its id and veto rules kept.
+        seen: set[str] = set()
+        vetoes: dict[str, str] = {}
+        for raw in _LIST.decode(scenarios):
+            info = ScenarioInfo.model_validate_json(bytes(raw))
+            seen.add(info.id)
+            vetoes.update(info.vetoes)
+        ids = frozenset(seen)
         index = None
         if references is not None and (refs := _MAP.decode(references)) is not None:
             index = ReferenceIndex()
@@ -93,4 +98,4 @@ def lean_manifest(
         manifest = RunManifest.model_validate({**head, "scenarios": []})
     except (msgspec.DecodeError, ValidationError):
         return None
-    return manifest, index, ids
+    return manifest, index, ids, vetoes
