@@ -5,7 +5,8 @@ and their arguments): at 100k tasks one 50 MB line, some 400 MB as pydantic obje
 a report uses only the reference runs' steps, errors and call keys. Read here, the line's other
 fields are validated as the :class:`RunManifest` they are, and the scenarios and reference runs
 are validated one entry at a time (the same models, so a bad entry is refused) and kept only as
-:class:`ReferenceIndex`; the manifest the columns hold has no scenario list then
+:class:`ReferenceIndex`, the scenarios' ids and their veto rules (what ``vetoes(NAME)`` gate
+rules may name, fired or not); the manifest the columns hold has no scenario list then
 (``Trials.full_manifest()`` reads the whole line again, as ``run --resume`` needs it). A line
 this refuses is read by :func:`chaoseval.store.journal.parse_line` instead, which gives its
 error or its record as before.
