@@ -185,7 +185,7 @@ def analyze(
         ),
         margin=margin,
         matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
-        veto_rules={n: k for s in m.scenarios for n, k in s.vetoes.items()},
+        veto_rules=t.veto_rules,
         audit=audit(t, read_labels(t.path, m.run_id, warnings), {c.cell: c.counts for c in cells}),
     )
     release(t)

@@ -104,10 +104,17 @@ class Builder:
         manifest: RunManifest,
         references: ReferenceIndex | None = None,
         scenarios: frozenset[str] | None = None,
+        veto_rules: dict[str, str] | None = None,
     ) -> None:
-        """The run's manifest; ``references`` and ``scenarios`` (ids): its reference runs and
-        scenarios when read lean (its scenario list left out)."""
+        """The run's manifest; ``references``, ``scenarios`` (ids) and ``veto_rules``: its
+        reference runs, scenarios and their veto rules when read lean (its scenario list left
+        out)."""
         self.manifest = manifest
+        self.t.veto_rules = (
+            veto_rules
+            if veto_rules is not None
+            else {n: k for s in manifest.scenarios for n, k in s.vetoes.items()}
+        )
         self.run_id = manifest.run_id  # every trial line must carry it
         self.allowed = Allowed.of(manifest, scenarios)
         index = references or index_references(manifest.references)

@@ -121,6 +121,7 @@ class _Meta(msgspec.Struct):
     by_tool: dict[str, tuple[int, int, int, int, dict[str, int]]]
     sampling: list[tuple[Any, Any, Any, Any, int]]
     lean_at: tuple[int, int] | None
+    veto_rules: dict[str, str]
     recorded: bool  # the run recorded its reference runs ("index" is not null)
 
 
@@ -193,6 +194,7 @@ def save(path: Path, t: Any, at: Stamp) -> bool:
         },
         sampling=[(*key, n) for key, n in t.sampling.items()],
         lean_at=t.lean_at,
+        veto_rules=t.veto_rules,
         recorded=refs is not None,
     )
     arrays = {f"c_{name}": column for name, column in t.col.items()}
@@ -445,4 +447,5 @@ def load(path: Path, st: os.stat_result) -> dict[str, Any] | None:
         refs=refs,
         references=LazyIndex(later) if recorded else None,
         lean_at=meta.lean_at,
+        veto_rules=meta.veto_rules,
     )

@@ -70,6 +70,9 @@ class Trials:
     odd_ids: dict[int, str] = field(default_factory=dict)  # rows whose id is not s/c/i
     errors: dict[int, str] = field(default_factory=dict)  # error of rows that did not pass
     vetoes: dict[int, list[tuple[str, ...]]] = field(default_factory=dict)
+    # The scenarios' veto rules, name -> kind (safety, hallucination): kept apart from the
+    # manifest's scenario list, which a lean read leaves out, so a rule that never fired is known.
+    veto_rules: dict[str, str] = field(default_factory=dict)
     browser: dict[int, tuple[float, tuple[tuple[str, bool], ...], str | None]] = field(
         default_factory=dict
     )

@@ -5,7 +5,8 @@ and their arguments): at 100k tasks one 50 MB line, some 400 MB as pydantic obje
 a report uses only the reference runs' steps, errors and call keys. Read here, the line's other
 fields are validated as the :class:`RunManifest` they are, and the scenarios and reference runs
 are validated one entry at a time (the same models, so a bad entry is refused) and kept only as
-:class:`ReferenceIndex`; the manifest the columns hold has no scenario list then
+:class:`ReferenceIndex`, the scenarios' ids and their veto rules (what ``vetoes(NAME)`` gate
+rules may name, fired or not); the manifest the columns hold has no scenario list then
 (``Trials.full_manifest()`` reads the whole line again, as ``run --resume`` needs it). A line
 this refuses is read by :func:`chaoseval.store.journal.parse_line` instead, which gives its
 error or its record as before.
@@ -65,10 +66,11 @@ _MAP = msgspec.json.Decoder(dict[str, msgspec.Raw] | None)
 
 def lean_manifest(
     line: bytes,
-) -> tuple[RunManifest, ReferenceIndex | None, frozenset[str]] | None:
-    """The manifest without its scenario list, its reference runs indexed, and its scenarios'
-    ids (what a trial line's task must be: store.conform); None when the line is not a manifest
-    read this way (the full reader then reads it or names its fault)."""
+) -> tuple[RunManifest, ReferenceIndex | None, frozenset[str], dict[str, str]] | None:
+    """The manifest without its scenario list, its reference runs indexed, its scenarios'
+    ids (what a trial line's task must be: store.conform) and veto rules (name -> kind, what
+    gate rules may name); None when the line is not a manifest read this way (the full reader
+    then reads it or names its fault)."""
     try:
         parts = _PARTS.decode(line)
     except msgspec.DecodeError:
@@ -81,10 +83,14 @@ def lean_manifest(
         version = head.get("schema_version")
         if isinstance(version, int) and version > SCHEMA_VERSION:
             return None  # the full reader says to upgrade
-        # Each checked; only its id kept.
-        ids = frozenset(
-            ScenarioInfo.model_validate_json(bytes(raw)).id for raw in _LIST.decode(scenarios)
-        )
+        # Each checked, one at a time; only its id and veto rules kept.
+        seen: set[str] = set()
+        vetoes: dict[str, str] = {}
+        for raw in _LIST.decode(scenarios):
+            info = ScenarioInfo.model_validate_json(bytes(raw))
+            seen.add(info.id)
+            vetoes.update(info.vetoes)
+        ids = frozenset(seen)
         index = None
         if references is not None and (refs := _MAP.decode(references)) is not None:
             index = ReferenceIndex()
@@ -93,4 +99,4 @@ def lean_manifest(
         manifest = RunManifest.model_validate({**head, "scenarios": []})
     except (msgspec.DecodeError, ValidationError):
         return None
-    return manifest, index, ids
+    return manifest, index, ids, vetoes
