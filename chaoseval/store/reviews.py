@@ -66,7 +66,10 @@ def append_labels(journal: Path, labels: Sequence[Label]) -> Path:
 
 def read_labels(journal: Path, run_id: str, warnings: list[str]) -> list[Label]:
     """The journal's labels in the order they were written; a line that is not a label, or a
-    label of another run (a journal replaced by hand), is left out with a warning naming it."""
+    label of another run (a journal replaced by hand), is left out with a warning naming it.
+    Records analysed in memory (``trials_of``: no journal file, its path ".") have none."""
+    if not journal.name:
+        return []
     path = reviews_file(journal)
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()

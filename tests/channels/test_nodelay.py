@@ -31,6 +31,9 @@ SERVERS = {
     # the sandbox's relay to the trial's ports: it sets TCP_NODELAY itself on both sockets of
     # each connection, in the sandbox where this probe cannot look (tests/agents/test_netrelay.py)
     "chaoseval/agents/netrelay.py",
+    # `chaoseval view`: a person's browser reading journals, on no trial's path (no agent's
+    # request waits on it), so not probed here; tests/view/ drive it
+    "chaoseval/view/serve.py",
 }
 LISTENS = re.compile(
     r"serve_asgi\(|\.listen\(|start_server\(|create_server\(|uvicorn\.(run|Server)"
