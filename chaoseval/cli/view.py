@@ -33,7 +33,10 @@ def view_cmd(
         if warning:
             err.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
         sock = bind(host, port)
-        err.print(f"chaoseval view of {escape(str(directory))} on {url_of(sock)}", highlight=False)
+        # One line however long the folder's name: a reader (a script, a test) takes the URL
+        # from it, and rich would wrap it at the terminal's width.
+        where = f"chaoseval view of {escape(str(directory))} on {url_of(sock)}"
+        err.print(where, highlight=False, soft_wrap=True)
         serve(directory, sock, host, open_browser=open_browser)
     except ChaosevalError as exc:
         fail(exc)
