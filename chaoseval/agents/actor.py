@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+from chaoseval.agents.conversing import Conversation
 from chaoseval.errors import ToolConnectionError, ToolHTTPError, ToolTimeout
 from chaoseval.seams.agent import AgentOutput, Episode
 
@@ -27,9 +28,25 @@ class Stop(Exception):
 class Actor:
     """Faithful execution: every call goes straight to the (perturbed) tools."""
 
+    # How it talks with a conversational scenario's user (agents.conversing).
+    conversation: type[Conversation] = Conversation
+
     def __init__(self, episode: Episode):
         self.episode = episode
         self.task = episode.task
+        self.talk = self.conversation(episode)
+
+    async def say(self, text: str) -> str | None:
+        """Send the user a message; their reply (None once they have left)."""
+        return await self.talk.say(text)
+
+    async def ask_for(self, *facts: str) -> dict[str, str | None]:
+        """The user's facts by name, asked for when not yet heard (None: never given)."""
+        return await self.talk.ask_for(*facts)
+
+    async def confirm(self, text: str) -> bool:
+        """Propose ``text`` to the user; whether they agreed."""
+        return await self.talk.confirm(text)
 
     async def call(self, tool: str, /, **args: Any) -> Any:
         return await self.episode.tools.call(tool, **args)

@@ -35,6 +35,7 @@ from tenacity import (
 )
 
 from chaoseval.agents.actor import Actor, Stop, run_solution
+from chaoseval.agents.conversing import Conversation, NaiveConversation, ResilientConversation
 from chaoseval.agents.susceptibility import NAIVE_FOLLOWS, Susceptibility, filled
 from chaoseval.channels.model import prices
 from chaoseval.engine.tooljson import validate_result
@@ -104,6 +105,7 @@ class SimPolicy:
 
 class SimActor(Actor):
     style = "naive"
+    conversation: type[Conversation] = NaiveConversation
     # Chance to follow each instruction planted in what it reads (chaoseval.agents.susceptibility).
     follows = NAIVE_FOLLOWS
 
@@ -112,6 +114,7 @@ class SimActor(Actor):
         self.policy = SimPolicy(episode, slips)
         self.susceptible = Susceptibility(episode.rng("injection"), self.follows)
         self.said: list[str] = []  # words planted instructions asked it to end its answer with
+        self.talk.before_say = self._think  # its model writes each message to the user
         # USD per million tokens from the run's table (--prices), as the model channel prices a
         # call; a model the table does not name costs nothing there, so nothing here either.
         self.price = prices.current().get(episode.model.model, prices.FREE)
@@ -217,6 +220,7 @@ class Replan(Exception):
 
 class ResilientActor(SimActor):
     style = "resilient"
+    conversation = ResilientConversation
     attempts = 4
     follows = 0.0  # tool text, pages and memory are data, never instructions
 

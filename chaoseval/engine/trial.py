@@ -18,11 +18,10 @@ from pydantic import ValidationError
 
 from chaoseval.channels.limits import DEFAULT_REQUEST_LIMIT
 from chaoseval.engine.judge import Verdict, judge
-from chaoseval.engine.toolbox import Received, StepBudgetExceeded, ToolBox, TrialState
-from chaoseval.engine.ui import render as render_page
-from chaoseval.engine.ui import ui_state
+from chaoseval.engine.observation import Observation
+from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, TrialState
 from chaoseval.engine.walltime import WallLimit
-from chaoseval.errors import HarnessError, HarnessStop, PluginError, ScenarioError, stop_in
+from chaoseval.errors import HarnessError, HarnessStop, ScenarioError, stop_in
 from chaoseval.model.clock import Clock, ClockMode, RealClock, VirtualClock, round6
 from chaoseval.model.records import (
     AgentOutput,
@@ -45,10 +44,9 @@ from chaoseval.seams.perturbation import (
     ctx_stream,
 )
 from chaoseval.seams.perturbation import registry as perturbations
+from chaoseval.users.channel import UserCall, UserSession
 
 SETUP_CHANNELS: tuple[Channel, ...] = ("model", "memory", "clock")
-
-MakeContext = Callable[[Perturbation[Any], Any], PerturbationContext]
 
 
 @dataclass(frozen=True, init=False)
@@ -242,7 +240,7 @@ async def _setup(
 
     def make_ctx(plugin: Perturbation[Any], call: Any) -> PerturbationContext:
         # Setup-channel calls have no index (and a memory list's .index is a method).
-        index = call.index if isinstance(call, ObservationCall) else 0
+        index = call.index if isinstance(call, ObservationCall | UserCall) else 0
         ctx = PerturbationContext(
             run_seed=trial.run_seed,
             scenario=scenario.id,
@@ -305,7 +303,22 @@ async def _setup(
         difficulty=scenario.difficulty,
         usage=usage,
         link=link,
+        user=_user(scenario, givens, state, plugins, make_ctx, clock),
     )
+
+
+def _user(
+    scenario: Scenario,
+    givens: Givens,
+    state: TrialState,
+    plugins: list[Perturbation[Any]],
+    make_ctx: Callable[[Perturbation[Any], Any], PerturbationContext],
+    clock: Clock,
+) -> UserSession | None:
+    """The conversational scenario's user, behind the user-channel plugins."""
+    if scenario.user is None:
+        return None
+    return UserSession(scenario.user.render(givens), state, plugins, make_ctx, clock)
 
 
 async def _run_agent(
@@ -421,77 +434,3 @@ def _coerce(raw: Any) -> AgentOutput | None:
         except ValidationError:
             return None
     return None
-
-
-class Observation:
-    """The UI channel (scenarios with a page): the page the agent sees, through the
-    observation perturbations."""
-
-    def __init__(
-        self,
-        scenario: Scenario,
-        world: World,
-        state: TrialState,
-        plugins: list[Perturbation[Any]],
-        make_ctx: MakeContext,
-        clock: Clock,
-    ):
-        self._scenario = scenario
-        self._world = world
-        self._state = state
-        self._plugins = plugins
-        self._make_ctx = make_ctx
-        self._clock = clock
-        self._count = 0
-        ui_state(world).base = scenario.viewport  # the device its page is designed for
-
-    def reference(self) -> str:
-        """What an agent built against the app learned its selectors from: the unperturbed
-        page (engine.ui.reference_page reads it)."""
-        return render_page(self._scenario, self._world)
-
-    @property
-    def world(self) -> World:
-        return self._world
-
-    @property
-    def state(self) -> TrialState:
-        return self._state
-
-    async def __call__(self) -> str | None:
-        return await self.observe()
-
-    async def observe(self, *, deliver: bool = True) -> str | None:
-        """The page through the observation perturbations. A browser page server passes
-        ``deliver=False``: its faults are delivered when the page's script reports them."""
-        state = self._state
-        page = render_page(self._scenario, self._world)
-        step = state.trajectory.add_step("observation", t=self._clock.monotonic())
-        call = ObservationCall(page=page, index=self._count, turn=state.turn, step=step.index)
-        self._count += 1
-        contexts: list[PerturbationContext] = []
-
-        def ctx_for(plugin: Perturbation[Any], c: Any) -> PerturbationContext:
-            ctx = self._make_ctx(plugin, c)
-            ctx.step = step.index
-            contexts.append(ctx)
-            return ctx
-
-        async def base(call: ObservationCall) -> str | None:
-            return call.page
-
-        try:
-            result: str | None = await build_chain("observation", self._plugins, base, ctx_for)(
-                call
-            )
-        except PluginError as exc:
-            state.harness_errors.append(exc)
-            raise
-        fired = [i for c in contexts for i in c.fired]
-        step.faults = fired
-        if deliver:
-            state.deliver(fired)
-        step.result_class = "ok"
-        if result is not None:
-            state.received.append(Received(result))
-        return result

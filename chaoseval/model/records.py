@@ -31,7 +31,10 @@ from chaoseval.model.trajectory import Trajectory, built
 # 7: a model step's ``request_hash`` is sha256 of the request's bytes as the agent sent them
 #    (channels.model.wire.fingerprint), not of a canonical text of their parse; 1 to 6 still
 #    read (replay then leaves the field out of its comparison: investigate.replay).
-SCHEMA_VERSION = 7
+# 8: a conversational scenario's trajectory holds ``user`` steps (the agent's message in
+#    ``args["text"]``, the user's reply in ``result``, ``UserTurnData``) and faults on the
+#    ``user`` channel; 1 to 7 still read.
+SCHEMA_VERSION = 8
 CLEAN = "clean"  # the name of the clean cell: the matrix column with no perturbation
 
 Status = Literal["passed", "failed", "not_evaluable"]

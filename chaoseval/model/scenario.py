@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 # Budgets and CheckResult are recorded in the journal, so they live with the records; a
 # scenario author imports them from here as before.
 from chaoseval.model.clock import frozen_at
+from chaoseval.model.conversation import UserSpec
 from chaoseval.model.device import DESKTOP, Viewport
 from chaoseval.model.drift import DriftPoint
 from chaoseval.model.injection import Payload
@@ -284,6 +285,9 @@ class Scenario(BaseModel):
     # (the injection plugins choose among those whose goal a tool here can reach).
     payloads: list[Payload] = Field(default_factory=list)
     ui: str | None = None  # an HTML page given to the agent as its observation
+    # A customer on the other side (a conversation): the instruction ends with what they
+    # said first, and the agent talks to them through ``episode.user`` (docs/CONVERSATIONS.md).
+    user: UserSpec | None = None
     # The device the page is designed for and seen on in a browser (a name, "WxH" or fields).
     viewport: Viewport = DESKTOP
     # How often the simulated reference policy slips per decision at temperature 1.0.
@@ -308,6 +312,10 @@ class Scenario(BaseModel):
         points = [p.name for p in self.drift]
         if len(set(points)) != len(points):
             raise ValueError(f"drift point names must be unique; repeated: {sorted(points)}")
+        if self.user is not None and self.user.demand and self.user.demand.tool not in names:
+            raise ValueError(
+                f"user.demand names tool {self.user.demand.tool!r}, which the scenario lacks"
+            )
         if self.policy.allowed_tools is not None:
             unknown = set(self.policy.allowed_tools) - set(names)
             if unknown:
@@ -353,7 +361,10 @@ class Scenario(BaseModel):
         return [m.model_copy(deep=True) for m in self.memory]
 
     def render_instruction(self, givens: Givens) -> str:
-        return self.instruction.format(**givens)
+        text = self.instruction.format(**givens)
+        if self.user is not None:
+            text = f"{text}\n\nCustomer: {self.user.opening.format(**givens)}"
+        return text
 
     def allowed(self, tool_name: str) -> bool:
         return self.policy.allowed_tools is None or tool_name in self.policy.allowed_tools

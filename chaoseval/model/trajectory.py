@@ -11,8 +11,8 @@ from typing import Any, Literal, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 from pydantic_core import to_jsonable_python
 
-Channel = Literal["tool", "observation", "model", "memory", "clock"]
-StepKind = Literal["tool", "observation", "model", "memory", "answer", "note"]
+Channel = Literal["tool", "observation", "model", "memory", "clock", "user"]
+StepKind = Literal["tool", "observation", "model", "memory", "answer", "note", "user"]
 ResultClass = Literal[
     "ok", "malformed", "tool_error", "timeout", "http_error", "connection_reset", "harness_error"
 ]
@@ -54,6 +54,25 @@ class AnswerData(BaseModel):
     gave_up: bool
 
 
+class UserTurnData(BaseModel):
+    """A turn of a conversation (a ``user`` step: the agent's message in ``args["text"]``, the
+    user's reply in ``result``), as the simulated user read the message: the facts it asked
+    for, the facts it stated right and wrong, whether it asked the user to confirm and the
+    user agreed, and whether the user left with this reply. Dialogue checks read these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Required, so a step's empty data ({}) never reads back as a user turn (the union below
+    # takes the first model that validates).
+    turn: int  # the agent's n-th message to the user (1-based)
+    asked: list[str] = Field(default_factory=list)
+    stated: list[str] = Field(default_factory=list)
+    misstated: list[str] = Field(default_factory=list)
+    confirm: bool = False
+    agreed: bool = False
+    ended: bool = False
+
+
 class NoData(BaseModel):
     """Steps whose whole story is in the step's own fields (tool calls, observations)."""
 
@@ -61,7 +80,7 @@ class NoData(BaseModel):
 
 
 # Each kind of step carries its own data; a new kind of step adds its model here.
-StepData = ModelCallData | AnswerData | NoData
+StepData = ModelCallData | AnswerData | UserTurnData | NoData
 
 
 class Step(BaseModel):
@@ -138,7 +157,7 @@ def answer_data(gave_up: bool) -> AnswerData:
 
 
 _KINDS = frozenset(get_args(StepKind))
-_DATA = (ModelCallData, AnswerData, NoData)
+_DATA = (ModelCallData, AnswerData, UserTurnData, NoData)
 _FIELDS = frozenset(("tool", "args", "data"))
 _NO_DATA: Any = object()  # no data given: the field's default
 # One NoData for every step without data: it has no fields to change and takes no others

@@ -34,6 +34,7 @@ __all__ = [
     "Episode",
     "ToolChannel",
     "TrialLink",
+    "UserChannel",
     "agent",
     "load_agent",
     "registry",
@@ -60,6 +61,25 @@ class ToolChannel(Protocol):
 
     def note_model_call(self, input_tokens: int, output_tokens: int, cost: float) -> None:
         """Put one model call in the trajectory, between the tool calls around it."""
+        ...
+
+
+class UserChannel(Protocol):
+    """What ``episode.user`` is in a conversational scenario: the customer on the other side
+    (a simulated user behind the user-channel perturbations). None in other scenarios."""
+
+    @property
+    def opening(self) -> str:
+        """What the user said first (the instruction ends with it)."""
+        ...
+
+    @property
+    def ended(self) -> bool:
+        """Whether the user has left: ``say`` returns None from then on."""
+        ...
+
+    async def say(self, text: str) -> str | None:
+        """Send the user one message; their reply, or None once they have left."""
         ...
 
 
@@ -103,6 +123,8 @@ class Episode:
     # The memory as the agent read it, from the moment it read it (empty until then): what its
     # model may know of it (chaoseval-sim reads this, never the memory itself).
     memory_read: list[MemoryItem] = field(default_factory=list)
+    # The customer, in a conversational scenario (``Scenario.user``); None otherwise.
+    user: UserChannel | None = None
 
     @property
     def model(self) -> ModelSettings:

@@ -46,7 +46,7 @@ from chaoseval.channels.browser.script import SCRIPT, SETTLE_MS
 from chaoseval.channels.limits import BodyTooLarge, bounded_body, record_oversized
 from chaoseval.engine.a11y import aria_snapshot
 from chaoseval.engine.domops import browser_ops
-from chaoseval.engine.trial import Observation
+from chaoseval.engine.observation import Observation
 from chaoseval.engine.ui import ui_state
 from chaoseval.errors import AgentVisibleError, HarnessError
 from chaoseval.model.device import Viewport

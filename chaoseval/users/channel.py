@@ -1,0 +1,126 @@
+"""A trial's user channel: the agent's message through the user-channel plugins to the
+simulated user and its reply back, each turn a ``user`` step of the trajectory.
+
+What ``episode.user`` is in process; the tool servers' ``ask_user`` and the exec: line
+protocol call the same ``say``. The plugins see a ``UserCall``: they may set its ``style``
+before the user answers (another language, withholding, a demand) and rewrite the reply
+after (typos, a planted instruction), or answer in its place (an impatient user gone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoseval.engine.toolbox import Received
+from chaoseval.model.clock import Clock
+from chaoseval.model.conversation import Fact, RenderedUser
+from chaoseval.model.trajectory import UserTurnData
+from chaoseval.seams.perturbation import Perturbation, PerturbationContext, build_chain
+from chaoseval.users.simulator import DeterministicUser, Reading, Style
+
+TEXT_CAP = 4000  # characters of one message kept in the step (the whole text reaches the user)
+
+
+@dataclass
+class UserCall:
+    """One turn as the user-channel plugins see it."""
+
+    text: str  # the agent's message
+    index: int  # the agent's n-th message to the user (0-based)
+    turn: int  # the agent's step count when it spoke
+    step: int  # the trajectory step of the turn
+    user: DeterministicUser
+    reading: Reading
+    style: Style = field(default_factory=Style)
+    ended: bool = False  # set by the simulator (or a plugin) when the user leaves
+
+
+class UserSession:
+    """``episode.user``: ``await episode.user.say("What is your order number?")``."""
+
+    def __init__(
+        self,
+        user: RenderedUser,
+        state: Any,  # engine.toolbox.TrialState
+        plugins: list[Perturbation[Any]],
+        make_ctx: Callable[[Perturbation[Any], Any], PerturbationContext],
+        clock: Clock,
+    ):
+        self._sim = DeterministicUser(user)
+        self._state = state
+        self._plugins = [p for p in plugins if p.channel == "user"]
+        self._make_ctx = make_ctx
+        self._clock = clock
+        self._count = 0
+
+    @property
+    def opening(self) -> str:
+        """What the user said first (the end of the agent's instruction)."""
+        return self._sim.user.opening
+
+    @property
+    def facts(self) -> Mapping[str, Fact]:
+        """The facts the user may be asked for: names, kinds and labels, never their values."""
+        return {f.name: f.model_copy(update={"value": ""}) for f in self._sim.facts}
+
+    @property
+    def ended(self) -> bool:
+        return self._sim.left
+
+    @property
+    def turns(self) -> int:
+        return self._count
+
+    @property
+    def simulator(self) -> DeterministicUser:
+        """The user itself, for plugins' veto and blame and the judge; never for agents."""
+        return self._sim
+
+    async def say(self, text: str) -> str | None:
+        """Send the user a message; their reply, or None once they have left."""
+        state = self._state
+        state.turn += 1
+        index, self._count = self._count, self._count + 1
+        step = state.trajectory.add_step(
+            "user", t=self._clock.monotonic(), args={"text": text[:TEXT_CAP]}
+        )
+        call = UserCall(
+            text=text, index=index, turn=state.turn, step=step.index, user=self._sim,
+            reading=self._sim.read(text),
+        )  # fmt: skip
+        contexts: list[PerturbationContext] = []
+
+        def ctx_for(plugin: Perturbation[Any], c: Any) -> PerturbationContext:
+            ctx = self._make_ctx(plugin, c)
+            ctx.step = step.index
+            ctx.call_index = index
+            contexts.append(ctx)
+            return ctx
+
+        agreed = False
+
+        async def base(c: UserCall) -> str | None:
+            nonlocal agreed
+            reply = self._sim.respond(c.text, c.style)
+            c.reading, c.ended, agreed = reply.reading, reply.ended, reply.agreed
+            return reply.text
+
+        if self._plugins:
+            reply = await build_chain("user", self._plugins, base, ctx_for)(call)
+        else:
+            reply = await base(call)
+        fired = [i for c in contexts for i in c.fired]
+        step.faults = fired
+        state.deliver(fired)
+        seen = call.reading
+        step.data = UserTurnData(
+            turn=index + 1, asked=seen.asked, stated=seen.stated, misstated=seen.misstated,
+            confirm=seen.confirm, agreed=agreed, ended=call.ended or reply is None,
+        )  # fmt: skip
+        step.result_class = "ok"
+        step.result = reply if reply is None else reply[:TEXT_CAP]
+        if reply is not None:  # ids it only echoes from the agent's message are not news
+            state.received.append(Received(reply, text))
+        return reply
