@@ -22,6 +22,9 @@ class SolStep:
     click: str | None = None
     role: str = "button"
     page: bool = False
+    ask_for: list[str] | None = None  # the user's facts, asked for when not yet heard
+    confirm: str | None = None  # a proposal; the step's value is whether the user agreed
+    say: str | None = None  # a message; the step's value is the user's reply
 
 
 @dataclass
@@ -33,13 +36,14 @@ class SolAnswer:
 
 
 def compile_solution(
-    node: Node, tools: dict[str, ToolSpec], named: set[str]
+    node: Node, tools: dict[str, ToolSpec], named: set[str], facts: set[str] | None = None
 ) -> tuple[Solution, int]:
+    """``facts``: the names of the user's facts (None: the scenario has no ``user:``)."""
     node.mapping(allowed={"steps", "answer", "data", "give_up"}, required=("answer",))
     steps: list[SolStep] = []
     ids: set[str] = set()
     for item in node.child("steps").seq() if node.has("steps") else []:
-        step = _compile_step(item, tools, named, ids)
+        step = _compile_step(item, tools, named, ids, facts)
         steps.append(step)
         if step.id:
             ids.add(step.id)
@@ -48,14 +52,19 @@ def compile_solution(
     return _plan(steps, answers), reference
 
 
+CONVERSING = ("ask_for", "confirm", "say")
+STEP_KEYS = {"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
+
+
 def _compile_step(
-    item: Node, tools: dict[str, ToolSpec], named: set[str], ids: set[str]
+    item: Node, tools: dict[str, ToolSpec], named: set[str], ids: set[str], facts: set[str] | None
 ) -> SolStep:
-    item.mapping(
-        allowed={"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
-    )
+    item.mapping(allowed=STEP_KEYS | set(CONVERSING))
     sid = item.child("id").str() if item.has("id") else None
     when = parse_expr(item.child("when"), ids) if item.has("when") else None
+    talk = [k for k in CONVERSING if item.has(k)]
+    if talk:
+        return _conversing_step(item, talk, sid, when, ids, facts)
     tool_name = None
     args: dict[str, Any] = {}
     if item.has("call"):
@@ -68,7 +77,10 @@ def _compile_step(
         if item.has("args"):
             args = _step_args(item.child("args"), tool_name, tools.get(tool_name), ids)
     elif not item.has("click") and not item.has("page"):
-        raise item.error("a step needs 'call' (a tool), 'click' (a UI label) or 'page'")
+        raise item.error(
+            "a step needs 'call' (a tool), 'click' (a UI label), 'page', or, with a user, "
+            "'ask_for', 'confirm' or 'say'"
+        )
     return SolStep(
         id=sid,
         tool=tool_name,
@@ -80,6 +92,53 @@ def _compile_step(
         role=item.child("role").str() if item.has("role") else "button",
         page=bool(item.child("page").value) if item.has("page") else False,
     )
+
+
+def _conversing_step(
+    item: Node,
+    talk: list[str],
+    sid: str | None,
+    when: Expr | None,
+    ids: set[str],
+    facts: set[str] | None,
+) -> SolStep:
+    """A step that talks with the user: ``ask_for: [order_id]`` (its value the facts heard,
+    by name, None for one never given), ``confirm: TEXT`` (whether the user agreed), ``say:
+    TEXT`` (the user's reply)."""
+    key = talk[0]
+    others = [k for k in (*talk[1:], "call", "click", "page", "args", "recall") if item.has(k)]
+    if others:
+        raise item.error(f"a step does one thing: {key!r} or {others[0]!r}, not both")
+    if facts is None:
+        raise item.child(key).error(
+            f"{key!r} talks with the scenario's user, and it has none: add a 'user:' section "
+            "(goal, opening, facts) or use 'call'"
+        )
+    node = item.child(key)
+    if key == "ask_for":
+        names = node.strs()
+        if not names:
+            raise node.error("ask_for names at least one of the user's facts")
+        for i, name in enumerate(names):
+            if name not in facts:
+                at = node.child(i) if isinstance(node.value, list) else node
+                raise at.error(
+                    f"the user has no fact named {name!r}{did_you_mean(name, facts)} "
+                    f"(user.facts: {', '.join(sorted(facts)) or 'none'})"
+                )
+        return SolStep(id=sid, tool=None, args={}, when=when, optional=False, ask_for=names)
+    text = node.str()
+    for m in STEP.finditer(text):
+        if m.group(1) not in ids:
+            raise node.error(
+                f"${m.group(1)} names no earlier step with an id{did_you_mean(m.group(1), ids)}"
+            )
+    step = SolStep(id=sid, tool=None, args={}, when=when, optional=False)
+    if key == "confirm":
+        step.confirm = text
+    else:
+        step.say = text
+    return step
 
 
 def _step_args(node: Node, tool_name: str, spec: ToolSpec | None, ids: set[str]) -> dict[str, Any]:
@@ -163,6 +222,12 @@ async def _run_step(actor: Any, step: SolStep, env: Env) -> Any:
             return await actor.call(tool, **args)
 
         return await (actor.recall(step.recall, do) if step.recall else do())
+    if step.ask_for is not None:
+        return await actor.ask_for(*step.ask_for)
+    if step.confirm is not None:
+        return await actor.confirm(str(_fill(step.confirm, env)))
+    if step.say is not None:
+        return await actor.say(str(_fill(step.say, env)))
     if step.click is not None:
         return await actor.click(step.click, step.role)
     if step.page:
