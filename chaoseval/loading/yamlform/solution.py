@@ -25,6 +25,9 @@ class SolStep:
     ask_for: list[str] | None = None  # the user's facts, asked for when not yet heard
     confirm: str | None = None  # a proposal; the step's value is whether the user agreed
     say: str | None = None  # a message; the step's value is the user's reply
+    # The plan ends here with this answer: an ask_for's give-up when a fact is still missing
+    # (a default one unless written), a confirm's ``otherwise`` when the user did not agree.
+    stop: str | None = None
 
 
 @dataclass
@@ -54,12 +57,13 @@ def compile_solution(
 
 CONVERSING = ("ask_for", "confirm", "say")
 STEP_KEYS = {"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
+TALK_KEYS = {"give_up", "otherwise"}  # how a conversing step ends the plan (SolStep.stop)
 
 
 def _compile_step(
     item: Node, tools: dict[str, ToolSpec], named: set[str], ids: set[str], facts: set[str] | None
 ) -> SolStep:
-    item.mapping(allowed=STEP_KEYS | set(CONVERSING))
+    item.mapping(allowed=STEP_KEYS | set(CONVERSING) | TALK_KEYS)
     sid = item.child("id").str() if item.has("id") else None
     when = parse_expr(item.child("when"), ids) if item.has("when") else None
     talk = [k for k in CONVERSING if item.has(k)]
@@ -109,6 +113,12 @@ def _conversing_step(
     others = [k for k in (*talk[1:], "call", "click", "page", "args", "recall") if item.has(k)]
     if others:
         raise item.error(f"a step does one thing: {key!r} or {others[0]!r}, not both")
+    ends = {"ask_for": "give_up", "confirm": "otherwise"}.get(key)
+    for word in TALK_KEYS - {ends}:
+        if item.has(word):
+            raise item.child(word).error(
+                f"{word!r} goes with {'ask_for' if word == 'give_up' else 'confirm'}, not {key!r}"
+            )
     if facts is None:
         raise item.child(key).error(
             f"{key!r} talks with the scenario's user, and it has none: add a 'user:' section "
@@ -126,19 +136,30 @@ def _conversing_step(
                     f"the user has no fact named {name!r}{did_you_mean(name, facts)} "
                     f"(user.facts: {', '.join(sorted(facts)) or 'none'})"
                 )
-        return SolStep(id=sid, tool=None, args={}, when=when, optional=False, ask_for=names)
+        stop = _text(item.child("give_up"), ids) if item.has("give_up") else None
+        return SolStep(
+            id=sid, tool=None, args={}, when=when, optional=False, ask_for=names,
+            stop=stop or f"I could not get your {' and '.join(names)}, so I cannot go on.",
+        )  # fmt: skip
+    text = _text(node, ids)
+    step = SolStep(id=sid, tool=None, args={}, when=when, optional=False)
+    step.stop = _text(item.child("otherwise"), ids) if item.has("otherwise") else None
+    if key == "confirm":
+        step.confirm = text
+    else:
+        step.say = text
+    return step
+
+
+def _text(node: Node, ids: set[str]) -> str:
+    """A message template: ``$step`` references name earlier steps."""
     text = node.str()
     for m in STEP.finditer(text):
         if m.group(1) not in ids:
             raise node.error(
                 f"${m.group(1)} names no earlier step with an id{did_you_mean(m.group(1), ids)}"
             )
-    step = SolStep(id=sid, tool=None, args={}, when=when, optional=False)
-    if key == "confirm":
-        step.confirm = text
-    else:
-        step.say = text
-    return step
+    return text
 
 
 def _step_args(node: Node, tool_name: str, spec: ToolSpec | None, ids: set[str]) -> dict[str, Any]:
@@ -198,6 +219,9 @@ def _plan(steps: list[SolStep], answers: list[SolAnswer]) -> Solution:
             value = await _run_step(actor, step, env)
             if step.id:
                 results[step.id] = value
+            ended = _ended(actor, step, value, env)
+            if ended is not None:
+                return ended
         for option in answers:
             if option.when is None or actor.decide(evaluate(option.when, env)[0]):
                 text = str(interpolate(option.text, env.lookup, results))
@@ -232,6 +256,19 @@ async def _run_step(actor: Any, step: SolStep, env: Env) -> Any:
         return await actor.click(step.click, step.role)
     if step.page:
         return await actor.page()
+    return None
+
+
+def _ended(actor: Any, step: SolStep, value: Any, env: Env) -> Any:
+    """The output a conversing step ends the plan with, or None to go on: what the user said
+    is read by the actor's conversation, not decided, as a Python solution's ``if``."""
+    if step.stop is None:
+        return None
+    text = str(_fill(step.stop, env))
+    if step.ask_for is not None and any(value.get(n) is None for n in step.ask_for):
+        return actor.give_up(text)
+    if step.confirm is not None and not value:
+        return actor.answer(text)
     return None
 
 
