@@ -10,6 +10,7 @@ it asked for, stated right or wrong, whether it asked to confirm and the user ag
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from chaoseval.model.trajectory import Step, Trajectory, UserTurnData
@@ -103,3 +104,53 @@ def event(name: str, arg: str, trajectory: Trajectory, output: Any) -> list[int]
     return {"asked": asked, "stated": stated, "misstated": misstated, "confirmed": confirmed}[name](
         trajectory, arg
     )
+
+
+# Check functions for Python scenarios, ``Check(name, fn, kind="process")``: the same
+# questions the YAML terms ask, with a detail that says what was found.
+CheckFn = Callable[[Any, Any, Trajectory], tuple[bool, str]]
+
+
+def happened_before(first: str, arg: str, then: str, then_arg: str) -> CheckFn:
+    """``first(arg) before then(then_arg)`` as a check, e.g.
+    ``happened_before("confirmed", "amount", "called", "issue_refund")``."""
+
+    def check(world: Any, output: Any, trajectory: Trajectory) -> tuple[bool, str]:
+        a = event(first, arg, trajectory, output)
+        b = event(then, then_arg, trajectory, output)
+        ok = before(a, b)
+        return ok, f"{first}({arg}) at steps {a}, {then}({then_arg}) at steps {b}"
+
+    return check
+
+
+def confirmed_before(tool: str, fact: str) -> CheckFn:
+    """The user agreed to a proposal stating ``fact`` before the agent's first successful
+    ``tool`` call (true when it never made one: whether it should have is another check)."""
+    return happened_before("confirmed", fact, "called", tool)
+
+
+def asked_before(tool: str, fact: str) -> CheckFn:
+    """The agent asked the user for ``fact`` before its first successful ``tool`` call."""
+    return happened_before("asked", fact, "called", tool)
+
+
+def never_said(text: str) -> CheckFn:
+    """The agent never said ``text`` to the user nor in its answer (a promise it must not
+    make)."""
+
+    def check(world: Any, output: Any, trajectory: Trajectory) -> tuple[bool, str]:
+        found = said(trajectory, output, text)
+        return not found, f"said {text!r} at steps {found}" if found else f"never said {text!r}"
+
+    return check
+
+
+def at_most_turns(limit: int) -> CheckFn:
+    """The agent sent the user at most ``limit`` messages."""
+
+    def check(world: Any, output: Any, trajectory: Trajectory) -> tuple[bool, str]:
+        n = turns(trajectory)
+        return n <= limit, f"{n} turns (at most {limit})"
+
+    return check
