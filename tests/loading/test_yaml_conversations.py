@@ -269,3 +269,16 @@ def test_a_number_in_a_template_path_picks_a_list_item() -> None:
     assert dig(found, "items.1.id") == "B"
     assert dig(found, "items.-1.id") == "B"
     assert not dig(found, "items.2.id")  # past the end: missing, as a field no row has
+
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "CONVERSATIONS.md"
+
+
+@pytest.mark.parametrize("agent", ["scripted", "naive", "resilient"])
+def test_the_guides_scenario_loads_and_the_agents_pass_it(tmp_path: Path, agent: str) -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    scenario = load(tmp_path, block)
+    assert scenario.user.demand.tool == "issue_refund"  # type: ignore[attr-defined]
+    record = trial(scenario, load_agent(agent), agent)
+    assert record.status == "passed", [(c.name, c.detail) for c in record.checks if not c.passed]

@@ -133,9 +133,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     # "no tool named ..." errors after its own.
     named = set(root.child("tools").value)
     user = errs.run(lambda: compile_user(root.get("user"), named, world.sample_givens))
-    # The facts dialogue checks and conversing steps may name (None: no user to talk to); a
-    # broken user section still has its facts' names, so no cascade of "no fact" errors.
-    facts = _fact_names(root) if root.has("user") else None
+    facts = _fact_names(root)
     checks = []
     for cnode in root.child("checks").seq():
         c = errs.run(partial(compile_check, cnode, named, schema, facts))
@@ -193,7 +191,11 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     return _scenario(root, doc, fields, world.sample_givens)
 
 
-def _fact_names(root: Node) -> set[str]:
+def _fact_names(root: Node) -> set[str] | None:
+    """The facts dialogue checks and conversing steps may name (None: no user to talk to); a
+    broken user section still has its facts' names, so no cascade of "no fact" errors."""
+    if not root.has("user"):
+        return None
     user = root.child("user").value
     facts = user.get("facts") if isinstance(user, dict) else None
     if not isinstance(facts, list):
