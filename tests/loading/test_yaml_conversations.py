@@ -282,3 +282,31 @@ def test_the_guides_scenario_loads_and_the_agents_pass_it(tmp_path: Path, agent:
     assert scenario.user.demand.tool == "issue_refund"  # type: ignore[attr-defined]
     record = trial(scenario, load_agent(agent), agent)
     assert record.status == "passed", [(c.name, c.detail) for c in record.checks if not c.passed]
+
+
+def test_the_python_dialogue_checks_read_the_same_turns(tmp_path: Path) -> None:
+    """``chaoseval.model.dialogue``'s check functions, for Python scenarios, on a real trial."""
+    from chaoseval.model import dialogue
+
+    scenario = load(tmp_path)
+    talker = Talker(
+        ["What is your order number?", "I guarantee it. Shall I refund 20.00 for ORD-11?"],
+        [
+            ("lookup_order", {"order_id": "ORD-11"}),
+            ("refund", {"order_id": "ORD-11", "amount": 20.0}),
+        ],
+    )
+    record = trial(scenario, talker)
+    t, out = record.trajectory, AgentOutput(answer="done")
+    assert dialogue.asked(t, "order_id") == [0] and dialogue.confirmed(t, "amount") == [1]
+    assert dialogue.asked_before("lookup_order", "order_id")(None, out, t)[0]
+    ok, detail = dialogue.confirmed_before("refund", "amount")(None, out, t)
+    assert ok and detail == "confirmed(amount) at steps [1], called(refund) at steps [3]"
+    assert not dialogue.happened_before("asked", "amount", "called", "refund")(None, out, t)[0]
+    assert dialogue.never_said("guarantee")(None, out, t) == (
+        False,
+        "said 'guarantee' at steps [1]",
+    )
+    assert dialogue.at_most_turns(1)(None, out, t) == (False, "2 turns (at most 1)")
+    said = dialogue.said(t, AgentOutput(answer="We guarantee it"), "GUARANTEE")
+    assert said == [1, len(t.steps)]  # the answer counts after the last step
