@@ -310,3 +310,26 @@ def test_the_python_dialogue_checks_read_the_same_turns(tmp_path: Path) -> None:
     assert dialogue.at_most_turns(1)(None, out, t) == (False, "2 turns (at most 1)")
     said = dialogue.said(t, AgentOutput(answer="We guarantee it"), "GUARANTEE")
     assert said == [1, len(t.steps)]  # the answer counts after the last step
+
+
+def test_asking_for_a_free_text_fact_is_refused(tmp_path: Path) -> None:
+    text = DOC.replace(
+        '    - {name: amount, value: "{amount:.2f}", kind: amount, label: amount}\n',
+        '    - {name: amount, value: "{amount:.2f}", kind: amount, label: amount}\n'
+        "    - {name: reason, value: broken, label: reason}\n",
+    ).replace("ask_for: [order_id],", "ask_for: [order_id, reason],")
+    path = tmp_path / "conv.yaml"
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as exc:
+        load_paths([path])
+    assert "fact 'reason' is free text, which no agent can read back" in str(exc.value)
+
+
+def test_an_ask_for_without_give_up_gives_up_naming_the_fact(tmp_path: Path) -> None:
+    # An order number no agent reads as an id ("12345"): never heard, however often asked.
+    text = DOC.replace('value: "{order_id}", kind: id', 'value: "12345", kind: id').replace(
+        ', give_up: "I need your order number."}', "}"
+    )
+    record = trial(load(tmp_path, text), load_agent("scripted"), "scripted")
+    assert record.answer == "I could not get your order number, so I cannot go on."
+    assert [s.kind for s in record.trajectory.steps].count("user") == 2  # asked twice
