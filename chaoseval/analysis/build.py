@@ -186,7 +186,9 @@ def analyze(
         margin=margin,
         matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
         veto_rules=t.veto_rules,
-        audit=audit(t, read_labels(t.path, m.run_id, warnings), {c.cell: c.counts for c in cells}),
+        audit=audit(
+            t, read_labels(t.path, m.run_id, warnings), {c.cell: c.counts for c in cells}, ci, ks
+        ),
     )
     release(t)
     return a

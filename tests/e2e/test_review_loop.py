@@ -62,10 +62,17 @@ def test_a_review_round_trip_changes_the_audit_and_the_corrected_interval(
     corrected = cell["corrected_pass^1"]
     assert cell["judge_pass^1"] == 1.0 and corrected["estimate"] == 0.5
     assert corrected["low"] < 0.5 < corrected["high"] < 1.0
+    # pass^k too: one of the task's six trials is known to have failed, so pass^6 is exactly 0;
+    # pass^2 falls from the judge's 1 with an interval below it.
+    passk = {p["k"]: p for p in cell["corrected_pass^k"]}
+    assert passk[6]["judge"] == 1.0
+    assert passk[6]["corrected"] == {"estimate": 0.0, "low": 0.0, "high": 0.0}
+    assert passk[2]["corrected"]["estimate"] < passk[2]["corrected"]["high"] < 1.0
     md_report = chaoseval(command("report", str(journal), "--format", "markdown"), tmp_path)
     assert "The judge's audit" in md_report.stdout and "1 of 2" in md_report.stdout
+    assert "pass^k corrected for the judge's error" in md_report.stdout
     html = chaoseval(command("report", str(journal), "--format", "html"), tmp_path)
-    assert "id='audit'" in html.stdout
+    assert "id='audit'" in html.stdout and "id='audit-passk'" in html.stdout
     table = chaoseval(command("report", str(journal)), tmp_path)
     assert "The judge's audit" in table.stdout
 
@@ -76,6 +83,8 @@ def test_a_review_round_trip_changes_the_audit_and_the_corrected_interval(
     audit = _audit(journal)
     assert audit is not None and audit["labels"] == 4
     assert audit["cells"]["clean"]["passes"]["overturned"] == 0  # bob's, the latest
+    passk = {p["k"]: p for p in audit["cells"]["clean"]["corrected_pass^k"]}
+    assert passk[6]["corrected"]["high"] == 1.0  # no known failure left
     assert audit["agreement"] == [{"a": "ann", "b": "bob", "trials": 2, "agree": 1, "kappa": 0.0}]
 
 
