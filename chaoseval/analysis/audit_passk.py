@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from chaoseval.analysis.metrics import pass_hat_k
+from chaoseval.analysis.metrics import pass_hat_k, per_task_metric
 
 __all__ = ["PASSK_METHOD", "PassK", "PassKAudit", "corrected_pass_hat"]
 
@@ -172,9 +172,12 @@ def _strata(
     cannot tell clustered errors from independent ones."""
     strata: list[_Stratum] = []
     notes: list[str] = []
+    where = {t: i for i, t in enumerate(names)}
     for judge, trials in (("passed", c), ("failed", n - c)):
-        m = np.array([reviewed.get((t, judge), 0) for t in names], dtype=np.int64)
-        over = np.array([reviewed.get((t, "over:" + judge), 0) for t in names], dtype=np.int64)
+        m, over = np.zeros(len(names), np.int64), np.zeros(len(names), np.int64)
+        for (task, key), count in reviewed.items():  # the labelled tasks only
+            if task in where and key in (judge, "over:" + judge):
+                (m if key == judge else over)[where[task]] = count
         passed = m - over if judge == "passed" else over
         ab = _draw_ab(m, passed, rng, draws) if m.sum() else None
         strata.append(_Stratum(judge, trials, m, passed, ab))
@@ -195,11 +198,10 @@ def _relabelled_sums(
     have each count is one multinomial draw: a task's pass^k depends on nothing else."""
     rows = max((len(s.ab[0]) for s in strata if s.ab is not None), default=1)
     sums = {k: np.zeros(rows) for k in ks}
-    for key, members in _profiles(n, strata).items():
-        size, first = key[0], members[0]
+    for size, first, alike in _profiles(n, strata):
         law = np.maximum(_convolve(_imputed(strata[0], first), _imputed(strata[1], first)), 0)
         law /= law.sum(axis=1, keepdims=True)
-        counts = rng.multinomial(len(members), law)  # the tasks, by their true passes
+        counts = rng.multinomial(alike, law)  # the tasks, by their true passes
         for k in ks:
             if size >= k:
                 value = np.array([pass_hat_k(size, v, k) for v in range(size + 1)])
@@ -235,8 +237,8 @@ def corrected_pass_hat(
         if not eligible:  # as the metrics refuse such a k: said, never a number
             results.append(PassK(k, 0, None, None, f"no task has {k} trials"))
             continue
-        ok = n >= k
-        judged = math.fsum(pass_hat_k(int(a), int(b), k) for a, b in zip(n[ok], c[ok], strict=True))
+        per_task = per_task_metric(n, c, "pass^k", k)
+        judged = math.fsum(per_task[n >= k].tolist())
         draws_k = sums[k] / eligible
         lo, hi = np.quantile(draws_k, [(1 - ci) / 2, (1 + ci) / 2]).tolist()
         est = float(draws_k.mean())
@@ -244,11 +246,17 @@ def corrected_pass_hat(
     return PassKAudit(results, notes)
 
 
-def _profiles(n: np.ndarray, strata: Sequence[_Stratum]) -> dict[tuple[int, ...], list[int]]:
-    """Tasks alike for the imputation (trials, and per stratum trials, labelled, passed),
-    grouped: one law for each group."""
-    out: dict[tuple[int, ...], list[int]] = {}
-    for i in range(len(n)):
-        per = (int(x) for s in strata for x in (s.trials[i], s.labelled[i], s.passed[i]))
-        out.setdefault((int(n[i]), *per), []).append(i)
-    return out
+def _profiles(n: np.ndarray, strata: Sequence[_Stratum]) -> list[tuple[int, int, int]]:
+    """Tasks alike for the imputation (trials, and per stratum trials, labelled, passed), one
+    law for each: (their trials, one of them, how many), in one pass of numpy however many
+    tasks a cell has."""
+    if not len(n):
+        return []
+    keys = np.stack([n, *(x for s in strata for x in (s.trials, s.labelled, s.passed))], axis=1)
+    # Sorted by every column (lexsort: np.unique's row sort is ten times slower), then cut
+    # where a row differs from the one before.
+    order = np.lexsort(keys.T[::-1])
+    rows = keys[order]
+    starts = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]).any(axis=1)])
+    count = np.diff(np.r_[starts, len(rows)])
+    return [(int(n[i]), int(i), int(c)) for i, c in zip(order[starts], count, strict=True)]
