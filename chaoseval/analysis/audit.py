@@ -278,13 +278,19 @@ def _reviewed_rows(
     labels left out (trial gone, judged again since, not evaluable)."""
     names = {v: k for k, v in STATUS.items()}
     found: dict[str, dict[tuple[str, str], int]] = {}
-    seen, stale, unscored = set(), 0, 0
+    seen, stale, unscored, later = set(), 0, 0, 0
+    # A sequential run's tables are its first-round trials (analysis.build): a label of a
+    # later trial would be a trial the cell's counts do not hold.
+    seq = t.manifest.sequential
     for row in range(len(t)):
         tid = t.trial_id(row)
         label = last.get(tid)
         if label is None:
             continue
         seen.add(tid)
+        if seq is not None and int(t.col["index"][row]) >= seq.first:
+            later += 1
+            continue
         judge = names[int(t.col["status"][row])]
         if judge != label.judge:
             stale += 1  # the trial ran again (--resume) since the reviewer saw it
@@ -304,6 +310,11 @@ def _reviewed_rows(
         notes.append(f"{stale} label(s) saw another verdict than the journal's now; left out")
     if unscored:
         notes.append(f"{unscored} label(s) of not-evaluable trials; left out (never scored)")
+    if later:
+        notes.append(
+            f"{later} label(s) of trials after the sequential run's first round; left out "
+            "(its tables and pass^k are its first-round trials)"
+        )
     return found, notes
 
 

@@ -5,8 +5,8 @@ corrects it whatever the judge's errors look like. pass^k is not: a task's ``C(c
 depends on how the true passes fall among its trials, so it depends on whether the judge's
 errors on one task's trials go together (a check with a gap misses the same thing every
 time) or fall independently. Treating them as independent when they cluster (or the other way
-round) moves the estimate a long way: five wrong passes on one task of two cost pass^5 half,
-spread one to a trial they cost it almost all.
+round) moves the estimate a long way: five wrong passes among two tasks' ten cost pass^5 half
+when they are one task's trials, and all of it when they fall on both.
 
 The method: the true labels of the trials nobody reviewed are imputed from a hierarchical
 model, and the relabelled journal's pass^k taken for every draw (Bayesian multiple imputation

@@ -128,3 +128,27 @@ def test_review_is_refused_while_a_writer_holds_the_journal(journal: Path, tmp_p
         out = chaoseval(command("review", str(journal), str(sheet)), tmp_path)
     assert out.returncode == 2 and "is being written by" in " ".join(out.stderr.split())
     assert (reviews.read_bytes() if reviews.exists() else b"") == before
+
+
+def test_labels_of_a_sequential_runs_later_rounds_are_left_out_with_a_note(tmp_path: Path) -> None:
+    # A sequential run's tables are its first-round trials: a label of a later trial used to
+    # count against a stratum that does not hold it (report: ValueError, a traceback).
+    path = tmp_path / "seq.jsonl"
+    flags = ["--sequential", "-n", "2", "-s", SCENARIO, "-p", "latency:mean=3"]
+    args = command("run", "--agent", "naive", *flags, "--journal", str(path), "--no-report")
+    assert chaoseval(args, tmp_path).returncode in (0, 1, 3)
+    sheet = tmp_path / "seq.csv"
+    drawn = chaoseval(command("sample", str(path), "-n", "12", "--status", "any", "--sheet",
+                              str(sheet)), tmp_path)  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    rows = list(csv.reader(sheet.open()))
+    later = sum(int(r[0].rsplit("/", 1)[1]) >= 2 for r in rows[1:])
+    assert later, "the sequential run stopped after its first round: no later trial to label"
+    _fill(sheet, {i: "failed" for i in range(1, len(rows))})
+    done = chaoseval(command("review", str(path), str(sheet), "--reviewer", "ann"), tmp_path)
+    assert done.returncode == 0, done.stderr
+    audit = _audit(path)
+    assert audit is not None
+    assert f"{later} label(s) of trials after the sequential run's first round" in " ".join(
+        audit["notes"]
+    )
