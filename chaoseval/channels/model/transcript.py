@@ -14,7 +14,8 @@ step's index in the trajectory (``step``), in request order.
 Bounds, each cut said where it happens (``cut``):
 
 - a string of a line: :data:`TEXT_LIMIT` characters (``redact.cap``: redacted before the cut);
-- a line: :data:`LINE_LIMIT` characters; the request's earliest messages are left out first;
+- a line: :data:`LINE_LIMIT` characters; past it every string is cut at :data:`SHORT_TEXT`,
+  then the request's earliest messages are left out;
 - the file: :data:`FILE_LIMIT` characters; the latest steps are kept (a failed trial fails
   late, and a later request resends the conversation), a first line saying how many were not;
 - held while the trial runs: :data:`HELD_LIMIT` bytes of request bodies and :data:`HELD_STEPS`
@@ -48,8 +49,7 @@ LINE_LIMIT = 64 << 10  # characters of one line
 FILE_LIMIT = 768 << 10  # characters of the file: under the store's limit, which cuts mid-line
 HELD_LIMIT = 8 << 20  # bytes of request bodies held while the trial runs
 HELD_STEPS = 4096  # requests held while the trial runs
-# Ever smaller string limits for a line still over LINE_LIMIT once its messages are gone.
-_SHRINK = (TEXT_LIMIT, 2048, 256)
+SHORT_TEXT = 2048  # characters of one string in a line that is over LINE_LIMIT with TEXT_LIMIT
 
 
 class _Entry:
@@ -284,28 +284,27 @@ def _shared(earlier: list[dict[str, Any]], now: list[dict[str, Any]]) -> int:
 
 def _fitted(line: dict[str, Any], redactor: redact.Redactor) -> str:
     """``line`` as JSON text of at most LINE_LIMIT characters: its strings redacted (before any
-    cut), then its earliest messages left out, then its strings cut shorter."""
-    messages: list[dict[str, Any]] = line["messages"]
-    for text_limit in _SHRINK:
+    cut) and cut at TEXT_LIMIT; if that is too long, every string cut at SHORT_TEXT; if still,
+    its earliest messages left out, said on the line; if still, the step alone."""
+    for text_limit in (TEXT_LIMIT, SHORT_TEXT):
         clean = redactor.data(redact.cap(line, text_limit, redactor))
         encoded = json.dumps(clean, ensure_ascii=False)
         if len(encoded) <= LINE_LIMIT:
             return encoded
-        # Leave out the earliest messages until the line fits (the latest say the most).
-        sizes = [len(json.dumps(m, ensure_ascii=False)) for m in clean["messages"]]
-        over, dropped = len(encoded) - LINE_LIMIT, 0
-        while over > 0 and dropped < len(sizes):
-            over -= sizes[dropped] + 2
-            dropped += 1
-        if dropped:
-            clean["messages"] = clean["messages"][dropped:]
-            clean["cut"] = (
-                f"the first {dropped} of this request's {len(messages)} message(s) listed here "
-                f"are not kept: a line of model.jsonl holds at most {LINE_LIMIT} characters"
-            )
-            encoded = json.dumps(clean, ensure_ascii=False)
-            if len(encoded) <= LINE_LIMIT:
-                return encoded
+    listed = clean["messages"]
+    sizes = [len(json.dumps(m, ensure_ascii=False)) + 2 for m in listed]
+    over, dropped = len(encoded) - LINE_LIMIT, 0
+    while over > 0 and dropped < len(sizes):
+        over -= sizes[dropped]
+        dropped += 1
+    clean["messages"] = listed[dropped:]
+    clean["cut"] = (
+        f"the first {dropped} of this request's {len(listed)} message(s) listed here are not "
+        f"kept: a line of model.jsonl holds at most {LINE_LIMIT} characters"
+    )
+    encoded = json.dumps(clean, ensure_ascii=False)
+    if len(encoded) <= LINE_LIMIT:
+        return encoded
     keep = ("step", "call", "attempt", "endpoint", "status", "class")
     bare = {k: line[k] for k in keep}
     bare["cut"] = f"this step's request and answer are over {LINE_LIMIT} characters: not kept"
