@@ -6,11 +6,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
+from model_support import SCENARIO
+from test_model_upstreams import UPSTREAM_KEY, Recorder
 from transcript_support import BIG, MARKUP, SECRET, model_file, write_run
 
 from chaoseval import redact
+from chaoseval.agents.openai_agents import OpenAIAgent
+from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.model import transcript
+from chaoseval.channels.model.session import UpstreamConfig
+from chaoseval.engine.runner import RunConfig, run_matrix
+from chaoseval.loading.files import installed, select
 from chaoseval.model.records import TrialRecord
 
 
@@ -122,3 +130,33 @@ def test_a_line_past_its_limit_cuts_its_strings_shorter_then_its_earliest_messag
     secret = [{"role": "user", "content": "x" * (transcript.SHORT_TEXT - 10) + f" api_key={SECRET}"
                + "z" * BIG}]  # fmt: skip
     assert SECRET[:8] not in transcript._fitted(_line(secret), redactor)
+
+
+def test_openai_naive_forwarded_keeps_what_it_sent_and_the_upstreams_answer_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real openai SDK through the channel to a --model-endpoint (the agent's bytes passed
+    on, the answer's bytes written back unread): the file holds both, and the upstream key a
+    leaky upstream put in its answer is redacted."""
+    monkeypatch.setenv("CHAOSEVAL_TEST_UPSTREAM_KEY", UPSTREAM_KEY)
+    recorder = Recorder(echo=True)
+    journal = tmp_path / "run.jsonl"
+
+    async def main() -> list[TrialRecord]:
+        async with serve_asgi(recorder.app) as url:
+            config = UpstreamConfig(endpoint=f"{url}/v1", key_env="CHAOSEVAL_TEST_UPSTREAM_KEY")
+            result = await run_matrix(
+                RunConfig(scenarios=select(installed(), [SCENARIO]),
+                          agent=OpenAIAgent(resilient=False, upstream=config),
+                          agent_name="openai-naive", trials=1, seed=3, journal=journal,
+                          references=False)  # fmt: skip
+            )
+            return result.records
+
+    [record] = anyio.run(main)
+    [line] = _lines(model_file(tmp_path, record))
+    [(_, sent)] = recorder.seen
+    assert line["step"] == next(s.index for s in record.trajectory.steps if s.kind == "model")
+    assert [m["content"] for m in line["messages"]] == [m["content"] for m in sent["messages"]]
+    assert line["answer"]["content"] == json.dumps({"answer": f"scripted, key {redact.MARKER}"})
+    assert UPSTREAM_KEY not in model_file(tmp_path, record).read_text()

@@ -38,7 +38,7 @@ from typing import Any
 from chaoseval import redact
 from chaoseval.channels.model import anthropic, responses
 from chaoseval.channels.model.calls import ModelCall, ModelReply
-from chaoseval.channels.model.wire import content_text, read_json
+from chaoseval.channels.model.wire import content_text, decode_json, read_json
 from chaoseval.store.artifacts import MODEL_MESSAGES, TrialArtifacts
 
 __all__ = ["ARTIFACT", "Transcript", "render"]
@@ -53,9 +53,12 @@ SHORT_TEXT = 2048  # characters of one string in a line that is over LINE_LIMIT 
 
 
 class _Entry:
-    """One request as the channel finished it: references only, nothing read yet."""
+    """One request as the channel finished it: what a line needs and nothing else (not the
+    request's parsed body, which a conversation makes large: every object kept to the trial's
+    end is one more the collector walks while the trial runs). Nothing is read yet."""
 
-    __slots__ = ("call", "error", "received", "reply", "result_class", "status")
+    __slots__ = ("answer", "attempt", "endpoint", "error", "index", "received", "result_class",
+                 "status", "step")  # fmt: skip
 
     def __init__(
         self,
@@ -66,9 +69,15 @@ class _Entry:
         result_class: str,
         error: str | None,
     ):
-        self.call = call
+        self.step, self.index, self.attempt = call.step, call.index, call.attempt
+        self.endpoint = call.endpoint
         self.received = received
-        self.reply = reply
+        # A forwarded answer nobody decoded is kept as its bytes (what the agent was written),
+        # any other as the completion it was rendered from.
+        self.answer: dict[str, Any] | bytes | None = None
+        if reply is not None:
+            unread = reply.summary is not None and call.answer_bytes is not None
+            self.answer = call.answer_bytes if unread else reply.completion
         self.status = status
         self.result_class = result_class
         self.error = error
@@ -124,7 +133,7 @@ class Transcript:
         if not self._open:
             return
         self._open = False
-        entries = sorted(self._entries, key=lambda e: e.call.index)
+        entries = sorted(self._entries, key=lambda e: e.index)
         self._entries.clear()
         if not entries and not self._let_go:
             return
@@ -175,7 +184,7 @@ def _messages(entry: _Entry) -> list[dict[str, Any]] | str:
         body, _ = read_json(raw)
         if not isinstance(body, dict):
             return "request body is not a JSON object"
-        endpoint = entry.call.endpoint
+        endpoint = entry.endpoint
         if endpoint == "responses":
             body = responses.to_chat(body)
         elif endpoint == "messages":
@@ -218,11 +227,12 @@ def _call(c: Any) -> dict[str, Any]:
 
 def _answer(entry: _Entry) -> dict[str, Any] | None:
     """What the agent was written: the completion's first choice (a plugin's, as it made it)."""
-    reply = entry.reply
-    if reply is None:
+    if entry.answer is None:
         return None
     try:
-        done = reply.completion
+        done = entry.answer
+        if isinstance(done, bytes):
+            done = decode_json(done)
         choices = done.get("choices") if isinstance(done, dict) else None
         if not isinstance(choices, list) or not choices:
             return {"choices": 0}
@@ -242,12 +252,11 @@ def _line(
     redactor: redact.Redactor,
 ) -> str:
     """One step's line, redacted and within LINE_LIMIT."""
-    call = entry.call
     line: dict[str, Any] = {
-        "step": call.step,
-        "call": call.index,
-        "attempt": call.attempt,
-        "endpoint": call.endpoint,
+        "step": entry.step,
+        "call": entry.index,
+        "attempt": entry.attempt,
+        "endpoint": entry.endpoint,
         "status": entry.status,
         "class": entry.result_class,
     }
@@ -259,13 +268,13 @@ def _line(
         if before is not None and isinstance(before[1], list):
             same = _shared(before[1], messages)
             if same:
-                line["repeats"] = {"step": before[0].call.step, "messages": same}
+                line["repeats"] = {"step": before[0].step, "messages": same}
                 shown = messages[same:]
     line["messages"] = shown
     answer = _answer(entry)
     if answer is not None:
         line["answer"] = answer
-    if entry.reply is not None and entry.result_class == "connection_reset":
+    if entry.answer is not None and entry.result_class == "connection_reset":
         line["cut_answer"] = "the answer was cut in the middle of a tool call"
     if entry.error is not None:
         line["fault"] = entry.error
