@@ -146,10 +146,15 @@ def test_openai_naive_forwarded_keeps_what_it_sent_and_the_upstreams_answer_reda
         async with serve_asgi(recorder.app) as url:
             config = UpstreamConfig(endpoint=f"{url}/v1", key_env="CHAOSEVAL_TEST_UPSTREAM_KEY")
             result = await run_matrix(
-                RunConfig(scenarios=select(installed(), [SCENARIO]),
-                          agent=OpenAIAgent(resilient=False, upstream=config),
-                          agent_name="openai-naive", trials=1, seed=3, journal=journal,
-                          references=False)  # fmt: skip
+                RunConfig(
+                    scenarios=select(installed(), [SCENARIO]),
+                    agent=OpenAIAgent(resilient=False, upstream=config),
+                    agent_name="openai-naive",
+                    trials=1,
+                    seed=3,
+                    journal=journal,
+                    references=False,
+                )
             )
             return result.records
 

@@ -216,7 +216,8 @@ def _call(c: Any) -> dict[str, Any]:
     """A tool call as ``{id, name, arguments}`` (arguments as the text sent)."""
     if not isinstance(c, dict):
         return {"arguments": content_text(c)}
-    fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+    fn = c.get("function")
+    fn = fn if isinstance(fn, dict) else {}
     args = fn.get("arguments")
     return {
         "id": c.get("id"),
@@ -237,7 +238,8 @@ def _answer(entry: _Entry) -> dict[str, Any] | None:
         if not isinstance(choices, list) or not choices:
             return {"choices": 0}
         choice = choices[0] if isinstance(choices[0], dict) else {}
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        message = choice.get("message")
+        message = message if isinstance(message, dict) else {}
         answer = _message({"role": "assistant", **message})
         answer["finish_reason"] = choice.get("finish_reason")
         return answer
