@@ -16,10 +16,12 @@ from chaoseval import redact
 from chaoseval.agents.openai_agents import OpenAIAgent
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.channels.model import transcript
+from chaoseval.channels.model.calls import ModelCall, ModelReply
 from chaoseval.channels.model.session import UpstreamConfig
 from chaoseval.engine.runner import RunConfig, run_matrix
 from chaoseval.loading.files import installed, select
 from chaoseval.model.records import TrialRecord
+from chaoseval.store.artifacts import ArtifactStore
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +167,29 @@ def test_openai_naive_forwarded_keeps_what_it_sent_and_the_upstreams_answer_reda
     assert [m["content"] for m in line["messages"]] == [m["content"] for m in sent["messages"]]
     assert line["answer"]["content"] == json.dumps({"answer": f"scripted, key {redact.MARKER}"})
     assert UPSTREAM_KEY not in model_file(tmp_path, record).read_text()
+
+
+def test_requests_held_past_the_trials_bounds_are_let_go_oldest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the trial runs at most HELD_STEPS requests and HELD_LIMIT bytes of bodies are
+    held: past them the oldest go (a body first, the whole step past the count), each said."""
+    monkeypatch.setattr(transcript, "HELD_LIMIT", 10_000)
+    monkeypatch.setattr(transcript, "HELD_STEPS", 50)
+    kept = transcript.Transcript(ArtifactStore(tmp_path / "j.jsonl.d").trial("s/clean/0"))
+    said: list[dict] = []
+    for i in range(80):
+        said.append({"role": "user", "content": f"m{i} " + "x" * 200})
+        done = {"choices": [{"message": {"content": f"a{i}"}, "finish_reason": "stop"}]}
+        kept.add(ModelCall("chat", {}, False, i, 1, i, 2 * i), json.dumps({"messages": said})
+                 .encode(), ModelReply(completion=done), 200, "ok", None)  # fmt: skip
+    kept.write()
+    note, *lines = _lines(kept.store.directory / "model.jsonl")
+    assert note["cut"].startswith("the first 30 model step(s) of this trial are not kept: 30 let"
+                                  " go while it ran")  # fmt: skip
+    assert [line["step"] for line in lines] == [2 * i for i in range(30, 80)]
+    assert [line["answer"]["content"] for line in lines] == [f"a{i}" for i in range(30, 80)]
+    # Only the latest body fits in 10,000 bytes: the others' lines say so, and the latest,
+    # whose request before it was let go, lists every message of its own.
+    assert all(line["request"].startswith("request not kept") for line in lines[:-1])
+    assert len(lines[-1]["messages"]) == 80 and "repeats" not in lines[-1]

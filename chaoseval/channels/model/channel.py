@@ -7,6 +7,9 @@ whose bytes repeat the request that just got a fault) is the next attempt of it,
 earlier attempt's faults are marked *absorbed* (``detail.absorbed``): they reached the agent's
 process, and its SDK hid them from the agent's code. They stay delivered (they landed); the
 last fault of a chain is the one the code saw.
+
+The step keeps no messages; the trial's ``model.jsonl`` artifact does (``transcript``: per
+request, references to its body's bytes and its answer, read and written when the trial ends).
 """
 
 from __future__ import annotations

@@ -167,11 +167,13 @@ def render(entries: list[_Entry], let_go: int = 0, limit: int = FILE_LIMIT) -> s
     lines.reverse()
     missing = let_go + first
     if missing:
-        note = {
-            "cut": f"the first {missing} model step(s) of this trial are not kept: "
-            f"model.jsonl keeps the latest that fit in {limit} characters"
-        }
-        lines.insert(0, json.dumps(note))
+        why = []
+        if let_go:
+            why.append(f"{let_go} let go while it ran (it holds its latest {HELD_STEPS})")
+        if first:
+            why.append(f"{first} past what fits in {limit} characters")
+        cut = f"the first {missing} model step(s) of this trial are not kept: {'; '.join(why)}"
+        lines.insert(0, json.dumps({"cut": cut}))
     return "".join(line + "\n" for line in lines)
 
 
@@ -179,7 +181,10 @@ def _messages(entry: _Entry) -> list[dict[str, Any]] | str:
     """The request's messages as chat messages, or why they are not here."""
     raw = entry.received
     if raw is None:
-        return "request not kept: the trial's requests held past what is kept while it runs"
+        return (
+            f"request not kept: a trial holds its latest {HELD_LIMIT:,} bytes of requests while"
+            " it runs"
+        )
     try:
         body, _ = read_json(raw)
         if not isinstance(body, dict):
