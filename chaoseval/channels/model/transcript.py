@@ -225,10 +225,15 @@ def _call(c: Any) -> dict[str, Any]:
     fn = fn if isinstance(fn, dict) else {}
     args = fn.get("arguments")
     return {
-        "id": c.get("id"),
-        "name": fn.get("name"),
+        "id": _scalar(c.get("id")),
+        "name": _scalar(fn.get("name")),
         "arguments": args if isinstance(args, str) or args is None else content_text(args),
     }
+
+
+def _scalar(value: Any) -> Any:
+    """A JSON scalar as it is; anything else (a plugin may put any object there) as text."""
+    return value if value is None or isinstance(value, str | int | float) else str(value)
 
 
 def _answer(entry: _Entry) -> dict[str, Any] | None:
@@ -246,7 +251,7 @@ def _answer(entry: _Entry) -> dict[str, Any] | None:
         message = choice.get("message")
         message = message if isinstance(message, dict) else {}
         answer = _message({"role": "assistant", **message})
-        answer["finish_reason"] = choice.get("finish_reason")
+        answer["finish_reason"] = _scalar(choice.get("finish_reason"))
         return answer
     except Exception as exc:  # a plugin's malformed completion: not the transcript's to judge
         return {"unreadable": f"{type(exc).__name__}: {exc}"}
@@ -304,11 +309,11 @@ def _fitted(line: dict[str, Any], redactor: redact.Redactor) -> str:
     its earliest messages left out, said on the line; if still, the step alone."""
     for text_limit in (TEXT_LIMIT, SHORT_TEXT):
         clean = redactor.data(redact.cap(line, text_limit, redactor))
-        encoded = json.dumps(clean, ensure_ascii=False)
+        encoded = json.dumps(clean, ensure_ascii=False, default=str)
         if len(encoded) <= LINE_LIMIT:
             return encoded
     listed = clean["messages"]
-    sizes = [len(json.dumps(m, ensure_ascii=False)) + 2 for m in listed]
+    sizes = [len(json.dumps(m, ensure_ascii=False, default=str)) + 2 for m in listed]
     over, dropped = len(encoded) - LINE_LIMIT, 0
     while over > 0 and dropped < len(sizes):
         over -= sizes[dropped]
@@ -318,10 +323,10 @@ def _fitted(line: dict[str, Any], redactor: redact.Redactor) -> str:
         f"the first {dropped} of this request's {len(listed)} message(s) listed here are not "
         f"kept: a line of model.jsonl holds at most {LINE_LIMIT} characters"
     )
-    encoded = json.dumps(clean, ensure_ascii=False)
+    encoded = json.dumps(clean, ensure_ascii=False, default=str)
     if len(encoded) <= LINE_LIMIT:
         return encoded
     keep = ("step", "call", "attempt", "endpoint", "status", "class")
     bare = {k: line[k] for k in keep}
     bare["cut"] = f"this step's request and answer are over {LINE_LIMIT} characters: not kept"
-    return json.dumps(bare)
+    return json.dumps(bare, default=str)
