@@ -295,9 +295,7 @@ def too_large_tools(error: BodyTooLarge) -> Response:
 
 
 @asynccontextmanager
-async def serve_tools(
-    toolbox: ToolChannel, user: UserChannel | None = None
-) -> AsyncIterator[str]:
+async def serve_tools(toolbox: ToolChannel, user: UserChannel | None = None) -> AsyncIterator[str]:
     """Serve ``toolbox`` (and ``ask_user`` with a ``user``) over HTTP for the duration of the
     block; yields the base URL."""
     async with serve_asgi(ToolsApp(toolbox, user)) as url:

@@ -70,7 +70,7 @@ def test_an_agent_on_the_line_protocol_converses_and_passes(tmp_path: Path) -> N
     assert said[0].result == "My order number is ORD-1042." and said[1].data.agreed
     refund = next(s for s in record.trajectory.tool_steps() if s.tool == "issue_refund")
     assert refund.index > said[1].index
-    stdout = (tmp_path / next(a.path for a in record.artifacts if a.name == "stdout.txt"))
+    stdout = tmp_path / next(a.path for a in record.artifacts if a.name == "stdout.txt")
     assert "a plain line, left as output" in stdout.read_text()
 
 
