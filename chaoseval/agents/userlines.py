@@ -94,6 +94,7 @@ class UserLines:
         if not await _write(stdin, first):
             return
         async for message in self._receive:
+            reply: dict[str, Any] = {"from_user": None, "ended": True, "error": "no reply in time"}
             with anyio.move_on_after(SAY_GRACE, shield=True):  # a turn is recorded whole
                 reply = await self._turn(message)
             if not await _write(stdin, reply):
