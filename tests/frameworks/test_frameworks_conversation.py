@@ -74,7 +74,9 @@ def asked(record: TrialRecord) -> set[str]:
 
 
 @pytest.mark.parametrize("form", ["tool", "lines"])
-def test_every_trial_converses_and_is_judged(conversations: dict[str, list[TrialRecord]], form: str):
+def test_every_trial_converses_and_is_judged(
+    conversations: dict[str, list[TrialRecord]], form: str
+):
     records = conversations[form]
     assert records and {r.scenario for r in records} >= {"conv-vending-refund"}
     assert not [(r.trial_id, r.error) for r in records if r.status == "not_evaluable"]
