@@ -16,6 +16,7 @@ import httpx
 from mcp import Client
 
 from chaoseval.channels.hub import ToolHub
+from chaoseval.engine import askuser
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
@@ -49,6 +50,7 @@ class Seen:
     listed: list[str] = field(default_factory=list)
     replies: list[Any] = field(default_factory=list)  # (status or isError, body, structured)
     tool_error: str | None = None
+    listing: dict[str, Any] = field(default_factory=dict)  # each tool as GET /tools lists it
 
 
 class Probe:
@@ -94,7 +96,8 @@ async def _over_mcp(url: str, seen: Seen) -> None:
 
 async def _over_http(base: str, seen: Seen) -> None:
     async with httpx.AsyncClient(base_url=base) as client:
-        seen.listed = [t["name"] for t in (await client.get("/tools")).json()]
+        seen.listing = {t["name"]: t for t in (await client.get("/tools")).json()}
+        seen.listed = list(seen.listing)
         if "ask_user" not in seen.listed:
             return
         for text in (QUESTION, PROPOSAL):
@@ -181,3 +184,59 @@ def test_user_channel_plugins_apply_to_ask_user() -> None:
         shouts = [f for f in record.trajectory.faults if f.kind == "shout"]
         assert [f.step for f in shouts] == [s.index for s in turns], wire
         assert all(f.delivered for f in shouts), wire
+
+
+def test_no_listing_plugin_rewrites_ask_user() -> None:
+    """A drifted schema or a poisoned description reaches the scenario's tools, never
+    ask_user: it is listed after the listing plugins."""
+    for cell in ("tool_schema_drift:modes=[rename]", "injection_mcp:placements=[description]"):
+        _, seen = trial(Probe("http"), CONVERSATION, cell)
+        _, clean = trial(Probe("http"), CONVERSATION)
+        assert seen.listing["ask_user"] == askuser.described() == clean.listing["ask_user"]
+        changed = [n for n in clean.listing if seen.listing[n] != clean.listing[n]]
+        assert changed and "ask_user" not in changed, cell  # the plugin did rewrite a tool
+        assert seen.replies[0][0] == 200, cell
+
+
+class Chatter:
+    """Says hello over MCP until the user leaves, and once more."""
+
+    clock = "virtual"
+
+    def __init__(self) -> None:
+        self.results: list[Any] = []
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        tools: Any = episode.tools
+        async with (
+            ToolHub.serving() as hub,
+            hub.trial(tools, user=episode.user) as urls,
+            Client(urls.mcp) as client,
+        ):
+            for _ in range(20):
+                result = await client.call_tool("ask_user", {"message": "Hello?"})
+                self.results.append(result.structured_content)
+                if len([r for r in self.results if r["ended"]]) == 2:
+                    break
+        return AgentOutput(answer="bye")
+
+
+def test_once_the_user_has_left_the_reply_is_null_and_ended() -> None:
+    agent = Chatter()
+    [record] = run(
+        RunConfig(
+            scenarios=select(installed(), [CONVERSATION]),
+            agent=agent,
+            agent_name="chatter",
+            trials=1,
+            seed=5,
+            journal=None,
+        )
+    ).records
+    *talk, goodbye, gone = agent.results
+    assert talk and not any(r["ended"] for r in talk)
+    assert goodbye["ended"] is True and isinstance(goodbye["reply"], str)  # their goodbye
+    assert gone == {"reply": None, "ended": True}
+    turns = user_steps(record)
+    assert len(turns) == len(agent.results) and turns[-1].result is None
+    assert [s.data.ended for s in turns[-2:]] == [True, True]
