@@ -7,6 +7,8 @@ chaoseval-sim speaks for the model in both and reads the user's replies from wha
 sends it (an ask_user result, or the user message the agent added), so an agent that relays the
 conversation faithfully has the same conversation as the other on the same seed, and the same
 outcome: these tests measure that the user channel works through each, not the frameworks.
+Every other framework agent here converses through ``ask_user`` unchanged, checked on
+conv-vending-refund against the example's conversation.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ from tests.frameworks.matrix import EXAMPLE, FRAMEWORKS, Framework, installed
 pytestmark = pytest.mark.frameworks
 
 TASKS = "tag:conversation"
+REFUND = "conv-vending-refund"
 TRIALS = 2
 SEED = 7
 
 
-def start(command: str, journal: Path) -> subprocess.Popen[bytes]:
+def start(command: str, journal: Path, tasks: str = TASKS) -> subprocess.Popen[bytes]:
     chaoseval = Path(sys.executable).with_name("chaoseval")
-    argv = [str(chaoseval), "run", "--agent", f"exec:{command}", "-s", TASKS]
+    argv = [str(chaoseval), "run", "--agent", f"exec:{command}", "-s", tasks]
     argv += ["-n", str(TRIALS), "--seed", str(SEED), "-j", "2", "--trial-timeout", "300"]
     argv += ["--journal", str(journal), "--overwrite", "--quiet"]
     return subprocess.Popen(
@@ -57,6 +60,18 @@ def conversations() -> dict[str, list[TrialRecord]]:
         journals = {form: Path(tmp) / f"{form}.jsonl" for form in commands}
         started = {form: start(cmd, journals[form]) for form, cmd in commands.items()}
         return {form: finish(p, journals[form], form) for form, p in started.items()}
+
+
+@pytest.fixture(scope="module")
+def through_the_tool() -> dict[str, list[TrialRecord]]:
+    """Each installed framework agent on conv-vending-refund, all the runs at once."""
+    with tempfile.TemporaryDirectory(prefix="chaoseval-conv-fw-") as tmp:
+        started = {}
+        for name, framework in sorted(FRAMEWORKS.items()):
+            if framework.needs.exists():
+                journal = Path(tmp) / f"{name}.jsonl"
+                started[name] = (start(framework.command, journal, REFUND), journal)
+        return {name: finish(p, journal, name) for name, (p, journal) in started.items()}
 
 
 def conversation(record: TrialRecord) -> list[tuple[str, str | None]]:
@@ -99,3 +114,21 @@ def test_both_forms_carry_the_same_conversation_to_the_same_outcome(
     }
     assert not differ
     assert [(r.status, r.root_cause) for r in tool] == [(r.status, r.root_cause) for r in lines]
+
+
+@pytest.mark.parametrize("name", sorted(FRAMEWORKS))
+def test_each_framework_converses_through_ask_user_as_the_example_does(
+    conversations: dict[str, list[TrialRecord]],
+    through_the_tool: dict[str, list[TrialRecord]],
+    name: str,
+):
+    installed(FRAMEWORKS[name])
+    records = through_the_tool[name]
+    example = [r for r in conversations["tool"] if r.scenario == REFUND]
+    assert [r.trial_id for r in records] == [r.trial_id for r in example]
+    if name != "smolagents-code":  # (its model calls ask_user in code, not as a tool call)
+        assert all("ask_user" in asked(r) for r in records), name
+    assert [conversation(r) for r in records] == [conversation(r) for r in example], name
+    assert [(r.status, r.root_cause) for r in records] == [
+        (r.status, r.root_cause) for r in example
+    ], name
