@@ -38,7 +38,7 @@ VARIABLE = "CHAOSEVAL_USER"  # the agent's environment variable that opts in
 LINES = "lines"
 LINE_LIMIT = 64 << 10  # bytes of one stdout line read as a message to the user
 PENDING = 16  # messages waiting for their reply; more are left unanswered
-SAY_GRACE = 30.0  # seconds a turn under way may finish after the agent is gone
+SAY_GRACE = 30.0  # the longest turn; shielded, so an agent gone mid-turn leaves a whole step
 NOTE_TOOL = "user_lines"  # the note step's ``tool``: messages the agent sent and never read
 
 
