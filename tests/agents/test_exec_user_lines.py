@@ -74,6 +74,14 @@ def test_an_agent_on_the_line_protocol_converses_and_passes(tmp_path: Path) -> N
     assert "a plain line, left as output" in stdout.read_text()
 
 
+def test_the_variable_is_inherited_from_where_chaoseval_runs(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CHAOSEVAL_USER", "lines")
+    command = talker(tmp_path).removeprefix("CHAOSEVAL_USER=lines ")
+    [record] = run_exec(tmp_path, command, scenario=SCENARIO)
+    assert record.status == "passed", (record.error, record.root_cause)
+    assert len(turns(record)) == 2
+
+
 def test_an_agent_that_exits_mid_conversation_is_its_own_crash(tmp_path: Path) -> None:
     [record] = run_exec(
         tmp_path, talker(tmp_path, exit_early=True), scenario=SCENARIO, timeout=CRASH_TIMEOUT
