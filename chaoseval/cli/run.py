@@ -58,6 +58,9 @@ from chaoseval.cli._run_options import (
     Temperature,
     Trials,
     TrialTimeout,
+    UserModelEndpoint,
+    UserModelKeyEnv,
+    UserModelName,
 )
 from chaoseval.errors import (
     ChaosevalError,
@@ -104,6 +107,9 @@ def run_cmd(
     redact_patterns: RedactPatterns = None,
     model_endpoint: ModelEndpoint = None,
     model_key_env: ModelKeyEnv = "OPENAI_API_KEY",
+    user_model_endpoint: UserModelEndpoint = None,
+    user_model: UserModelName = None,
+    user_model_key_env: UserModelKeyEnv = "OPENAI_API_KEY",
     prices: PricesFile = None,
     config: ConfigPath = None,
     gate: GateRules = None,
@@ -260,11 +266,24 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         executor=executor or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
         request_limit=s.request_limit,
+        user_model=_user_model(flags),
         keep_records=False,  # the journal holds them: memory stays flat
         sandbox=s.sandbox,
         scenario_paths=s.scenario_paths or None,
         gate=flags["gate"] or s.gate or (),
     )
+
+
+def _user_model(flags: dict[str, Any]) -> Any:
+    """--user-model-endpoint's LLM user, or None: the deterministic user."""
+    endpoint, name = flags["user_model_endpoint"], flags["user_model"]
+    if endpoint is None:
+        if name is not None:
+            raise ConfigError("--user-model needs --user-model-endpoint URL: where to ask it")
+        return None
+    from chaoseval.users.llm import UserModel
+
+    return UserModel(endpoint, name or "", flags["user_model_key_env"])
 
 
 def _run(config: RunConfig, unknown: UnknownTools) -> Any:

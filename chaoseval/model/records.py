@@ -426,6 +426,9 @@ class RunManifest(BaseModel):
     # A sequential run's design (run --sequential); None: every cell ran ``trials`` a task.
     # Then ``trials`` is the most a task and cell may hold, and counts differ by design.
     sequential: SequentialDesign | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The model that played the conversational scenarios' users (run --user-model-endpoint:
+    # "NAME at URL"); None: the deterministic user.
+    user_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def run_warnings(self) -> list[str]:
         """What every report of this run says before its figures."""
@@ -441,7 +444,7 @@ class RunManifest(BaseModel):
             "scenarios": sorted(s.id for s in self.scenarios),
             "cells": [c.model_dump() for c in self.cells],
             "request_limit": self.request_limit,
-        } | (
+        } | ({} if self.user_model is None else {"user_model": self.user_model}) | (
             {}
             if self.sequential is None
             else {"sequential": self.sequential.model_dump(exclude={"budget_trials", "decided"})}

@@ -1,0 +1,138 @@
+"""The LLM user (``--user-model-endpoint``) against a real OpenAI-compatible server on
+127.0.0.1 (a Starlette app on uvicorn, read by the real openai SDK): a user that converses,
+one that leaks its goal, one that states a value it was never told, one whose endpoint fails.
+The simulator's failures are not evaluable with root cause ``user_simulator``, counted apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from users.user_model_support import KEY_ENV, USER_KEY, ScriptedUser
+
+from chaoseval.channels.asgi import serve_asgi
+from chaoseval.engine.runner import RunConfig, run_matrix
+from chaoseval.loading.files import installed, select
+from chaoseval.model.cells import parse_cells
+from chaoseval.model.records import AgentOutput, ModelSettings
+from chaoseval.seams.agent import Episode, load_agent
+from chaoseval.users.llm import UserModel, system_prompt
+from chaoseval.users.simulator import Style
+
+SCENARIO = "conv-vending-refund"
+
+
+class SwallowingAgent:
+    """Talks to the user and carries on whatever ``say`` raised: the simulator's failure must
+    still void the trial."""
+
+    clock = "virtual"
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        assert episode.user is not None
+        try:
+            await episode.user.say("What is your order number?")
+        except Exception:  # noqa: BLE001  (the point: an agent that hides the error)
+            pass
+        return AgentOutput(answer="done")
+
+
+def run_with(
+    mode: str, journal: Path, agent: Any = None, trials: int = 2, cells: list[str] | None = None
+) -> tuple[ScriptedUser, list[dict[str, Any]]]:
+    server = ScriptedUser(mode)
+
+    async def main() -> None:
+        async with serve_asgi(server.app) as url:
+            await run_matrix(
+                RunConfig(
+                    scenarios=select(installed(), [SCENARIO]),
+                    agent=agent or load_agent("scripted"),
+                    agent_name="scripted",
+                    cells=parse_cells(cells or []),
+                    trials=trials,
+                    seed=4,
+                    model=ModelSettings(),
+                    journal=journal,
+                    references=False,
+                    user_model=UserModel(f"{url}/v1", "user-sim", KEY_ENV, attempts=3, wait=0.01),
+                )
+            )
+
+    anyio.run(main)
+    return server, [json.loads(line) for line in journal.read_text().splitlines()]
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, USER_KEY)
+
+
+def test_an_llm_user_converses_through_the_openai_sdk(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    server, lines = run_with("good", journal)
+    manifest, trials = lines[0], lines[1:]
+    assert [t["status"] for t in trials] == ["passed", "passed"]
+    assert manifest["user_model"].startswith("user-sim at http://127.0.0.1:")
+    assert "user_simulator" in {c["name"] for c in manifest["root_causes"]}
+    turns = [s for s in trials[0]["trajectory"]["steps"] if s["kind"] == "user"]
+    assert turns[0]["result"] == "My order number is ORD-1042."
+    assert turns[-1]["data"]["agreed"] and turns[-1]["result"].startswith("Yes")
+    headers, body = server.seen[0]
+    assert headers["authorization"] == f"Bearer {USER_KEY}"
+    assert body["model"] == "user-sim"
+    system = body["messages"][0]["content"]
+    assert "Get the 2.75 back" in system and "- order number: ORD-1042" in system
+    # The conversation from the model's side: its opening, then the agent's message.
+    assert [m["role"] for m in body["messages"][1:]] == ["assistant", "user"]
+    assert USER_KEY not in journal.read_text()
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("leak", "leaked its goal verbatim"),
+        ("misstate", "broke its script"),
+        ("fail", "failed 3 times: InternalServerError"),
+    ],
+)
+def test_simulator_failures_are_not_the_agents(tmp_path: Path, mode: str, said: str) -> None:
+    server, lines = run_with(mode, tmp_path / "j.jsonl")
+    trials = lines[1:]
+    assert [(t["status"], t["root_cause"]) for t in trials] == [
+        ("not_evaluable", "user_simulator")
+    ] * 2
+    assert all(said in t["error"] and "UserSimulatorError" in t["error"] for t in trials)
+    if mode == "fail":  # one reply asked for three times (tenacity), then the trial stopped
+        assert len(server.seen) == 3 * 2
+
+
+def test_an_agent_that_swallows_the_error_still_gets_no_verdict(tmp_path: Path) -> None:
+    _, lines = run_with("leak", tmp_path / "j.jsonl", agent=SwallowingAgent(), trials=1)
+    assert (lines[1]["status"], lines[1]["root_cause"]) == ("not_evaluable", "user_simulator")
+
+
+def test_user_channel_perturbations_still_reach_an_llm_user(tmp_path: Path) -> None:
+    """The style a plugin sets is said in the turn's prompt; the reply goes back through the
+    plugins (here: a clean run and the style's prompt, without a plugin of h45p's)."""
+    from chaoseval.model.conversation import UserSpec
+
+    spec = UserSpec(goal="Get {x} back.", opening="Hi.", persona="terse", demand=None)
+    user = spec.render({"x": "2.75"})
+    style = Style(language="de", withhold=True)
+    prompt = system_prompt(user, {}, style)
+    assert "Write this reply in German." in prompt
+    assert "volunteer nothing" in prompt
+    assert "Get 2.75 back." in prompt
+
+
+def test_user_model_settings_name_the_fix() -> None:
+    from chaoseval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="http"):
+        UserModel("127.0.0.1:8000", "m")
+    with pytest.raises(ConfigError, match="--user-model NAME"):
+        UserModel("http://127.0.0.1:8000/v1", "")
