@@ -15,6 +15,7 @@ from chaoseval.analysis.build import Analysis, analyze
 from chaoseval.analysis.pairs import pair_json
 from chaoseval.analysis.pairtext import long_list, pair_text
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
+from chaoseval.analysis.simulator import simulator_failures, simulator_line
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.printable import escape
 from chaoseval.render.reasons import print_reason_summary, print_reasons
@@ -90,9 +91,24 @@ def json_report(
         "warnings": [*m.run_warnings(), *journal.warnings],
         "root_causes": [c.model_dump() for c in m.root_causes],
         "perturbations": [_cell_json(r, r.cell) for r in cells],
+        # Only for runs an LLM user broke trials of (not evaluable, counted apart).
+        **_simulator_json(journal),
         # Streamed: the pairs' text written from their numbers, not an object each (300k at
         # 100k tasks).
         "cells": long_list(lists, partial(pair_text, journal, ks), partial(pair_json, journal, ks)),
+    }
+
+
+def _simulator_json(journal: Trials) -> dict[str, Any]:
+    failures = simulator_failures(journal)
+    if not failures:
+        return {}
+    return {
+        "user_simulator_failures": {
+            "trials": sum(failures.values()),
+            "cells": failures,
+            "note": simulator_line(failures),
+        }
     }
 
 
@@ -184,6 +200,8 @@ def _not_evaluable(journal: Trials, cells: Sequence[CellResult], console: Consol
     ne = sum(r.not_evaluable for r in cells)
     if not ne:
         return
+    if line := simulator_line(simulator_failures(journal)):
+        console.print(f"[bold yellow]{escape(line)}[/]", highlight=False)
     rows = np.flatnonzero(journal.col["status"] == 2).tolist()
     errors = sorted({(journal.trial_id(row), journal.errors.get(row)) for row in rows})
     console.print(

@@ -6,12 +6,14 @@ The simulator's failures are not evaluable with root cause ``user_simulator``, c
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import pytest
-from users.user_model_support import KEY_ENV, USER_KEY, ScriptedUser
 
 from chaoseval.channels.asgi import serve_asgi
 from chaoseval.engine.runner import RunConfig, run_matrix
@@ -19,8 +21,15 @@ from chaoseval.loading.files import installed, select
 from chaoseval.model.cells import parse_cells
 from chaoseval.model.records import AgentOutput, ModelSettings
 from chaoseval.seams.agent import Episode, load_agent
+from chaoseval.seams.perturbation import (
+    CallNext,
+    Perturbation,
+    PerturbationContext,
+    perturbation,
+)
 from chaoseval.users.llm import UserModel, system_prompt
 from chaoseval.users.simulator import Style
+from users.user_model_support import KEY_ENV, USER_KEY, ScriptedUser
 
 SCENARIO = "conv-vending-refund"
 
@@ -35,7 +44,7 @@ class SwallowingAgent:
         assert episode.user is not None
         try:
             await episode.user.say("What is your order number?")
-        except Exception:  # noqa: BLE001  (the point: an agent that hides the error)
+        except Exception:
             pass
         return AgentOutput(answer="done")
 
@@ -115,9 +124,31 @@ def test_an_agent_that_swallows_the_error_still_gets_no_verdict(tmp_path: Path) 
     assert (lines[1]["status"], lines[1]["root_cause"]) == ("not_evaluable", "user_simulator")
 
 
+@perturbation("test-user-german")
+class GermanTypos(Perturbation):
+    """A user-channel plugin as the bundled ones are built: the style before the user answers,
+    the reply's text after."""
+
+    channel: ClassVar = "user"
+
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        call.style.language = "de"
+        reply = await call_next(call)
+        ctx.fault("user", "test_typo")
+        return None if reply is None else reply + " [tpyo]"
+
+
 def test_user_channel_perturbations_still_reach_an_llm_user(tmp_path: Path) -> None:
-    """The style a plugin sets is said in the turn's prompt; the reply goes back through the
-    plugins (here: a clean run and the style's prompt, without a plugin of h45p's)."""
+    server, lines = run_with("good", tmp_path / "j.jsonl", trials=1, cells=["test-user-german"])
+    perturbed = next(t for t in lines[1:] if t["cell"] == "test-user-german")
+    turns = [s for s in perturbed["trajectory"]["steps"] if s["kind"] == "user"]
+    assert turns and all(s["result"].endswith(" [tpyo]") for s in turns)
+    assert all(s["faults"] for s in turns)
+    asked = [b["messages"][0]["content"] for _, b in server.seen]
+    assert sum("Write this reply in German." in p for p in asked) == len(turns)
+
+
+def test_a_turns_style_is_said_in_its_prompt() -> None:
     from chaoseval.model.conversation import UserSpec
 
     spec = UserSpec(goal="Get {x} back.", opening="Hi.", persona="terse", demand=None)
@@ -136,3 +167,53 @@ def test_user_model_settings_name_the_fix() -> None:
         UserModel("127.0.0.1:8000", "m")
     with pytest.raises(ConfigError, match="--user-model NAME"):
         UserModel("http://127.0.0.1:8000/v1", "")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "chaoseval", *args], capture_output=True, text=True, env=env
+    )
+
+
+def test_the_cli_counts_the_simulators_failures_apart(tmp_path: Path) -> None:
+    """`chaoseval run --user-model-endpoint` with a user that leaks its goal: every view says
+    the simulator failed in those trials and counts none against the agent."""
+    journal = tmp_path / "j.jsonl"
+    server = ScriptedUser("leak")
+
+    async def main() -> subprocess.CompletedProcess[str]:
+        async with serve_asgi(server.app) as url:
+            return await anyio.to_thread.run_sync(
+                lambda: _cli(
+                    "run", "--agent", "naive", "-s", SCENARIO, "-n", "2", "--journal",
+                    str(journal), "--no-progress", "--user-model-endpoint", f"{url}/v1",
+                    "--user-model", "user-sim", "--user-model-key-env", KEY_ENV,
+                )  # fmt: skip
+            )
+
+    done = anyio.run(main)
+    assert done.returncode == 0, done.stderr
+    line = "user simulator failed in 2 trial(s) (not counted; clean 2)"
+    assert line in " ".join(done.stdout.split())
+    assert server.seen and USER_KEY not in journal.read_text()
+    report = json.loads(_cli("report", str(journal), "-f", "json").stdout)
+    assert report["user_simulator_failures"] == {"trials": 2, "cells": {"clean": 2}, "note": line}
+    assert report["perturbations"][0]["not_evaluable"] == 2
+    assert report["perturbations"][0]["root_causes"] == {}  # none of them the agent's
+    html = _cli("report", str(journal), "-f", "html").stdout
+    assert line in html
+    assert line in _cli("report", str(journal), "-f", "markdown").stdout
+
+
+def test_without_the_flag_the_user_is_deterministic(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    done = _cli("run", "--agent", "naive", "-s", SCENARIO, "-n", "1", "--journal", str(journal),
+                "--no-progress", "--no-report")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads(journal.read_text().splitlines()[0])
+    assert "user_model" not in manifest
+    assert "user_simulator" not in {c["name"] for c in manifest["root_causes"]}
+    bad = _cli("run", "--agent", "naive", "-s", SCENARIO, "--journal", str(journal),
+               "--overwrite", "--user-model", "m")  # fmt: skip
+    assert bad.returncode == 2 and "--user-model-endpoint" in bad.stderr
