@@ -199,7 +199,13 @@ def label_divergence(
         if prev is not None and prev.kind == "tool" and prev.result != "ok":
             return _after_fault(prev, n - 1, mine)
         verb = "gave up" if mine.gave_up else "answered"
+        if exp_common.kind == "user":
+            return f"step {n}: {verb} instead of writing to the user"
         return f"step {n}: {verb} instead of calling {exp_common.tool or exp_common.kind}"
+    if mine.kind == "user" and exp_common.kind == "user" and mine.args == exp_common.args:
+        # The same message (as far as the task goes) met another reply: the user's side moved.
+        hit = f" [{', '.join(mine.faults)}]" if mine.faults else ""
+        return f"step {n}, user {mine.result} instead of {exp_common.result}{hit}"
     if mine.kind == "tool":
         same_tool = [e for e in expected if e.kind == "tool" and e.tool == mine.tool]
         if same_tool:
