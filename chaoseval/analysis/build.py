@@ -149,9 +149,8 @@ def analyze(
     refs = recorded_references(t, warnings) if references else References(note=NOT_USED)
     sl: Slices = slices(records)
     curves, baselines = pass_hat_curves(cells)
-    # Each step below reads its own columns; those an earlier one read and it does not are
-    # let go (release) rather than all held to the end (the process measures alone are
-    # ~90 MB at 1M trials).
+    # Each step below reads its own columns; those it does not are let go (release), not all
+    # held to the end (the process measures alone are ~90 MB at 1M trials).
     release(t)
     process = {c.cell: process_metrics(c.cell, by[c.cell], refs) for c in cells}
     release(t)

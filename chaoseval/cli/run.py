@@ -131,8 +131,6 @@ def run_cmd(
     flags = dict(locals())  # the parameters, named as the settings they override
     from chaoseval.config import RunSettings
     from chaoseval.engine.toolbox import UnknownTools
-    from chaoseval.render.report import print_report
-    from chaoseval.store.columns import read_trials
 
     path = journal or Path("chaoseval.jsonl")
     try:
@@ -155,12 +153,21 @@ def run_cmd(
         fail(exc)
     except KeyboardInterrupt:
         _interrupted(path)
+    _finish(result, unknown, path, report, quiet, gate or s.gate)
+
+
+def _finish(
+    result: Any, unknown: UnknownTools, path: Path, report: bool, quiet: bool, rules: list[str]
+) -> None:
+    """What the finished run says: its notes, the report (or --quiet's lines), then its gate."""
+    from chaoseval.render.report import print_report
+    from chaoseval.store.columns import read_trials
+
     _end_notes(result, unknown, path)
     if report and quiet:
         _print_cells(read_trials(path))
     elif report:
         print_report(read_trials(path), console)
-    rules = gate or s.gate
     if rules:
         _gate(path, rules)
 

@@ -437,14 +437,17 @@ class RunManifest(BaseModel):
 
     def config_key(self) -> dict[str, Any]:
         """What must match for a resumed run to continue this journal."""
-        return {
+        key: dict[str, Any] = {
             "agent": self.agent,
             "model": self.model.model_dump(),
             "seed": self.seed,
             "scenarios": sorted(s.id for s in self.scenarios),
             "cells": [c.model_dump() for c in self.cells],
             "request_limit": self.request_limit,
-        } | ({} if self.user_model is None else {"user_model": self.user_model}) | (
+        }
+        if self.user_model is not None:  # an LLM user (absent otherwise: older keys match)
+            key["user_model"] = self.user_model
+        return key | (
             {}
             if self.sequential is None
             else {"sequential": self.sequential.model_dump(exclude={"budget_trials", "decided"})}

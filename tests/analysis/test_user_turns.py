@@ -35,9 +35,8 @@ def _journal(tmp_path: Path, scenarios: list[str]) -> Path:
 
 def test_user_turns_per_trial_of_the_tasks_with_a_user(tmp_path: Path) -> None:
     t = read_trials(_journal(tmp_path, ["conv-vending-refund", "calendar-next-tuesday"]))
-    turns = {
-        r.trial_id: sum(s.kind == "user" for s in r.trajectory.steps) for r in t.iter_records(range(len(t)))
-    }
+    records = t.iter_records(range(len(t)))
+    turns = {r.trial_id: sum(s.kind == "user" for s in r.trajectory.steps) for r in records}
     conv = [n for tid, n in turns.items() if tid.startswith("conv-")]
     assert all(n > 0 for n in conv)
     assert all(n == 0 for tid, n in turns.items() if not tid.startswith("conv-"))

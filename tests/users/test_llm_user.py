@@ -184,13 +184,12 @@ def test_the_cli_counts_the_simulators_failures_apart(tmp_path: Path) -> None:
 
     async def main() -> subprocess.CompletedProcess[str]:
         async with serve_asgi(server.app) as url:
-            return await anyio.to_thread.run_sync(
-                lambda: _cli(
-                    "run", "--agent", "naive", "-s", SCENARIO, "-n", "2", "--journal",
-                    str(journal), "--no-progress", "--user-model-endpoint", f"{url}/v1",
-                    "--user-model", "user-sim", "--user-model-key-env", KEY_ENV,
-                )  # fmt: skip
-            )
+            args = [
+                "run", "--agent", "naive", "-s", SCENARIO, "-n", "2", "--journal", str(journal),
+                "--no-progress", "--user-model-endpoint", f"{url}/v1", "--user-model", "user-sim",
+                "--user-model-key-env", KEY_ENV,
+            ]  # fmt: skip
+            return await anyio.to_thread.run_sync(lambda: _cli(*args))
 
     done = anyio.run(main)
     assert done.returncode == 0, done.stderr
