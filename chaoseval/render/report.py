@@ -86,6 +86,8 @@ def json_report(
         # Only for runs whose model requests went through a model channel (what they sent).
         **({"sampling": sampled} if (sampled := sampling_json(m.model, journal.sampling)) else {}),
         "seed": m.seed,
+        # Only for runs whose users an LLM played (run --user-model-endpoint).
+        **({"user_model": m.user_model} if m.user_model else {}),
         "clock": m.clock,
         "ks": ks,
         "warnings": [*m.run_warnings(), *journal.warnings],
@@ -230,6 +232,8 @@ def print_report(
     a = analysis or analyze(journal, ks, n_resamples=2_000, references=False)
     v = verdict or build_verdict(a, journal)
     print_verdict(v, console)
+    if journal.manifest.user_model:  # figures that depend on who played the user say so
+        console.print(f"Users played by {escape(journal.manifest.user_model)}", highlight=False)
     print_reason_summary(v, console)
     console.print(_cell_table(a, v, journal))
     if (attack := attack_table(a)) is not None:

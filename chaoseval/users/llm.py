@@ -68,6 +68,8 @@ class UserModel:
             )
         if not self.model:
             raise ConfigError("--user-model-endpoint needs --user-model NAME: the model to ask")
+        # Where the run is configured (the journal's writer), as well as in each worker.
+        redact.add_secret(os.environ.get(self.key_env))
 
     def describe(self) -> str:
         """What the manifest records: the model and the endpoint, never the key."""

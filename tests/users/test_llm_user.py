@@ -50,7 +50,12 @@ class SwallowingAgent:
 
 
 def run_with(
-    mode: str, journal: Path, agent: Any = None, trials: int = 2, cells: list[str] | None = None
+    mode: str,
+    journal: Path,
+    agent: Any = None,
+    trials: int = 2,
+    cells: list[str] | None = None,
+    executor: str | None = None,
 ) -> tuple[ScriptedUser, list[dict[str, Any]]]:
     server = ScriptedUser(mode)
 
@@ -67,6 +72,7 @@ def run_with(
                     model=ModelSettings(),
                     journal=journal,
                     references=False,
+                    executor=executor,
                     user_model=UserModel(f"{url}/v1", "user-sim", KEY_ENV, attempts=3, wait=0.01),
                 )
             )
@@ -117,6 +123,15 @@ def test_simulator_failures_are_not_the_agents(tmp_path: Path, mode: str, said: 
     assert all(said in t["error"] and "UserSimulatorError" in t["error"] for t in trials)
     if mode == "fail":  # one reply asked for three times (tenacity), then the trial stopped
         assert len(server.seen) == 3 * 2
+
+
+def test_an_llm_user_in_worker_processes(tmp_path: Path) -> None:
+    """The process executor's workers make their own client from the run's settings."""
+    server, lines = run_with("good", tmp_path / "j.jsonl", executor="process")
+    assert [t["status"] for t in lines[1:]] == ["passed", "passed"]
+    assert {h["authorization"] for h, _ in server.seen} == {f"Bearer {USER_KEY}"}
+    _, lines = run_with("fail", tmp_path / "f.jsonl", executor="process", trials=1)
+    assert (lines[1]["status"], lines[1]["root_cause"]) == ("not_evaluable", "user_simulator")
 
 
 def test_an_agent_that_swallows_the_error_still_gets_no_verdict(tmp_path: Path) -> None:
@@ -195,8 +210,10 @@ def test_the_cli_counts_the_simulators_failures_apart(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     line = "user simulator failed in 2 trial(s) (not counted; clean 2)"
     assert line in " ".join(done.stdout.split())
+    assert "Users played by user-sim at http://127.0.0.1:" in done.stdout
     assert server.seen and USER_KEY not in journal.read_text()
     report = json.loads(_cli("report", str(journal), "-f", "json").stdout)
+    assert report["user_model"].startswith("user-sim at ")
     assert report["user_simulator_failures"] == {"trials": 2, "cells": {"clean": 2}, "note": line}
     assert report["perturbations"][0]["not_evaluable"] == 2
     assert report["perturbations"][0]["root_causes"] == {}  # none of them the agent's
@@ -216,3 +233,29 @@ def test_without_the_flag_the_user_is_deterministic(tmp_path: Path) -> None:
     bad = _cli("run", "--agent", "naive", "-s", SCENARIO, "--journal", str(journal),
                "--overwrite", "--user-model", "m")  # fmt: skip
     assert bad.returncode == 2 and "--user-model-endpoint" in bad.stderr
+
+
+def test_what_counts_as_breaking_the_script() -> None:
+    """The checks on a reply alone (no endpoint): values it was never given and its goal
+    quoted are the simulator's failures; chatter, echoes and its own words are not."""
+    from chaoseval.errors import UserSimulatorError
+    from chaoseval.loading.files import installed as packs
+    from chaoseval.users.llm import LLMUser
+
+    scenario = select(packs(), [SCENARIO])[0]
+    assert scenario.user is not None
+    user = scenario.user.render(scenario.build(0)[1])
+    sim = LLMUser(user, UserModel("http://127.0.0.1:9/v1", "m"), client=None)
+    sim.history.append({"role": "user", "content": "Is your order ORD-1043?"})
+    for fine in [
+        "I waited 10 minutes and nothing came out.",
+        "No, not ORD-1043: it is ORD-1042.",  # the agent's wrong value, corrected
+        "I paid 2.75 for the cold brew that never came out.",  # its own words, not its goal's
+    ]:
+        sim._check(fine)
+    with pytest.raises(UserSimulatorError, match=r"broke its script.*ORD-7777"):
+        sim._check("It's ORD-7777.")
+    with pytest.raises(UserSimulatorError, match=r"broke its script.*3\.10"):
+        sim._check("I paid $3.10.")
+    with pytest.raises(UserSimulatorError, match="leaked its goal"):
+        sim._check(f"My goal: {user.goal}")
