@@ -176,6 +176,7 @@ def _print_cells(t: columns.Trials) -> None:
     """``--quiet``: the run's warnings, then one line per cell, as the verdict's first lines
     (``timeout  0/3 passed (clean 3/3)  broken ...``); the headline when no cell has one."""
     from chaoseval.analysis.build import analyze
+    from chaoseval.analysis.simulator import simulator_line
     from chaoseval.analysis.verdict import build_verdict
 
     for w in [*t.manifest.run_warnings(), *t.warnings]:
@@ -184,6 +185,8 @@ def _print_cells(t: columns.Trials) -> None:
     v = build_verdict(a, t, 0)
     for line in v.status_lines() or [v.headline()]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if said := simulator_line(a.user_simulator):  # the simulator's failures, counted apart
+        console.print(said, markup=False, highlight=False, soft_wrap=True)
 
 
 def _gate(path: Path, rules: list[str]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaoseval.analysis.build import analyze
+from chaoseval.analysis.gate import evaluate, parse_rule
 from chaoseval.analysis.measures import measure
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.loading.files import installed, select
@@ -49,6 +50,9 @@ def test_user_turns_per_trial_of_the_tasks_with_a_user(tmp_path: Path) -> None:
     assert table.rows[0][at] == f"{p.user_turns_mean:.2f}"
     by_trial = {m.trial_id: m.user_turns for m in measure(t)}
     assert by_trial == turns
+    # A gate rule on turns: the measures of every scored trial, the calendar task's zeros too.
+    rule = evaluate(a, [parse_rule("max(user_turns) <= 8")])[0]
+    assert rule.measured == max(turns.values()) and rule.passed
 
 
 def test_no_user_no_column(tmp_path: Path) -> None:

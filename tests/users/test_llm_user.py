@@ -197,16 +197,18 @@ def test_the_cli_counts_the_simulators_failures_apart(tmp_path: Path) -> None:
     journal = tmp_path / "j.jsonl"
     server = ScriptedUser("leak")
 
-    async def main() -> subprocess.CompletedProcess[str]:
+    async def main() -> tuple[subprocess.CompletedProcess[str], ...]:
         async with serve_asgi(server.app) as url:
             args = [
                 "run", "--agent", "naive", "-s", SCENARIO, "-n", "2", "--journal", str(journal),
                 "--no-progress", "--user-model-endpoint", f"{url}/v1", "--user-model", "user-sim",
                 "--user-model-key-env", KEY_ENV,
             ]  # fmt: skip
-            return await anyio.to_thread.run_sync(lambda: _cli(*args))
+            done = await anyio.to_thread.run_sync(lambda: _cli(*args))
+            args[args.index(str(journal))] = str(tmp_path / "quiet.jsonl")
+            return done, await anyio.to_thread.run_sync(lambda: _cli(*args, "--quiet"))
 
-    done = anyio.run(main)
+    done, quiet = anyio.run(main)
     assert done.returncode == 0, done.stderr
     line = "user simulator failed in 2 trial(s) (not counted; clean 2)"
     assert line in " ".join(done.stdout.split())
@@ -217,9 +219,14 @@ def test_the_cli_counts_the_simulators_failures_apart(tmp_path: Path) -> None:
     assert report["user_simulator_failures"] == {"trials": 2, "cells": {"clean": 2}, "note": line}
     assert report["perturbations"][0]["not_evaluable"] == 2
     assert report["perturbations"][0]["root_causes"] == {}  # none of them the agent's
+    assert line in " ".join(quiet.stdout.split())  # run --quiet's lines say it too
     html = _cli("report", str(journal), "-f", "html").stdout
     assert line in html
     assert line in _cli("report", str(journal), "-f", "markdown").stdout
+    # Resumed without the LLM user, the journal's trials and the new ones would not compare.
+    resumed = _cli("run", "--agent", "naive", "-s", SCENARIO, "-n", "2", "--journal",
+                   str(journal), "--resume", "--no-progress")  # fmt: skip
+    assert resumed.returncode == 2 and "the LLM user (--user-model-endpoint" in resumed.stderr
 
 
 def test_without_the_flag_the_user_is_deterministic(tmp_path: Path) -> None:
