@@ -112,6 +112,10 @@ def test_diverge_names_the_users_side() -> None:
     refused = user_step([], True, False, False, ("said_no",))
     label = label_divergence([ask, refused], 1, [[ask, agreed]])
     assert label == "step 2, user replied instead of agreed [said_no]"
+    # The same reading, a fault on the turn: what the agent did next tells.
+    noted = user_step([], True, True, False, ("said_no",))
+    then = label_divergence([ask, noted, SemStep(kind="answer")], 1, [[ask, agreed]])
+    assert then == "step 2, user agreed [said_no]; then answered"
     answered = label_divergence([ask, SemStep(kind="answer")], 1, [[ask, agreed]])
     assert answered == "step 2: answered instead of writing to the user"
 
