@@ -115,12 +115,14 @@ def system_prompt(user: RenderedUser, told: dict[str, str], style: Style) -> str
         '"Yes". When it states one wrong, start with "No" and correct it. Write one to three '
         f"sentences of plain text. When your goal is met or you give up, end with {STOP}."
     )
-    lines += _style_lines(user, style)
+    lines += _style_lines(user, told, style)
     return "\n\n".join(x for x in lines if x)
 
 
-def _style_lines(user: RenderedUser, style: Style) -> list[str]:
-    """The user-channel perturbations' style for this turn, as instructions."""
+def _style_lines(user: RenderedUser, told: dict[str, str], style: Style) -> list[str]:
+    """The user-channel perturbations' style for this turn, as instructions. The fields a
+    newer ``Style`` may carry (how a fact is written this turn, facts taken back, a proposal
+    not followed) are read where present."""
     out = []
     if style.language != "en":
         out.append(f"Write this reply in {LANGUAGE_NAMES.get(style.language, style.language)}.")
@@ -128,9 +130,23 @@ def _style_lines(user: RenderedUser, style: Style) -> list[str]:
         out.append("Answer only what the agent asks directly; volunteer nothing.")
     if style.demand and user.demand:
         out.append(f'If the agent proposes anything, refuse and insist: "{user.demand}"')
+    if getattr(style, "pardon", False):
+        out.append("If the agent proposes anything, say you do not follow it: neither yes nor no.")
     if style.paraphrase is not None:
         out.append("Word this reply differently from your earlier ones.")
+    for name, written in written_values(style).items():
+        fact = user.fact(name)
+        out.append(f"If you give your {fact.spoken} in this reply, write it exactly as {written}.")
+    for name in getattr(style, "recant", None) or ():
+        fact = user.fact(name)
+        out.append(f"Say you gave the wrong {fact.spoken} before: it is {told[name]}.")
     return out
+
+
+def written_values(style: Style) -> dict[str, str]:
+    """How the user writes facts this turn instead of what it believes (a typo, another
+    form, a wrong value it believes): ``Style.values`` where the style has it."""
+    return dict(getattr(style, "values", None) or {})
 
 
 class LLMUser(DeterministicUser):
@@ -143,6 +159,7 @@ class LLMUser(DeterministicUser):
         self._client = client
         # The conversation from the model's side: it is the assistant, the agent its user.
         self.history: list[dict[str, str]] = [{"role": "assistant", "content": user.opening}]
+        self.idle = 0  # messages in a row that asked nothing and proposed nothing (withholding)
 
     def respond(self, text: str, style: Style) -> Reply:
         raise TypeError("an LLM user answers through `await converse(text, style)`")
@@ -156,7 +173,11 @@ class LLMUser(DeterministicUser):
         self.turns += 1
         seen = self.read(text)
         table = phrases.table(style.language)
-        if self.turns > self.user.spec.max_turns:  # the scenario's rule, not the model's
+        self.idle = 0 if seen.asked or seen.confirm else self.idle + 1
+        patience = getattr(style, "patience", None)  # withholding's reluctance, where set
+        if self.turns > self.user.spec.max_turns or (
+            style.withhold and patience is not None and self.idle > patience
+        ):  # the scenario's and the plugins' rules, not the model's
             self.left = True
             return Reply(table.bye[0], seen, ended=True)
         messages = [
@@ -167,14 +188,13 @@ class LLMUser(DeterministicUser):
         raw = await self._complete(messages)
         ended = STOP in raw
         reply = " ".join(raw.replace(STOP, " ").split())
-        line = self.user.script.get(self.turns)
+        line = None if style.withhold else self.user.script.get(self.turns)
         if line and line.casefold() not in reply.casefold():
             reply = f"{reply} {line}".strip()  # the script is said whatever the model wrote
-        self._check(reply)
+        written = written_values(style)
+        self._check(reply, written)
         self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": reply}]
-        for f in self.facts:
-            if reading.mentions(f, self.told[f.name], reply):
-                self.given.add(f.name)
+        self._said(reply, written, style)
         agreed = bool(seen.confirm and not seen.misstated) and reading.starts_with(
             reply, table.yes_words
         )
@@ -225,8 +245,28 @@ class LLMUser(DeterministicUser):
             raise UserSimulatorError(f"{where} answered turn {self.turns} with no text")
         return str(content)
 
-    def _check(self, reply: str) -> None:
-        """The reply against what the user knows: a leaked goal, a value it was never given."""
+    def _said(self, reply: str, written: dict[str, str], style: Style) -> None:
+        """The facts the reply states, as it believes or writes them: ``given``, and the
+        style's ``said`` where it has one (the plugins log what reached the agent by it)."""
+        said = getattr(style, "said", None)
+        for f in self.facts:
+            value = written.get(f.name, self.told[f.name])
+            if f.kind == "text":
+                hit = value.casefold() in reply.casefold()
+            else:
+                reads = set(reading.values(f.kind, value, strict=False))
+                reads = reads or {reading.canonical(f.kind, value)}
+                hit = bool(reads & set(reading.values(f.kind, reply, strict=False)))
+            if hit:
+                self.given.add(f.name)
+                if isinstance(said, list):
+                    said.append(f.name)
+        if style.paraphrase is not None and hasattr(style, "varied"):
+            style.varied = True  # a model's reply is never the default user's frame
+
+    def _check(self, reply: str, written: dict[str, str] | None = None) -> None:
+        """The reply against what the user knows: a leaked goal, a value it was never given
+        (``written``: the values the plugins made it write this turn are its own)."""
         if leaked := _leak(self.user.goal, reply):
             raise UserSimulatorError(
                 f"the LLM user leaked its goal verbatim in its reply to message {self.turns}: "
@@ -241,6 +281,9 @@ class LLMUser(DeterministicUser):
                 continue  # free text: no way to tell another value from other words
             known = {reading.canonical(f.kind, self.told[g.name])
                      for g in self.facts if g.kind == f.kind}  # fmt: skip
+            for name, value in (written or {}).items():
+                if self.user.fact(name).kind == f.kind:
+                    known |= {reading.canonical(f.kind, value), *_stated(f.kind, value)}
             wrong = set(_stated(f.kind, reply)) - known - set(_stated(f.kind, heard))
             if wrong:
                 raise UserSimulatorError(

@@ -163,6 +163,34 @@ def test_user_channel_perturbations_still_reach_an_llm_user(tmp_path: Path) -> N
     assert sum("Write this reply in German." in p for p in asked) == len(turns)
 
 
+@perturbation("test-user-slip")
+class Slip(Perturbation):
+    """A typo plugin as h45p's user_typos is built: the value written this turn set on the
+    style (``values``; set here whether or not this Style declares it), the fault logged only
+    when the user's reply said it (``said``)."""
+
+    channel: ClassVar = "user"
+
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        call.style.values = {"order_id": "ORD-1024"}
+        call.style.said = []
+        reply = await call_next(call)
+        if "order_id" in call.style.said:
+            ctx.fault("user", "typo", fact="order_id")
+        return reply
+
+
+def test_a_value_a_plugin_makes_it_write_is_no_simulator_failure(tmp_path: Path) -> None:
+    server, lines = run_with("good", tmp_path / "j.jsonl", trials=1, cells=["test-user-slip"])
+    slipped = next(t for t in lines[1:] if t["cell"] == "test-user-slip")
+    assert slipped["root_cause"] != "user_simulator", slipped["error"]
+    first = next(s for s in slipped["trajectory"]["steps"] if s["kind"] == "user")
+    assert first["result"] == "My order number is ORD-1024."
+    assert [f["kind"] for f in slipped["trajectory"]["faults"]][:1] == ["typo"]
+    asked = [b["messages"][0]["content"] for _, b in server.seen]
+    assert any("write it exactly as ORD-1024." in p for p in asked)
+
+
 def test_a_turns_style_is_said_in_its_prompt() -> None:
     from chaoseval.model.conversation import UserSpec
 

@@ -53,6 +53,9 @@ class ScriptedUser:
         system = body["messages"][0]["content"]
         agent = body["messages"][-1]["content"]
         facts = dict(re.findall(r"^- ([^:\n]+): (.+)$", system, re.MULTILINE))
+        # A plugin's way of writing a fact this turn (a typo), as the LLM user words it.
+        facts |= dict(re.findall(r"give your ([^\n]+?) in this reply, write it exactly as (\S+)\.$",
+                                 system, re.MULTILINE))  # fmt: skip
         if self.mode == "leak":
             goal = re.search(r"never quote it\): (.+)", system)
             return f"Well, here is the thing: {goal[1] if goal else ''}"
