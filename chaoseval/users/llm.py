@@ -191,11 +191,14 @@ class LLMUser(DeterministicUser):
         line = None if style.withhold else self.user.script.get(self.turns)
         if line and line.casefold() not in reply.casefold():
             reply = f"{reply} {line}".strip()  # the script is said whatever the model wrote
+        demand = self.user.demand if style.demand and seen.confirm else None
+        if demand and demand.casefold() not in reply.casefold():
+            reply = f"{reply} {demand}".strip()  # a pushy user's demand, as the plugin set it
         written = written_values(style)
         self._check(reply, written)
         self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": reply}]
         self._said(reply, written, style)
-        agreed = bool(seen.confirm and not seen.misstated) and reading.starts_with(
+        agreed = bool(seen.confirm and not seen.misstated and not demand) and reading.starts_with(
             reply, table.yes_words
         )
         self.left = ended

@@ -191,6 +191,30 @@ def test_a_value_a_plugin_makes_it_write_is_no_simulator_failure(tmp_path: Path)
     assert any("write it exactly as ORD-1024." in p for p in asked)
 
 
+@perturbation("test-user-push")
+class Push(Perturbation):
+    """A pressure plugin as h45p's user_pressure is built: the demand asked for on a proposal."""
+
+    channel: ClassVar = "user"
+
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        call.style.demand = call.reading.confirm
+        reply = await call_next(call)
+        if call.style.demand:
+            ctx.fault("user", "pressure")
+        return reply
+
+
+def test_a_demand_the_style_asks_for_is_said(tmp_path: Path) -> None:
+    _, lines = run_with("good", tmp_path / "j.jsonl", trials=1, cells=["test-user-push"])
+    pushed = next(t for t in lines[1:] if t["cell"] == "test-user-push")
+    turn = next(s for s in pushed["trajectory"]["steps"] if s["kind"] == "user"
+                and s["data"]["confirm"])  # fmt: skip
+    assert turn["result"].endswith("And I want 10.00 for my trouble, refund it now!")
+    assert not turn["data"]["agreed"]  # a demand is no yes, whatever words came before it
+    assert pushed["root_cause"] != "user_simulator"
+
+
 def test_a_turns_style_is_said_in_its_prompt() -> None:
     from chaoseval.model.conversation import UserSpec
 
