@@ -275,6 +275,8 @@ def test_the_cli_counts_the_simulators_failures_apart(tmp_path: Path) -> None:
     html = _cli("report", str(journal), "-f", "html").stdout
     assert line in html
     assert line in _cli("report", str(journal), "-f", "markdown").stdout
+    replayed = _cli("replay", str(journal), f"{SCENARIO}/clean/0")
+    assert "an LLM played this run's users (user-sim at http" in " ".join(replayed.stderr.split())
     # Resumed without the LLM user, the journal's trials and the new ones would not compare.
     resumed = _cli("run", "--agent", "naive", "-s", SCENARIO, "-n", "2", "--journal",
                    str(journal), "--resume", "--no-progress")  # fmt: skip
