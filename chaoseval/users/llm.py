@@ -271,9 +271,15 @@ class LLMUser(DeterministicUser):
         """The reply against what the user knows: a leaked goal, a value it was never given
         (``written``: the values the plugins made it write this turn are its own)."""
         if leaked := _leak(self.user.goal, reply):
+            # Not quoted: the error reaches the agent too (ask_user's error result).
+            said = (
+                "its whole goal"
+                if leaked == " ".join(_words(self.user.goal))
+                else (f"{len(leaked.split())} words of its goal in a row")
+            )
             raise UserSimulatorError(
-                f"the LLM user leaked its goal verbatim in its reply to message {self.turns}: "
-                f"{redact.head(leaked, 200)!r}"
+                f"the LLM user leaked its goal verbatim in its reply to message {self.turns} "
+                f"({said}); a prompt or model that keeps the goal to itself is needed"
             )
         heard = " ".join(
             [m["content"] for m in self.history] + [self.user.goal, *self.user.script.values()]

@@ -320,3 +320,43 @@ def test_what_counts_as_breaking_the_script() -> None:
         sim._check("I paid $3.10.")
     with pytest.raises(UserSimulatorError, match="leaked its goal"):
         sim._check(f"My goal: {user.goal}")
+
+
+class OverMcp:
+    """Talks to the user through the trial's MCP ``ask_user`` tool, as an exec: agent would,
+    and answers whatever came back."""
+
+    clock = "virtual"
+
+    def __init__(self) -> None:
+        self.results: list[tuple[bool, str]] = []
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        from mcp import Client
+
+        from chaoseval.channels.hub import ToolHub
+
+        tools: Any = episode.tools
+        async with (
+            ToolHub.serving() as hub,
+            hub.trial(tools, user=episode.user) as urls,
+            Client(urls.mcp) as client,
+        ):
+            try:
+                result = await client.call_tool("ask_user", {"message": "Your order number?"})
+            except Exception as exc:  # what the wire gave, kept for the test
+                self.results.append((True, f"{type(exc).__name__}: {exc}"))
+            else:
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                self.results.append((result.is_error, text))
+        return AgentOutput(answer="done")
+
+
+def test_over_the_wire_the_simulators_failure_is_still_not_the_agents(tmp_path: Path) -> None:
+    """Through ask_user on the trial's MCP server: the agent gets an error, never the leaked
+    reply, and the trial is not evaluable with root cause user_simulator."""
+    agent = OverMcp()
+    _, lines = run_with("leak", tmp_path / "j.jsonl", agent=agent, trials=1)
+    assert (lines[1]["status"], lines[1]["root_cause"]) == ("not_evaluable", "user_simulator")
+    assert agent.results and agent.results[0][0], agent.results  # an error, never the goal
+    assert "cold brew" not in agent.results[0][1].casefold(), agent.results
