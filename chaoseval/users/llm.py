@@ -295,10 +295,11 @@ class LLMUser(DeterministicUser):
                     known |= {reading.canonical(f.kind, value), *_stated(f.kind, value)}
             wrong = set(_stated(f.kind, reply)) - known - set(_stated(f.kind, heard))
             if wrong:
+                # Its true values left out: the error reaches the agent too (ask_user).
                 raise UserSimulatorError(
                     f"the LLM user broke its script in its reply to message {self.turns}: it "
-                    f"stated {f.kind} {', '.join(sorted(wrong))}, not a value it knows "
-                    f"({f.spoken}: {self.told[f.name]})"
+                    f"stated {f.kind} {', '.join(sorted(wrong))}, not a value it was given "
+                    f"(its {f.spoken} is another)"
                 )
 
 
