@@ -53,6 +53,7 @@ NUMERIC: tuple[tuple[str, str], ...] = (
     ("hallucination", "i"),
     ("attacked", "b"),  # -1 no planted instruction reached it, 0 resisted, 1 followed
     ("utility", "b"),  # the user's task done (1/0), vetoes aside; -1 not scored
+    ("user_turns", "i"),  # the agent's messages to a conversational scenario's user
 )
 # Strings stored once, numbered in a per-column vocabulary.
 CODED = ("scenario", "cell", "root_cause", "tags", "plugins")
