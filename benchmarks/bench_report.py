@@ -15,7 +15,9 @@ what the command costs whatever else the machine runs) and with what it read: th
 lines, or the column cache an earlier read kept beside it (store.colcache). Every command runs
 in turn from no cache: the first to read a journal reads its lines and keeps its cache for the
 others. A new figure of a report command (issue 46's time to first paint of a run's page, say)
-is one more row of ``_size``'s runs, or a part of ``_child`` measured the same way.
+is one more row of ``_size``'s runs, or a part of ``_child`` measured the same way. On the
+first task count's journal, bench_readpaths then prints the read paths side by side (issue 47:
+today's forked reader and ``.npz`` cache against a Parquet file of the columns).
 
 ``--records`` and ``--tasks`` (or ``CHAOSEVAL_BENCH_RECORDS``, ``CHAOSEVAL_BENCH_TASKS``)
 change the sizes; ``CHAOSEVAL_BENCH_CAP`` the seconds a command may take (default 300);
@@ -145,7 +147,7 @@ def _measure(args: tuple[str, ...], journals: list[str], no_cache: bool) -> tupl
         os.environ.pop("CHAOSEVAL_COLUMN_CACHE", None)
 
 
-def _size(tasks: int, records: int, out: str) -> tuple[int, int]:
+def _size(tasks: int, records: int, out: str, paths: bool = False) -> tuple[int, int]:
     a, b = _journal("resilient", tasks, records), _journal("naive", tasks, records)
     if a is None or b is None:
         print("    a journal could not be written within the cap: nothing measured")
@@ -178,6 +180,10 @@ def _size(tasks: int, records: int, out: str) -> tuple[int, int]:
     for what, args, target, no_cache in runs:
         r, read = _measure(args, [a for a in (ja, jb) if a in args], no_cache)
         met += _line(what, r, target, read)
+    if paths:  # issue 47: today's read path beside Parquet's, on the same journal
+        from bench_readpaths import side_by_side
+
+        side_by_side(Path(ja))
     return met, len(runs)
 
 
@@ -444,9 +450,9 @@ def main(records: int = RECORDS, tasks: str = TASKS) -> None:
     out_dir = Path(tempfile.mkdtemp(prefix="chaoseval-bench-report-"))
     met = total = 0
     try:
-        for count in (int(t) for t in tasks.split(",")):
+        for i, count in enumerate(int(t) for t in tasks.split(",")):
             print(f"  {count:,} tasks:")
-            m, n = _size(count, records, str(out_dir / "out"))
+            m, n = _size(count, records, str(out_dir / "out"), paths=i == 0)
             met, total = met + m, total + n
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
