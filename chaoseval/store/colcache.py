@@ -14,8 +14,10 @@ when they are still the journal's:
   is read again);
 - the code that makes the columns is the same (a digest of its source files: a cache written
   by another version of chaoseval is never taken);
-- the file changed nowhere while it was read, and was last modified at least
-  :data:`SETTLED` seconds before (else no cache is written: a journal still being appended to
+- no run held the journal's write lock when the cache was written (store.lock.writing,
+  asked without taking it: a reader never waits for a writer nor keeps one out), the file
+  changed nowhere while it was read, and it was last modified at least :data:`SETTLED`
+  seconds before (else no cache is written: a journal still being appended to
   is read from its lines every time until it stops growing, and a file rewritten in place
   within its timestamp's granularity of the read cannot look unchanged).
 
@@ -47,6 +49,7 @@ import numpy as np
 from chaoseval.model.records import RunManifest
 from chaoseval.store.artifacts import COLUMNS, store_root
 from chaoseval.store.lite import RefCalls
+from chaoseval.store.lock import writing
 from chaoseval.store.manifest import ReferenceIndex
 
 __all__ = ["MIN_BYTES", "SETTLED", "Stamp", "cache_file", "enabled", "load", "save", "stamp"]
@@ -179,6 +182,8 @@ def save(path: Path, t: Any, at: Stamp) -> bool:
     refs = t.references
     if refs is not None and any(t.refs.get(sid) is not c for sid, c in refs.calls.items()):
         return False  # not as the reader makes them (the references' calls are among its refs)
+    if writing(path):
+        return False  # a run holds the journal's lock: it is about to change (store.lock)
     meta = _Meta(
         stamp=at,
         code=code_digest(),
