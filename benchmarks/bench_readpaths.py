@@ -176,12 +176,14 @@ def side_by_side(journal: Path, rounds: int = ROUNDS) -> dict[str, list[dict[str
     from bench_run import measure
 
     from chaoseval.store.artifacts import store_root
-    from chaoseval.store.colcache import cache_file
+    from chaoseval.store.colcache import MIN_BYTES, cache_file
 
     paths = [p for p in PATHS if _have_arrow() or p[1] in ("current", "current-warm", "onepass")]
     size = journal.stat().st_size
     print(f"  read paths on {journal.name} ({size / 2**20:.0f} MB), {os.cpu_count()} CPUs, "
           f"{rounds} round(s){'' if _have_arrow() else '; no pyarrow: today only'}:")  # fmt: skip
+    if size < MIN_BYTES:  # what today's paths do on a journal this small
+        print(f"    (under {MIN_BYTES >> 20} MB: no .npz is kept and the current paths read lines)")
     got: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in paths}
     for _ in range(rounds):
         for label, part, env in paths:
