@@ -64,7 +64,33 @@ def test_pass_k_past_the_first_round_is_refused(tmp_path: Path) -> None:
     assert "2 trials per cell" in res.output
 
 
-@pytest.mark.parametrize("bad", [["--margin", "1.5"], ["-n", "9"]])
+def test_alpha_is_recorded_and_decides(tmp_path: Path) -> None:
+    """--alpha is the run's family-wise error rate: recorded in the manifest's design, said in
+    the report, and what the decisions are made at (the settings' alpha when no flag)."""
+    journal, out = _run(tmp_path, "--alpha", "0.000001")
+    manifest = json.loads(journal.read_text().splitlines()[0])
+    assert manifest["sequential"]["alpha"] == 0.000001
+    # The same trials that decide timeout at 0.05 in round 2 do not at one in a million.
+    assert "timeout" in out and "broken in round" not in out
+    assert "at alpha 1e-06" in out
+    report = runner.invoke(app, ["report", str(journal), "-f", "json"], env=ENV)
+    assert "e-Holm at alpha 1e-06" in report.output
+    (tmp_path / "chaoseval.toml").write_text(SETTINGS + "alpha = 0.2\n", encoding="utf-8")
+    res = runner.invoke(
+        app,
+        [
+            "run", "--config", str(tmp_path / "chaoseval.toml"), "--journal",
+            str(tmp_path / "file.jsonl"), "--no-progress", "-q",
+        ],
+        env=ENV,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "file.jsonl").read_text().splitlines()[0])["sequential"][
+        "alpha"
+    ] == 0.2
+
+
+@pytest.mark.parametrize("bad", [["--margin", "1.5"], ["-n", "9"], ["--alpha", "1"]])
 def test_a_bad_design_is_refused_before_any_trial(tmp_path: Path, bad: list[str]) -> None:
     (tmp_path / "chaoseval.toml").write_text(SETTINGS, encoding="utf-8")
     journal = tmp_path / "bad.jsonl"
