@@ -46,6 +46,9 @@ __all__ = [
     "CellDecision",
     "Outcomes",
     "Progress",
+    "compare_note",
+    "decisions_side_by_side",
+    "first_round",
     "journal_progress",
     "replay",
     "statuses",
@@ -349,3 +352,43 @@ def statuses(t: Any) -> dict[str, CellStatus]:
         s.more_trials = d.more_trials
         out[cell] = s
     return out
+
+
+def first_round(t: Any) -> Any:
+    """The trials a view that counts trials alike in every cell may read (``t``: a journal's
+    columns): a sequential journal's first-round trials (each task's first ``-n``, as many in
+    every cell, which the rounds' stopping cannot bias), else all of them; a store Group."""
+    from chaoseval.store.columns import Group
+
+    g = Group.all(t)
+    design = t.manifest.sequential
+    return g if design is None else g.where(g["index"] < design.first)
+
+
+def compare_note(t: Any, label: str) -> str | None:
+    """What compare reads of a sequential journal, said beside its tables (None: fixed)."""
+    s = t.manifest.sequential
+    if s is None:
+        return None
+    return (
+        f"{label} ({t.path.name}) is a sequential run: compared on each task's first-round "
+        f"{s.first} trial(s), as many in every cell (its later rounds ran only where a cell was "
+        f"undecided, so they are not alike across cells and harnesses); its own decisions, "
+        f"replayed from its recorded design (alpha {s.alpha:g}, margin {s.margin:g}), are "
+        "listed after the comparison (table, markdown and json)"
+    )
+
+
+def decisions_side_by_side(a: Any, b: Any) -> dict[str, dict[str, str | None]]:
+    """Each perturbed cell of either journal: its sequential status in A and in B (each
+    against its own clean, on these tasks, replayed from its design; None for a fixed run or
+    a cell it lacks)."""
+    got = [statuses(t) if t.manifest.sequential is not None else {} for t in (a, b)]
+    cells = [c.name for t in (a, b) for c in t.manifest.cells if c.name != CLEAN]
+    return {
+        cell: {
+            side: (s[cell].status if cell in s else None)
+            for side, s in zip(("a", "b"), got, strict=True)
+        }
+        for cell in dict.fromkeys(cells)
+    }

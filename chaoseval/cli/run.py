@@ -49,8 +49,8 @@ from chaoseval.cli._run_options import (
     Report,
     Resume,
     RoundSize,
-    RunAppDir,
     RunAlpha,
+    RunAppDir,
     RunMargin,
     SandboxMode,
     Seed,
@@ -289,7 +289,9 @@ def _design(s: RunSettings, budget_trials: int | None) -> Any:
     if not 0 < s.margin < 1:
         raise ConfigError(f"--margin must lie strictly between 0 and 1 (got {s.margin})")
     if not 0 < s.alpha < 1:
-        raise ConfigError(f"--alpha must lie strictly between 0 and 1 (got {s.alpha}): 0.05 is usual")
+        raise ConfigError(
+            f"--alpha must lie strictly between 0 and 1 (got {s.alpha}); 0.05 is usual"
+        )
     if s.trials > s.max_trials_per_task:
         raise ConfigError(
             f"-n {s.trials} (the first round) is above --max-trials-per-task "

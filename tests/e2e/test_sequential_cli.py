@@ -85,9 +85,10 @@ def test_alpha_is_recorded_and_decides(tmp_path: Path) -> None:
         env=ENV,
     )  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert json.loads((tmp_path / "file.jsonl").read_text().splitlines()[0])["sequential"][
-        "alpha"
-    ] == 0.2
+    assert (
+        json.loads((tmp_path / "file.jsonl").read_text().splitlines()[0])["sequential"]["alpha"]
+        == 0.2
+    )
 
 
 @pytest.mark.parametrize("bad", [["--margin", "1.5"], ["-n", "9"], ["--alpha", "1"]])
@@ -101,3 +102,36 @@ def test_a_bad_design_is_refused_before_any_trial(tmp_path: Path, bad: list[str]
     )
     assert res.exit_code == 2, res.output
     assert not journal.exists()
+
+
+def test_compare_reads_first_rounds_and_lists_each_runs_decisions(tmp_path: Path) -> None:
+    """compare pairs two sequential journals on each task's first-round trials (as many in
+    every cell and both runs), says so, and lists each run's own decisions beside it."""
+    a, _ = _run(tmp_path)
+    b = tmp_path / "b.jsonl"
+    res = runner.invoke(
+        app,
+        [
+            "run", "--config", str(tmp_path / "chaoseval.toml"), "--journal", str(b),
+            "--agent", "resilient", "--no-progress", "-q",
+        ],
+        env=ENV,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = runner.invoke(app, ["compare", str(a), str(b), "-f", "json", "--resamples", "200"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    tasks = 6  # orders-*
+    for cell in ("clean", "timeout", "sampling"):
+        # 2 first-round trials a task, though the runs went on to 6 in some cells
+        assert doc["statuses"][cell]["passed_a"][1] == 2 * tasks
+        assert doc["statuses"][cell]["passed_b"][1] == 2 * tasks
+    assert doc["sequential_decisions"]["timeout"]["a"] == "broken"
+    assert set(doc["sequential_decisions"]) == {"timeout", "sampling"}
+    assert any(
+        "is a sequential run: compared on each task's first-round" in w for w in doc["warnings"]
+    )
+    table = runner.invoke(app, ["compare", str(a), str(b), "--resamples", "200"], env=ENV)
+    assert table.exit_code == 0, table.output
+    assert "sequential decisions, each run against its own clean" in table.output
+    assert "timeout" in table.output.split("sequential decisions")[1]
