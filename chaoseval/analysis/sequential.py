@@ -49,6 +49,7 @@ __all__ = [
     "compare_note",
     "decisions_side_by_side",
     "first_round",
+    "hindsight_log_wealth",
     "journal_progress",
     "replay",
     "statuses",
@@ -288,6 +289,24 @@ def _ready(o: Outcomes, d: CellDecision, first: int, n: int) -> bool:
 def _codes(o: Outcomes, d: CellDecision) -> list[int]:
     at = {t: i for i, t in enumerate(o.tasks)}
     return [at[t] for t in d.tasks]
+
+
+def hindsight_log_wealth(p: Progress, o: Outcomes, cell: str) -> dict[str, float]:
+    """The log wealth the best constant stake of the grid, chosen in hindsight, reaches on the
+    cell's evidence for ``drop`` and ``held``: more than any bettor that must choose its stakes
+    as the trials come can count on. When it is under log(1 / alpha), no betting e-process
+    would have decided the claim on these trials even alone (``make bench-sequential``)."""
+    d = p.decisions[cell]
+    if not d.tasks or not d.trials:
+        return dict.fromkeys(("drop", "held"), 0.0)
+    x = paired_steps(_differences(o, cell, _codes(o, d), d.trials))
+    if not x.size:
+        return dict.fromkeys(("drop", "held"), 0.0)
+    held = (1 - p.design.margin) / 2
+    return {
+        "drop": growth_rate(x, 0.5, "below") * x.size,
+        "held": growth_rate(x, held, "above") * x.size,
+    }
 
 
 def stop_early(p: Progress, o: Outcomes, why: str) -> None:
