@@ -117,7 +117,8 @@ def _run(agent: str, journal: Path, seed: int, *args: str) -> None:
     cmd += ["--journal", str(journal), "--overwrite", "--no-progress", "--no-report"]
     for p in CATALOGUE:
         cmd += ["-p", p]
-    subprocess.run([*cmd, *args], check=True, stdin=subprocess.DEVNULL)
+    # Its decisions are printed below beside the fixed run's: the run's own lines would bury them.
+    subprocess.run([*cmd, *args], check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def _statuses(journal: Path) -> tuple[dict[str, str], int]:

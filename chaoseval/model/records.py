@@ -367,7 +367,10 @@ class SequentialDesign(BaseModel):
     round_size: int = Field(default=2, ge=1)  # trials per task each later round adds
     max_trials: int = Field(default=20, ge=1)  # per task and cell
     budget_trials: int | None = Field(default=None, ge=1)  # recorded trials, the run's total
-    method: Literal["e-holm"] = "e-holm"
+    # How the claims of every cell are tested together (chaoseval.analysis.sequential): "cells",
+    # closed testing over the cells' claims that can be true together, mean-merged by cell;
+    # "e-holm" (journals written before it), mean-merged by claim.
+    method: Literal["cells", "e-holm"] = "cells"
     # Each cell's decision as the run left it (a later manifest line of the run writes it
     # after every round): status, the rule that stopped it, its round and trials per task.
     decided: dict[str, dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)

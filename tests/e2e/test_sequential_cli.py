@@ -74,7 +74,7 @@ def test_alpha_is_recorded_and_decides(tmp_path: Path) -> None:
     assert "timeout" in out and "broken in round" not in out
     assert "at alpha 1e-06" in out
     report = runner.invoke(app, ["report", str(journal), "-f", "json"], env=ENV)
-    assert "e-Holm at alpha 1e-06" in report.output
+    assert "closed testing by cell at alpha 1e-06" in report.output
     (tmp_path / "chaoseval.toml").write_text(SETTINGS + "alpha = 0.2\n", encoding="utf-8")
     res = runner.invoke(
         app,

@@ -35,7 +35,7 @@ def _config(journal: Path, **kw: Any) -> RunConfig:
         scenarios=select(installed(), TASKS),
         agent=load_agent("naive"),
         agent_name="naive",
-        cells=parse_cells(CELLS),
+        cells=parse_cells(kw.pop("cells", CELLS)),
         trials=design.first,
         seed=7,
         journal=journal,
@@ -110,14 +110,15 @@ def test_a_budget_stop_then_resume_gives_the_same_decisions(tmp_path: Path) -> N
     inconclusive with the trials they would still need; resumed with a larger budget, the
     run ends with the decisions and trials of a run never stopped."""
     whole = tmp_path / "whole.jsonl"
-    want = _decisions(sequential.run(_config(whole)))
+    cells = [*CELLS, "latency"]  # latency is decided in round 3: the budget stops round 2
+    want = _decisions(sequential.run(_config(whole, cells=cells)))
     cut = tmp_path / "cut.jsonl"
-    stopped = sequential.run(_config(cut, budget_trials=150, concurrency=1))
+    stopped = sequential.run(_config(cut, budget_trials=150, concurrency=1, cells=cells))
     assert stopped.progress is not None
     undecided = [d for d in stopped.progress.decisions.values() if d.status == "inconclusive"]
     assert undecided and all("budget ran out" in d.rule for d in undecided)
     assert all(d.more_trials or d.why for d in undecided)
-    resumed = sequential.run(_config(cut, resume=True))
+    resumed = sequential.run(_config(cut, resume=True, cells=cells))
     assert _decisions(resumed) == want
     assert _trial_lines(cut) == _trial_lines(whole)
 
