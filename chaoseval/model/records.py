@@ -444,5 +444,10 @@ class RunManifest(BaseModel):
         } | (
             {}
             if self.sequential is None
-            else {"sequential": self.sequential.model_dump(exclude={"budget_trials", "decided"})}
+            # The method is not the user's: a resumed journal is decided by the one it recorded.
+            else {
+                "sequential": self.sequential.model_dump(
+                    exclude={"budget_trials", "decided", "method"}
+                )
+            }
         )

@@ -142,3 +142,25 @@ def test_budget_trials_stops_a_fixed_run_too(tmp_path: Path) -> None:
     assert result.budget is not None and result.budget.skipped > 0
     assert result.budget.reached == "--budget-trials 10 (recorded 10)"
     assert len(read_trials(tmp_path / "fixed.jsonl")) == 10
+
+
+def test_a_journal_decided_by_e_holm_resumes_by_e_holm(tmp_path: Path) -> None:
+    """A journal written before the closed test by cell recorded method e-holm: resumed after
+    a budget stop, it is not refused and goes on deciding by the method it recorded, as a run
+    never stopped with that method."""
+    cells = [*CELLS, "latency"]
+
+    def config(journal: Path, **kw: Any) -> RunConfig:
+        c = _config(journal, cells=cells, **kw)
+        assert c.sequential is not None
+        c.sequential = c.sequential.model_copy(update={"method": "e-holm"})
+        return c
+
+    whole = tmp_path / "whole.jsonl"
+    want = _decisions(sequential.run(config(whole)))
+    cut = tmp_path / "cut.jsonl"
+    sequential.run(config(cut, budget_trials=150, concurrency=1))
+    resumed = sequential.run(_config(cut, resume=True, cells=cells))  # today's default design
+    assert _decisions(resumed) == want
+    t = read_trials(cut)
+    assert t.manifest.sequential is not None and t.manifest.sequential.method == "e-holm"
