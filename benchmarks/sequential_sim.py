@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import beta  # type: ignore[import-untyped]
 
-from chaoseval.analysis.sequential import Outcomes, replay
+from chaoseval.analysis.sequential import METHOD_WORDS, Outcomes, replay
 from chaoseval.analysis.stats import holm
 from chaoseval.analysis.strata import stratified_exact
 from chaoseval.model.records import CLEAN, SequentialDesign
@@ -100,10 +100,11 @@ def calibration(runs: int, seed: int = 44) -> None:
         f"calibration under the null: {runs} runs, {TASKS} tasks, {CELLS} cells, rounds "
         f"{DESIGN.rounds()} (decided after every round; {time.monotonic() - start:.0f} s)"
     )
-    for name, k in (("sequential (e-Holm)", sequential), ("fixed-n peeked", fixed)):
+    label = f"sequential ({METHOD_WORDS[DESIGN.method]})"
+    for name, k in ((label, sequential), ("fixed-n peeked", fixed)):
         upper = beta.ppf(0.95, k + 1, runs - k) if k < runs else 1.0
         print(
-            f"  {name:22s} family-wise false claims {k}/{runs} = {k / runs:.3f} "
+            f"  {name:36s} family-wise false claims {k}/{runs} = {k / runs:.3f} "
             f"(95% upper bound {upper:.3f}; target <= {ALPHA})"
         )
     print(
