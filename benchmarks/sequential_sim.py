@@ -18,21 +18,25 @@ fixed run's.
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import beta  # type: ignore[import-untyped]
 
-from chaoseval.analysis.sequential import Outcomes, replay
+from chaoseval.analysis.sequential import METHOD_WORDS, Outcomes, replay
 from chaoseval.analysis.stats import holm
 from chaoseval.analysis.strata import stratified_exact
 from chaoseval.model.records import CLEAN, SequentialDesign
 
 TASKS, CELLS, ALPHA = 20, 6, 0.05
+AGENTS = ("naive", "resilient")
 DESIGN = SequentialDesign(first=2, round_size=2, max_trials=20)
 CATALOGUE = [
     "latency",
@@ -96,10 +100,11 @@ def calibration(runs: int, seed: int = 44) -> None:
         f"calibration under the null: {runs} runs, {TASKS} tasks, {CELLS} cells, rounds "
         f"{DESIGN.rounds()} (decided after every round; {time.monotonic() - start:.0f} s)"
     )
-    for name, k in (("sequential (e-Holm)", sequential), ("fixed-n peeked", fixed)):
+    label = f"sequential ({METHOD_WORDS[DESIGN.method]})"
+    for name, k in ((label, sequential), ("fixed-n peeked", fixed)):
         upper = beta.ppf(0.95, k + 1, runs - k) if k < runs else 1.0
         print(
-            f"  {name:22s} family-wise false claims {k}/{runs} = {k / runs:.3f} "
+            f"  {name:36s} family-wise false claims {k}/{runs} = {k / runs:.3f} "
             f"(95% upper bound {upper:.3f}; target <= {ALPHA})"
         )
     print(
@@ -108,25 +113,13 @@ def calibration(runs: int, seed: int = 44) -> None:
     )
 
 
-def _run(agent: str, journal: Path, *args: str) -> None:
-    cmd = [
-        sys.executable,
-        "-m",
-        "chaoseval",
-        "run",
-        "--agent",
-        agent,
-        "--seed",
-        "7",
-        "--journal",
-        str(journal),
-        "--overwrite",
-        "--no-progress",
-        "--no-report",
-    ]
+def _run(agent: str, journal: Path, seed: int, *args: str) -> None:
+    cmd = [sys.executable, "-m", "chaoseval", "run", "--agent", agent, "--seed", str(seed)]
+    cmd += ["--journal", str(journal), "--overwrite", "--no-progress", "--no-report"]
     for p in CATALOGUE:
         cmd += ["-p", p]
-    subprocess.run([*cmd, *args], check=True, stdin=subprocess.DEVNULL)
+    # Its decisions are printed below beside the fixed run's: the run's own lines would bury them.
+    subprocess.run([*cmd, *args], check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def _statuses(journal: Path) -> tuple[dict[str, str], int]:
@@ -139,39 +132,91 @@ def _statuses(journal: Path) -> tuple[dict[str, str], int]:
     return {c: word.get(s.status, s.status) for c, s in a.statuses.items()}, len(t)
 
 
-def efficiency() -> None:
+def _kind(fixed: str, seq: str) -> str:
+    """How two statuses of one cell differ: a side undecided, or both decided otherwise."""
+    if fixed == seq:
+        return "same"
+    if seq == "inconclusive":
+        return "sequential undecided"
+    if fixed == "inconclusive":
+        return "fixed undecided"
+    return "both decided, other words"
+
+
+def _reach(journal: Path, cell: str) -> str:
+    """For a cell the sequential run left undecided: the most a bettor with the best constant
+    stake, chosen in hindsight, reaches on its trials per claim, against 1/alpha for that claim
+    alone (no other claim of the run, no peeking): below it, no betting e-process decides it."""
+    from chaoseval.analysis.sequential import hindsight_log_wealth, journal_progress
+    from chaoseval.store.columns import read_trials
+
+    p, o = journal_progress(read_trials(journal))
+    best = hindsight_log_wealth(p, o, cell)
+    bar = math.log(1 / p.design.alpha)
+    return ", ".join(f"{k} e {math.exp(v):.3g}" for k, v in best.items()) + (
+        f" at best in hindsight on {p.decisions[cell].trials} trials a task (1/alpha = "
+        f"{math.exp(bar):g})"
+    )
+
+
+def _fixed_agreement(fixed: dict[tuple[int, str], dict[str, str]], seeds: list[int]) -> None:
+    """Two fixed n = 20 runs of other seeds: how often the reference agrees with itself."""
+    for s1, s2 in itertools.pairwise(seeds):
+        pairs = [(fixed[s1, a][c], fixed[s2, a][c]) for a in AGENTS for c in fixed[s1, a]]
+        same = sum(x == y for x, y in pairs)
+        print(f"  fixed n=20 seed {s1} against fixed n=20 seed {s2}: {same} of {len(pairs)} agree")
+
+
+def efficiency(seeds: list[int], cap: int, keep: Path | None) -> None:
     agree = cells = seq_trials = fixed_trials = 0
+    kinds: Counter[str] = Counter()
+    fixed_words: dict[tuple[int, str], dict[str, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for agent in ("naive", "resilient"):
-            fixed, seq = Path(tmp) / f"{agent}-20.jsonl", Path(tmp) / f"{agent}-seq.jsonl"
-            _run(agent, fixed, "-n", "20")
-            _run(agent, seq, "--sequential", "-n", "2", "--max-trials-per-task", "20")
+        where = keep or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        for seed, agent in ((s, a) for s in seeds for a in AGENTS):
+            fixed, seq = where / f"{agent}-{seed}-20.jsonl", where / f"{agent}-{seed}-seq.jsonl"
+            _run(agent, fixed, seed, "-n", "20")
+            _run(agent, seq, seed, "--sequential", "-n", "2", "--max-trials-per-task", str(cap))
             want, n_fixed = _statuses(fixed)
             got, n_seq = _statuses(seq)
+            fixed_words[seed, agent] = want
             for c in want:
-                same = want[c] == got[c]
-                agree += same
+                kind = _kind(want[c], got[c])
+                kinds[kind] += 1
+                agree += kind == "same"
+                note = "" if kind == "same" else f"   <- differs ({kind})"
+                if kind == "sequential undecided":
+                    note += f": {_reach(seq, c)}"
                 print(
-                    f"  {agent:9s} {c:14s} fixed n=20 {want[c]:13s} sequential {got[c]}"
-                    + ("" if same else "   <- differs")
+                    f"  seed {seed} {agent:9s} {c:14s} fixed n=20 {want[c]:13s} "
+                    f"sequential {got[c]}{note}"
                 )
             cells += len(want)
             seq_trials += n_seq
             fixed_trials += n_fixed
     print(
-        f"efficiency: statuses agree on {agree} of {cells} cells; the sequential runs used "
-        f"{seq_trials} trials, {seq_trials / fixed_trials:.2f} of the fixed runs' {fixed_trials}"
+        f"efficiency (seeds {', '.join(map(str, seeds))}; sequential cap {cap}): statuses agree "
+        f"on {agree} of {cells} cells; the sequential runs used {seq_trials} trials, "
+        f"{seq_trials / fixed_trials:.2f} of the fixed runs' {fixed_trials}"
     )
+    print("  " + "; ".join(f"{k}: {n}" for k, n in kinds.most_common()))
+    _fixed_agreement(fixed_words, seeds)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--efficiency", action="store_true", help="also the bundled-suite runs")
+    ap.add_argument("--seeds", default="7", help="run seeds of the efficiency runs: 7,8,9")
+    ap.add_argument("--cap", type=int, default=20, help="the sequential runs' cap per task")
+    ap.add_argument("--keep", type=Path, help="write the efficiency runs' journals here")
+    ap.add_argument("--no-calibration", action="store_true", help="the efficiency runs only")
     args = ap.parse_args()
-    calibration(args.runs)
+    if not args.no_calibration:
+        calibration(args.runs)
     if args.efficiency:
-        efficiency()
+        efficiency([int(x) for x in args.seeds.split(",")], args.cap, args.keep)
 
 
 if __name__ == "__main__":

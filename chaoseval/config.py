@@ -84,6 +84,7 @@ class ProjectConfig(BaseModel):
     # run --sequential and its design (docs/SEQUENTIAL.md)
     sequential: bool | None = None
     margin: float | None = Field(default=None, gt=0, lt=1)
+    alpha: float | None = Field(default=None, gt=0, lt=1)
     round_size: int | None = Field(default=None, ge=1)
     max_trials_per_task: int | None = Field(default=None, ge=1)
     # Where the settings came from, for messages ("" when there is no file), and the file's
@@ -229,6 +230,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "sandbox": "auto",
     "sequential": False,
     "margin": 0.1,
+    "alpha": 0.05,
     "round_size": 2,
     "max_trials_per_task": 20,
 }
@@ -258,6 +260,7 @@ class RunSettings:
     max_request_size: int | str | None = None
     sequential: bool = False
     margin: float = 0.1
+    alpha: float = 0.05
     round_size: int = 2
     max_trials_per_task: int = 20
 

@@ -37,6 +37,7 @@ from chaoseval.analysis.process import (
     process_metrics,
     recorded_references,
 )
+from chaoseval.analysis.sequential import METHOD_WORDS
 from chaoseval.analysis.sequential import statuses as sequential_statuses
 from chaoseval.analysis.simulator import simulator_failures
 from chaoseval.analysis.slices import Slices, ToolSlice, VetoItem, slices
@@ -211,7 +212,8 @@ def _sequential_note(t: Trials) -> list[str]:
         return []
     return [
         f"a sequential run (run --sequential): the statuses are its anytime-valid decisions on "
-        f"these tasks (e-Holm at alpha {s.alpha:g}, margin {s.margin:g}, up to {s.max_trials} "
+        f"these tasks ({METHOD_WORDS[s.method]} at alpha {s.alpha:g}, margin {s.margin:g}, "
+        f"up to {s.max_trials} "
         f"trials per task); the metrics, pass^k and intervals are of each task's first-round "
         f"{s.first} trial(s), as many in every cell, which the rounds' stopping cannot bias"
     ]

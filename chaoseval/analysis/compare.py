@@ -62,6 +62,7 @@ from chaoseval.analysis.resilience import (
     retention,
     sizing,
 )
+from chaoseval.analysis.sequential import compare_note, first_round
 from chaoseval.analysis.spend import Budget
 from chaoseval.errors import ConfigError
 from chaoseval.model.seeding import derive_seed
@@ -452,7 +453,9 @@ def compare_journals(
     if main.metric == "pass^k":
         ks = sorted({*ks, main.kk})
     la, lb = _labels(a, b)
-    ga, gb = groups(a, "cell"), groups(b, "cell")
+    # A sequential journal's cells ran more trials where they were undecided: compared on the
+    # first round alone, as many trials a task in every cell.
+    ga, gb = groups(first_round(a), "cell"), groups(first_round(b), "cell")
     sa, sb = task_names(a), task_names(b)
     common_cells = [c for c in ga if c in gb]
 
@@ -481,7 +484,7 @@ def compare_journals(
         only_in_b=sorted(sb - sa),
         cells_only_in_a=sorted(set(ga) - set(gb)),
         cells_only_in_b=sorted(set(gb) - set(ga)),
-        warnings=_warnings(a, b),
+        warnings=[*_warnings(a, b), *filter(None, (compare_note(a, la), compare_note(b, lb)))],
         primary=main.label,
         sizing=_sizing(cells, main.label),
     )

@@ -124,8 +124,9 @@ def judge_comparison(
 ) -> dict[str, dict[str, Any]]:
     """The statuses of a comparison of two journals' columns (``a``, ``b``: store Trials)."""
     from chaoseval.analysis.aggregate import groups, task_counts
+    from chaoseval.analysis.sequential import first_round
 
     def counts(t: Any) -> dict[str, dict[str, tuple[int, int]]]:
-        return {cell: task_counts(g) for cell, g in groups(t, "cell").items()}
+        return {cell: task_counts(g) for cell, g in groups(first_round(t), "cell").items()}
 
     return compare_statuses(h, counts(a), counts(b), margin)

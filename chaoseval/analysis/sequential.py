@@ -11,8 +11,10 @@ e-processes on the mean difference D over the cell's tasks (equal weight per tas
 - ``held``: against D <= -margin (``held``: any drop is smaller than the margin).
 
 After each round the claims of every cell are tested together by closed testing with e-values
-(e-Holm), so the chance of any false claim in the run stays at most alpha however many rounds
-were looked at. A decided cell stops (its e-processes frozen); the others get the next round.
+(:func:`by_cells`: the intersections of nulls that can be true together, mean-merged by cell;
+journals that recorded ``e-holm`` are replayed by e-Holm, mean-merged by claim), so the chance
+of any false claim in the run stays at most alpha however many rounds were looked at. A decided
+cell stops (its e-processes frozen); the others get the next round.
 A cell whose cap (``max_trials``) comes undecided is ``inconclusive``, with the trials per task
 it would still need were the data to go on as they went.
 
@@ -43,9 +45,15 @@ from chaoseval.analysis.status import CellStatus
 from chaoseval.model.records import CLEAN, SequentialDesign
 
 __all__ = [
+    "METHOD_WORDS",
     "CellDecision",
     "Outcomes",
     "Progress",
+    "by_cells",
+    "compare_note",
+    "decisions_side_by_side",
+    "first_round",
+    "hindsight_log_wealth",
     "journal_progress",
     "replay",
     "statuses",
@@ -53,6 +61,8 @@ __all__ = [
 ]
 
 MISSING, PASSED, FAILED, UNSCORED = -1, 0, 1, 2
+# How each recorded method is named where the decisions are said.
+METHOD_WORDS = {"cells": "closed testing by cell", "e-holm": "e-Holm"}
 TESTS = ("drop", "gain", "held")
 
 
@@ -194,7 +204,9 @@ def _interval(d: CellDecision, diffs: np.ndarray, alpha: float) -> None:
 
 def _need(d: CellDecision, diffs: np.ndarray, design: SequentialDesign, family: int) -> None:
     """Trials per task the likelier claim would still need at its present growth rate."""
-    bar = math.log(family / design.alpha)  # a lone claim's bar in the closed test, at worst
+    # A lone claim's bar in the closed test, at worst: a term per claim (e-Holm) or per cell.
+    terms = family if design.method == "e-holm" else max(1, family // 3)
+    bar = math.log(terms / design.alpha)
     x = paired_steps(diffs) if len(diffs) else None
     best: int | None = None
     if x is not None:
@@ -215,10 +227,52 @@ def _need(d: CellDecision, diffs: np.ndarray, design: SequentialDesign, family: 
         d.why = f"about {d.more_trials} more trial(s) per task would decide it at this rate"
 
 
-def _claims(decisions: dict[str, CellDecision], alpha: float) -> dict[tuple[str, str], bool]:
+def _claims(
+    decisions: dict[str, CellDecision], alpha: float, method: str = "cells"
+) -> dict[tuple[str, str], bool]:
     keys = [(c, t) for c, d in decisions.items() if d.status != "did not land" for t in TESTS]
-    rejected = e_holm([decisions[c].log_e[t] for c, t in keys], alpha)
-    return dict(zip(keys, rejected.tolist(), strict=True))
+    if method == "e-holm":
+        rejected = e_holm([decisions[c].log_e[t] for c, t in keys], alpha)
+        return dict(zip(keys, rejected.tolist(), strict=True))
+    return by_cells({c: decisions[c].log_e for c in dict.fromkeys(c for c, _ in keys)}, alpha)
+
+
+def _options(log_e: dict[str, float]) -> dict[str, float]:
+    """For each claim of a cell, the smallest e-value (log) of the cell's intersections of
+    nulls that hold it and can be true together. D's nulls: drop D >= 0, gain D <= 0, held
+    D <= -margin. Together they can be: {drop} (D > 0), {gain} (-margin < D < 0), {drop, gain}
+    (D = 0), {gain, held} (D <= -margin, which is held's null alone); drop and held never. Each
+    is tested by an e-value valid under it: its claim's, the mean of drop's and gain's for
+    D = 0, held's for {gain, held}."""
+    drop, gain, held = log_e["drop"], log_e["gain"], log_e["held"]
+    both = float(np.logaddexp(drop, gain) - math.log(2))
+    return {"drop": min(drop, both), "gain": min(gain, both, held), "held": held}
+
+
+def by_cells(log_e: dict[str, dict[str, float]], alpha: float) -> dict[tuple[str, str], bool]:
+    """Closed testing of every cell's claims at family-wise level ``alpha``, valid whenever it
+    is looked at (each claim's e-process stopped when its cell is decided).
+
+    An intersection of nulls is a choice, per cell, of nulls that can be true together (or none);
+    it is tested by the mean over its cells of an e-value valid under that cell's choice
+    (:func:`_options`): a mean of e-processes valid under it, so Ville's inequality bounds the
+    chance the true nulls' intersection is ever rejected by alpha. A claim is made when every
+    intersection holding it is rejected; the least mean is the claim's cell at its smallest
+    option with the k smallest options of the other cells, for some k. The family is the cells
+    (one term each), not their claims: with three claims a cell, mean-merging by claim (e-Holm)
+    made each claim pay for about twice as many e-values near or below one."""
+    options = {c: _options(e) for c, e in log_e.items()}
+    least = {c: min(o.values()) for c, o in options.items()}
+    threshold = math.log(1 / alpha)
+    out: dict[tuple[str, str], bool] = {}
+    for cell, opts in options.items():
+        others = np.sort([v for c, v in least.items() if c != cell])
+        for test, own in opts.items():
+            with np.errstate(divide="ignore"):
+                cums = np.logaddexp.accumulate(np.concatenate([[own], others]))
+            means = cums - np.log(np.arange(1, others.size + 2))
+            out[cell, test] = bool(means.min() >= threshold)
+    return out
 
 
 def _decide(
@@ -257,7 +311,7 @@ def replay(o: Outcomes, design: SequentialDesign, cells: Sequence[str]) -> Progr
             _evidence(d, diffs, design.margin)
             d.trials = n
         family = 3 * sum(d.status != "did not land" for d in decisions.values())
-        rejected = _claims(decisions, design.alpha)
+        rejected = _claims(decisions, design.alpha, design.method)
         for d in live:
             if d.status == "undecided":
                 _decide(d, rejected, rnd, n, design.margin)
@@ -285,6 +339,24 @@ def _ready(o: Outcomes, d: CellDecision, first: int, n: int) -> bool:
 def _codes(o: Outcomes, d: CellDecision) -> list[int]:
     at = {t: i for i, t in enumerate(o.tasks)}
     return [at[t] for t in d.tasks]
+
+
+def hindsight_log_wealth(p: Progress, o: Outcomes, cell: str) -> dict[str, float]:
+    """The log wealth the best constant stake of the grid, chosen in hindsight, reaches on the
+    cell's evidence for ``drop`` and ``held``: more than any bettor that must choose its stakes
+    as the trials come can count on. When it is under log(1 / alpha), no betting e-process
+    would have decided the claim on these trials even alone (``make bench-sequential``)."""
+    d = p.decisions[cell]
+    if not d.tasks or not d.trials:
+        return dict.fromkeys(("drop", "held"), 0.0)
+    x = paired_steps(_differences(o, cell, _codes(o, d), d.trials))
+    if not x.size:
+        return dict.fromkeys(("drop", "held"), 0.0)
+    held = (1 - p.design.margin) / 2
+    return {
+        "drop": growth_rate(x, 0.5, "below") * x.size,
+        "held": growth_rate(x, held, "above") * x.size,
+    }
 
 
 def stop_early(p: Progress, o: Outcomes, why: str) -> None:
@@ -349,3 +421,43 @@ def statuses(t: Any) -> dict[str, CellStatus]:
         s.more_trials = d.more_trials
         out[cell] = s
     return out
+
+
+def first_round(t: Any) -> Any:
+    """The trials a view that counts trials alike in every cell may read (``t``: a journal's
+    columns): a sequential journal's first-round trials (each task's first ``-n``, as many in
+    every cell, which the rounds' stopping cannot bias), else all of them; a store Group."""
+    from chaoseval.store.columns import Group
+
+    g = Group.all(t)
+    design = t.manifest.sequential
+    return g if design is None else g.where(g["index"] < design.first)
+
+
+def compare_note(t: Any, label: str) -> str | None:
+    """What compare reads of a sequential journal, said beside its tables (None: fixed)."""
+    s = t.manifest.sequential
+    if s is None:
+        return None
+    return (
+        f"{label} ({t.path.name}) is a sequential run: compared on each task's first-round "
+        f"{s.first} trial(s), as many in every cell (its later rounds ran only where a cell was "
+        f"undecided, so they are not alike across cells and harnesses); its own decisions, "
+        f"replayed from its recorded design (alpha {s.alpha:g}, margin {s.margin:g}), are "
+        "listed after the comparison (table, markdown and json)"
+    )
+
+
+def decisions_side_by_side(a: Any, b: Any) -> dict[str, dict[str, str | None]]:
+    """Each perturbed cell of either journal: its sequential status in A and in B (each
+    against its own clean, on these tasks, replayed from its design; None for a fixed run or
+    a cell it lacks)."""
+    got = [statuses(t) if t.manifest.sequential is not None else {} for t in (a, b)]
+    cells = [c.name for t in (a, b) for c in t.manifest.cells if c.name != CLEAN]
+    return {
+        cell: {
+            side: (s[cell].status if cell in s else None)
+            for side, s in zip(("a", "b"), got, strict=True)
+        }
+        for cell in dict.fromkeys(cells)
+    }

@@ -250,6 +250,15 @@ RunMargin = Annotated[
         show_default="0.1",
     ),
 ]
+RunAlpha = Annotated[
+    float | None,
+    typer.Option(
+        "--alpha",
+        help="--sequential: the chance of any false claim (broken, improved or held) in the "
+        "whole run, whenever it stops",
+        show_default="0.05",
+    ),
+]
 BudgetTrials = Annotated[
     int | None,
     typer.Option(min=1, help="stop starting trials once the run has recorded this many"),

@@ -232,14 +232,22 @@ def compare_cmd(
         h = compare_journals(ja, jb, k, n_resamples=resamples, seed=seed, primary=primary)
         statuses = judge_comparison(h, ja, jb, margin)
         c = conclude(h, statuses, margin)
+        decided = _sequential_decisions(ja, jb)
         if format == "table":
             print_comparison(h, console, c)
+            for line in _decision_lines(decided):
+                console.print(escape(line), soft_wrap=True)
         elif format == "markdown":
-            emit(render_comparison_markdown(h, c), output, "comparison")
+            text = render_comparison_markdown(h, c)
+            if decided:
+                text += "\n" + "\n".join(["```", *_decision_lines(decided), "```", ""])
+            emit(text, output, "comparison")
         elif format == "html":
             emit(render_comparison_html(h, c), output, "comparison")
         elif format == "json":
             doc = {**h.to_json(), "statuses": statuses}
+            if decided:
+                doc["sequential_decisions"] = decided
             emit(json.dumps(doc, indent=2), output, "comparison")
         else:
             raise ConfigError(f"unknown --format {format!r}; use table, markdown, html or json")
@@ -247,6 +255,31 @@ def compare_cmd(
         fail(exc)
     if fail_on_regression and (code := regression_exit(statuses, allow_inconclusive)):
         raise typer.Exit(code)
+
+
+def _sequential_decisions(a: Trials, b: Trials) -> dict[str, dict[str, str | None]]:
+    """Each journal's own sequential decisions per cell, replayed from its recorded design
+    ({} when both runs are fixed)."""
+    if a.manifest.sequential is None and b.manifest.sequential is None:
+        return {}
+    from chaoseval.analysis.sequential import decisions_side_by_side
+
+    return decisions_side_by_side(a, b)
+
+
+def _decision_lines(decided: dict[str, dict[str, str | None]]) -> list[str]:
+    if not decided:
+        return []
+    width = max(len(c) for c in decided)
+    out = [
+        "sequential decisions, each run against its own clean on these tasks (replayed from "
+        "its recorded design; not a test of B against A):"
+    ]
+    for cell, d in decided.items():
+        a, b = d["a"] or "(fixed run)", d["b"] or "(fixed run)"
+        differ = "   <- differ" if d["a"] and d["b"] and a != b else ""
+        out.append(f"  {cell.ljust(width)}  A {a:13s} B {b}{differ}")
+    return out
 
 
 def _check_pairable(a: Trials, b: Trials) -> None:

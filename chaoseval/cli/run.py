@@ -49,6 +49,7 @@ from chaoseval.cli._run_options import (
     Report,
     Resume,
     RoundSize,
+    RunAlpha,
     RunAppDir,
     RunMargin,
     SandboxMode,
@@ -122,6 +123,7 @@ def run_cmd(
     round_size: RoundSize = None,
     max_trials_per_task: MaxTrialsPerTask = None,
     margin: RunMargin = None,
+    alpha: RunAlpha = None,
     budget_trials: BudgetTrials = None,
 ) -> None:
     """Run the matrix: scenarios x (clean + each perturbation cell) x n trials.
@@ -315,12 +317,17 @@ def _design(s: RunSettings, budget_trials: int | None) -> Any:
 
     if not 0 < s.margin < 1:
         raise ConfigError(f"--margin must lie strictly between 0 and 1 (got {s.margin})")
+    if not 0 < s.alpha < 1:
+        raise ConfigError(
+            f"--alpha must lie strictly between 0 and 1 (got {s.alpha}); 0.05 is usual"
+        )
     if s.trials > s.max_trials_per_task:
         raise ConfigError(
             f"-n {s.trials} (the first round) is above --max-trials-per-task "
             f"{s.max_trials_per_task}: lower -n or raise the cap"
         )
     return SequentialDesign(
+        alpha=s.alpha,
         margin=s.margin,
         first=s.trials,
         round_size=s.round_size,

@@ -370,7 +370,10 @@ class SequentialDesign(BaseModel):
     round_size: int = Field(default=2, ge=1)  # trials per task each later round adds
     max_trials: int = Field(default=20, ge=1)  # per task and cell
     budget_trials: int | None = Field(default=None, ge=1)  # recorded trials, the run's total
-    method: Literal["e-holm"] = "e-holm"
+    # How the claims of every cell are tested together (chaoseval.analysis.sequential): "cells",
+    # closed testing over the cells' claims that can be true together, mean-merged by cell;
+    # "e-holm" (journals written before it), mean-merged by claim.
+    method: Literal["cells", "e-holm"] = "cells"
     # Each cell's decision as the run left it (a later manifest line of the run writes it
     # after every round): status, the rule that stopped it, its round and trials per task.
     decided: dict[str, dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
@@ -450,5 +453,10 @@ class RunManifest(BaseModel):
         return key | (
             {}
             if self.sequential is None
-            else {"sequential": self.sequential.model_dump(exclude={"budget_trials", "decided"})}
+            # The method is not the user's: a resumed journal is decided by the one it recorded.
+            else {
+                "sequential": self.sequential.model_dump(
+                    exclude={"budget_trials", "decided", "method"}
+                )
+            }
         )

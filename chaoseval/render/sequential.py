@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chaoseval.analysis.sequential import CellDecision, Progress
+from chaoseval.analysis.sequential import METHOD_WORDS, CellDecision, Progress
 
 __all__ = ["decision_lines"]
 
@@ -35,7 +35,8 @@ def decision_lines(p: Progress) -> list[str]:
     design = p.design
     lines.append(
         f"sequential: {p.rounds_done} round(s); every claim (broken, improved, held within "
-        f"{design.margin:g}) tested together by e-values (e-Holm) at alpha {design.alpha:g}, "
+        f"{design.margin:g}) tested together by e-values ({METHOD_WORDS[design.method]}) at alpha "
+        f"{design.alpha:g}, "
         "valid after every round (on these tasks; the intervals are confidence sequences, "
         "simultaneous over the cells)"
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from chaoseval.analysis.sequential import Outcomes, replay, stop_early
+from chaoseval.analysis.anytime import e_holm
+from chaoseval.analysis.sequential import Outcomes, by_cells, replay, stop_early
 from chaoseval.model.records import CLEAN, SequentialDesign
 
 TASKS = [f"t{i}" for i in range(12)]
@@ -60,3 +61,33 @@ def test_a_journal_cut_mid_sequence_names_the_next_round() -> None:
     close = p.decisions["close"]
     assert close.status == "inconclusive" and close.rule == "the budget ran out"
     assert close.why  # what it would need, or why no number of trials would do
+
+
+def test_closed_testing_by_cell_on_known_values() -> None:
+    """Each cell is one term of the mean, at its smallest intersection of nulls that can be
+    true together: 20 cells held at e = 500 with drop and gain at e = 1 are all held at
+    alpha 0.05 (500 and 19 ones: a mean of 25.95 >= 20), where e-Holm, one term per claim,
+    averages 500 with the 40 ones (13.2 < 20): none held."""
+    cells = {f"c{i}": {"drop": 0.0, "gain": 0.0, "held": float(np.log(500))} for i in range(20)}
+    got = by_cells(cells, 0.05)
+    assert all(got[c, "held"] for c in cells) and not any(got[c, "drop"] for c in cells)
+    flat = [v for e in cells.values() for v in e.values()]
+    assert not e_holm(flat, 0.05).any()
+    # drop and held cannot both be true nulls: a drop found does not make its own cell's held
+    # claim pay for it, and a claim is never made on e-values of 1.
+    one = by_cells({"a": {"drop": float(np.log(40)), "gain": -3.0, "held": -3.0}}, 0.05)
+    assert one == {("a", "drop"): True, ("a", "gain"): False, ("a", "held"): False}
+
+
+def test_closed_testing_by_cell_keeps_false_claims_under_alpha() -> None:
+    """Under the global null (every D = 0: drop and gain true, held false) with independent
+    e-values of mean one, the rate of any false claim stays under alpha."""
+    rng = np.random.default_rng(3)
+    runs, false = 4000, 0
+    for _ in range(runs):
+        # e-values with mean one: exp(N(-s^2/2, s^2)), s = 1.5
+        e = rng.normal(-1.125, 1.5, size=(8, 2))
+        cells = {f"c{i}": {"drop": e[i, 0], "gain": e[i, 1], "held": 30.0} for i in range(8)}
+        got = by_cells(cells, 0.05)
+        false += any(got[c, t] for c in cells for t in ("drop", "gain"))
+    assert false / runs <= 0.05

@@ -64,7 +64,34 @@ def test_pass_k_past_the_first_round_is_refused(tmp_path: Path) -> None:
     assert "2 trials per cell" in res.output
 
 
-@pytest.mark.parametrize("bad", [["--margin", "1.5"], ["-n", "9"]])
+def test_alpha_is_recorded_and_decides(tmp_path: Path) -> None:
+    """--alpha is the run's family-wise error rate: recorded in the manifest's design, said in
+    the report, and what the decisions are made at (the settings' alpha when no flag)."""
+    journal, out = _run(tmp_path, "--alpha", "0.000001")
+    manifest = json.loads(journal.read_text().splitlines()[0])
+    assert manifest["sequential"]["alpha"] == 0.000001
+    # The same trials that decide timeout at 0.05 in round 2 do not at one in a million.
+    assert "timeout" in out and "broken in round" not in out
+    assert "at alpha 1e-06" in out
+    report = runner.invoke(app, ["report", str(journal), "-f", "json"], env=ENV)
+    assert "closed testing by cell at alpha 1e-06" in report.output
+    (tmp_path / "chaoseval.toml").write_text(SETTINGS + "alpha = 0.2\n", encoding="utf-8")
+    res = runner.invoke(
+        app,
+        [
+            "run", "--config", str(tmp_path / "chaoseval.toml"), "--journal",
+            str(tmp_path / "file.jsonl"), "--no-progress", "-q",
+        ],
+        env=ENV,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (
+        json.loads((tmp_path / "file.jsonl").read_text().splitlines()[0])["sequential"]["alpha"]
+        == 0.2
+    )
+
+
+@pytest.mark.parametrize("bad", [["--margin", "1.5"], ["-n", "9"], ["--alpha", "1"]])
 def test_a_bad_design_is_refused_before_any_trial(tmp_path: Path, bad: list[str]) -> None:
     (tmp_path / "chaoseval.toml").write_text(SETTINGS, encoding="utf-8")
     journal = tmp_path / "bad.jsonl"
@@ -75,3 +102,36 @@ def test_a_bad_design_is_refused_before_any_trial(tmp_path: Path, bad: list[str]
     )
     assert res.exit_code == 2, res.output
     assert not journal.exists()
+
+
+def test_compare_reads_first_rounds_and_lists_each_runs_decisions(tmp_path: Path) -> None:
+    """compare pairs two sequential journals on each task's first-round trials (as many in
+    every cell and both runs), says so, and lists each run's own decisions beside it."""
+    a, _ = _run(tmp_path)
+    b = tmp_path / "b.jsonl"
+    res = runner.invoke(
+        app,
+        [
+            "run", "--config", str(tmp_path / "chaoseval.toml"), "--journal", str(b),
+            "--agent", "resilient", "--no-progress", "-q",
+        ],
+        env=ENV,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = runner.invoke(app, ["compare", str(a), str(b), "-f", "json", "--resamples", "200"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    tasks = 6  # orders-*
+    for cell in ("clean", "timeout", "sampling"):
+        # 2 first-round trials a task, though the runs went on to 6 in some cells
+        assert doc["statuses"][cell]["passed_a"][1] == 2 * tasks
+        assert doc["statuses"][cell]["passed_b"][1] == 2 * tasks
+    assert doc["sequential_decisions"]["timeout"]["a"] == "broken"
+    assert set(doc["sequential_decisions"]) == {"timeout", "sampling"}
+    assert any(
+        "is a sequential run: compared on each task's first-round" in w for w in doc["warnings"]
+    )
+    table = runner.invoke(app, ["compare", str(a), str(b), "--resamples", "200"], env=ENV)
+    assert table.exit_code == 0, table.output
+    assert "sequential decisions, each run against its own clean" in table.output
+    assert "timeout" in table.output.split("sequential decisions")[1]

@@ -35,7 +35,7 @@ def _config(journal: Path, **kw: Any) -> RunConfig:
         scenarios=select(installed(), TASKS),
         agent=load_agent("naive"),
         agent_name="naive",
-        cells=parse_cells(CELLS),
+        cells=parse_cells(kw.pop("cells", CELLS)),
         trials=design.first,
         seed=7,
         journal=journal,
@@ -110,14 +110,15 @@ def test_a_budget_stop_then_resume_gives_the_same_decisions(tmp_path: Path) -> N
     inconclusive with the trials they would still need; resumed with a larger budget, the
     run ends with the decisions and trials of a run never stopped."""
     whole = tmp_path / "whole.jsonl"
-    want = _decisions(sequential.run(_config(whole)))
+    cells = [*CELLS, "latency"]  # latency is decided in round 3: the budget stops round 2
+    want = _decisions(sequential.run(_config(whole, cells=cells)))
     cut = tmp_path / "cut.jsonl"
-    stopped = sequential.run(_config(cut, budget_trials=150, concurrency=1))
+    stopped = sequential.run(_config(cut, budget_trials=150, concurrency=1, cells=cells))
     assert stopped.progress is not None
     undecided = [d for d in stopped.progress.decisions.values() if d.status == "inconclusive"]
     assert undecided and all("budget ran out" in d.rule for d in undecided)
     assert all(d.more_trials or d.why for d in undecided)
-    resumed = sequential.run(_config(cut, resume=True))
+    resumed = sequential.run(_config(cut, resume=True, cells=cells))
     assert _decisions(resumed) == want
     assert _trial_lines(cut) == _trial_lines(whole)
 
@@ -141,3 +142,25 @@ def test_budget_trials_stops_a_fixed_run_too(tmp_path: Path) -> None:
     assert result.budget is not None and result.budget.skipped > 0
     assert result.budget.reached == "--budget-trials 10 (recorded 10)"
     assert len(read_trials(tmp_path / "fixed.jsonl")) == 10
+
+
+def test_a_journal_decided_by_e_holm_resumes_by_e_holm(tmp_path: Path) -> None:
+    """A journal written before the closed test by cell recorded method e-holm: resumed after
+    a budget stop, it is not refused and goes on deciding by the method it recorded, as a run
+    never stopped with that method."""
+    cells = [*CELLS, "latency"]
+
+    def config(journal: Path, **kw: Any) -> RunConfig:
+        c = _config(journal, cells=cells, **kw)
+        assert c.sequential is not None
+        c.sequential = c.sequential.model_copy(update={"method": "e-holm"})
+        return c
+
+    whole = tmp_path / "whole.jsonl"
+    want = _decisions(sequential.run(config(whole)))
+    cut = tmp_path / "cut.jsonl"
+    sequential.run(config(cut, budget_trials=150, concurrency=1))
+    resumed = sequential.run(_config(cut, resume=True, cells=cells))  # today's default design
+    assert _decisions(resumed) == want
+    t = read_trials(cut)
+    assert t.manifest.sequential is not None and t.manifest.sequential.method == "e-holm"
