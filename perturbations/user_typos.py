@@ -1,0 +1,93 @@
+"""User typos: noise in the customer's text, and now and then a value they mistype.
+
+Each reply gets typos in some of its words (``rate``): a swap, a doubled or a dropped letter,
+never in a value, an id or a yes or no. With chance ``mistype``, decided once per fact, a fact
+the user states is written with a slip of the fingers the first time they state it (ORD-1042
+as ORD-1024 or ORD-142) while the user still knows the truth (``told`` is untouched): an agent
+that reads the value back, or says it found nothing under it and asks again, is corrected
+(the typo is not made twice). An agent that acts on the slip looks up or writes the wrong
+thing (``acted_on_mistyped_value``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from chaoseval.model.records import RootCause
+from chaoseval.model.trajectory import Fault
+from chaoseval.seams.perturbation import (
+    CallNext,
+    CommonParams,
+    FailureContext,
+    PerturbationContext,
+    perturbation,
+)
+from chaoseval.users.channel import UserCall
+from chaoseval.users.perturbing import UserPerturbation, used_after
+from chaoseval.users.writing import mistype, noise
+
+
+class UserTyposParams(CommonParams):
+    rate: float = Field(default=0.15, ge=0, le=1, description="share of words given a typo")
+    mistype: float = Field(
+        default=0.5, ge=0, le=1,
+        description="chance, once per fact, that the user mistypes it the first time they say it",
+    )  # fmt: skip
+
+
+MISTYPED = RootCause(
+    name="acted_on_mistyped_value",
+    label="acted on a value the user mistyped",
+    owner="user_typos",
+)
+
+
+@perturbation("user_typos")
+class UserTypos(UserPerturbation[UserTyposParams]):
+    """Typos in the user's text; a fact value mistyped once while the user knows the truth."""
+
+    Params = UserTyposParams
+    models = "a customer typing in a hurry: typos, a digit swapped or dropped in an order number"
+    root_causes = (MISTYPED,)
+
+    def __init__(self, params: UserTyposParams | None = None, *, label: str | None = None):
+        super().__init__(params, label=label)
+        self._slips: dict[str, str | None] = {}  # fact -> its slip (None: typed right)
+        self._made: set[str] = set()  # facts already mistyped once
+
+    async def apply(self, call: UserCall, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        user = call.user
+        for fact in user.facts:  # decided once per fact, in the order the facts are declared
+            if fact.name not in self._slips:
+                slip = mistype(fact.kind, user.told[fact.name], ctx.rng)
+                hit = ctx.rng.random() < self.params.mistype
+                self._slips[fact.name] = slip if hit else None
+        planned = {
+            name: slip
+            for name, slip in self._slips.items()
+            if slip and name not in self._made and name not in call.reading.misstated
+        }
+        call.style.values.update(planned)
+        reply = await call_next(call)
+        for name in dict.fromkeys(call.style.said):
+            if name in planned and call.style.values.get(name) == planned[name]:
+                self._made.add(name)
+                kind = user.user.fact(name).kind
+                ctx.fault("user", "mistyped_value", fact=name, kind=kind, written=planned[name])
+        for name in planned:
+            call.style.values.pop(name, None)  # a later plugin's style is its own business
+        if reply is None:
+            return reply
+        noisy, changed = noise(reply, ctx.rng, self.params.rate)
+        if changed:
+            ctx.fault("user", "typos", words=changed)
+        return noisy
+
+    def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
+        """Acted on the slip: it is in a later tool call or the answer."""
+        if fault.kind != "mistyped_value":
+            return None
+        written, kind = str(fault.detail.get("written", "")), fault.detail.get("kind", "text")
+        return MISTYPED if written and used_after(fault, failure, kind, written) else None
