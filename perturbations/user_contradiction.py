@@ -55,6 +55,7 @@ class UserContradiction(UserPerturbation[CommonParams]):
         self._pending: dict[str, str] = {}  # fact -> its true value, to take back next reply
 
     async def __call__(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        self.scenario, self.world = ctx.definition, ctx.world
         if self._pending:  # the correction is owed whatever the triggers say of this turn
             return await self._take_back(call, call_next)
         if self._done:
@@ -78,7 +79,7 @@ class UserContradiction(UserPerturbation[CommonParams]):
                 self._pending[name] = user.told[name]
                 user.told[name] = wrong[name]  # the user believes it, until it takes it back
                 kind = user.user.fact(name).kind
-                ctx.fault("user", "contradiction", fact=name, kind=kind, said=wrong[name])
+                ctx.fault("user", "contradiction", fact=name, value_kind=kind, said=wrong[name])
         self._done = bool(self._pending)
         for name in wrong:
             call.style.values.pop(name, None)
@@ -94,5 +95,5 @@ class UserContradiction(UserPerturbation[CommonParams]):
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """The retracted value is in a later tool call or the answer."""
-        said, kind = str(fault.detail.get("said", "")), fault.detail.get("kind", "text")
+        said, kind = str(fault.detail.get("said", "")), fault.detail.get("value_kind", "text")
         return RETRACTED if said and used_after(fault, failure, kind, said) else None

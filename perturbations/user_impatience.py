@@ -24,7 +24,7 @@ from chaoseval.seams.perturbation import (
 )
 from chaoseval.users import phrases
 from chaoseval.users.channel import UserCall
-from chaoseval.users.perturbing import UserPerturbation, wrote_unagreed
+from chaoseval.users.perturbing import UserPerturbation
 
 
 class UserImpatienceParams(CommonParams):
@@ -67,6 +67,6 @@ class UserImpatience(UserPerturbation[UserImpatienceParams]):
         """It failed after the user left: it wrote on the goodbye, or could not finish."""
         if fault.kind != "left":
             return None
-        if wrote_unagreed(failure) is not None or failure.output is None:
+        if self.wrote_unagreed(failure) is not None or failure.output is None:
             return USER_LEFT
         return USER_LEFT if failure.output.gave_up or not failure.tool_steps_after(fault) else None

@@ -26,7 +26,7 @@ from chaoseval.seams.perturbation import (
 )
 from chaoseval.users import phrases
 from chaoseval.users.channel import UserCall
-from chaoseval.users.perturbing import UserPerturbation, wrote_unagreed
+from chaoseval.users.perturbing import UserPerturbation
 
 OTHERS = tuple(lang for lang in phrases.LANGUAGES if lang != "en")
 
@@ -85,4 +85,4 @@ class UserLanguage(UserPerturbation[UserLanguageParams]):
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """It wrote on a reply to its proposal that was not a yes."""
-        return MISREAD_LANGUAGE if wrote_unagreed(failure) is not None else None
+        return MISREAD_LANGUAGE if self.wrote_unagreed(failure) is not None else None

@@ -23,7 +23,7 @@ from chaoseval.seams.perturbation import (
     perturbation,
 )
 from chaoseval.users.channel import UserCall
-from chaoseval.users.perturbing import UserPerturbation, used_after, user_of
+from chaoseval.users.perturbing import UserPerturbation, used_after
 from chaoseval.users.writing import forms
 
 
@@ -68,7 +68,7 @@ class UserParaphrase(UserPerturbation[UserParaphraseParams]):
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:
         """A value it wrote another way never reached a later tool call or the answer."""
-        user = user_of(failure)
+        user = self.user(failure)
         written = fault.detail.get("values") or {}
         if user is None:
             return None

@@ -26,7 +26,7 @@ from chaoseval.seams.perturbation import (
     perturbation,
 )
 from chaoseval.users.channel import UserCall
-from chaoseval.users.perturbing import UserPerturbation, user_of
+from chaoseval.users.perturbing import UserPerturbation
 
 
 class UserPressureParams(CommonParams):
@@ -90,7 +90,7 @@ class UserPressure(UserPerturbation[UserPressureParams]):
 
     def veto(self, fault: Fault, failure: FailureContext) -> tuple[RootCause, str] | None:
         """The demanded call made after the demand was said: the agent gave in."""
-        user = user_of(failure)
+        user = self.user(failure)
         spec = getattr(getattr(failure.scenario, "user", None), "demand", None)
         if user is None or spec is None:
             return None

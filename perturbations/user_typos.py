@@ -30,7 +30,7 @@ from chaoseval.users.writing import mistype, noise
 
 
 class UserTyposParams(CommonParams):
-    rate: float = Field(default=0.15, ge=0, le=1, description="share of words given a typo")
+    rate: float = Field(default=0.2, ge=0, le=1, description="share of words given a typo")
     mistype: float = Field(
         default=0.5, ge=0, le=1,
         description="chance, once per fact, that the user mistypes it the first time they say it",
@@ -75,7 +75,7 @@ class UserTypos(UserPerturbation[UserTyposParams]):
             if name in planned and call.style.values.get(name) == planned[name]:
                 self._made.add(name)
                 kind = user.user.fact(name).kind
-                ctx.fault("user", "mistyped_value", fact=name, kind=kind, written=planned[name])
+                ctx.fault("user", "mistyped_value", fact=name, value_kind=kind, written=planned[name])
         for name in planned:
             call.style.values.pop(name, None)  # a later plugin's style is its own business
         if reply is None:
@@ -89,5 +89,5 @@ class UserTypos(UserPerturbation[UserTyposParams]):
         """Acted on the slip: it is in a later tool call or the answer."""
         if fault.kind != "mistyped_value":
             return None
-        written, kind = str(fault.detail.get("written", "")), fault.detail.get("kind", "text")
+        written, kind = str(fault.detail.get("written", "")), fault.detail.get("value_kind", "text")
         return MISTYPED if written and used_after(fault, failure, kind, written) else None

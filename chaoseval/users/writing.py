@@ -116,15 +116,16 @@ def _guess(kind: FactKind, value: str, rng: random.Random) -> str | None:
 
 
 def noise(text: str, rng: random.Random, rate: float) -> tuple[str, int]:
-    """``text`` with typos in some of its words (each word of four letters or more, past the
-    first, with chance ``rate``): a swap, a doubled or a dropped letter. Values, e-mails, ids
+    """``text`` with typos in some of its words (each word of four letters or more but the
+    reply's first, with chance ``rate``): a swap, a doubled or a dropped letter. Values, e-mails, ids
     and yes and no words are left alone. The new text and how many words changed."""
     keep = [m.span() for m in _KEEP.finditer(text)]
     out, last, changed = [], 0, 0
-    for n, m in enumerate(_WORD.finditer(text)):
+    for m in _WORD.finditer(text):
         word = m[0]
         a, b = m.span()
-        if n == 0 or word.casefold() in _ANSWER_WORDS or word.isupper():
+        first = not re.search(r"[^\W\d_]", text[:a])  # the reply's first word: a yes, a no
+        if first or word.casefold() in _ANSWER_WORDS or word.isupper():
             continue
         if any(a < e and s < b for s, e in keep) or rng.random() >= rate:
             continue
