@@ -74,8 +74,8 @@ class UserTypos(UserPerturbation[UserTyposParams]):
         for name in dict.fromkeys(call.style.said):
             if name in planned and call.style.values.get(name) == planned[name]:
                 self._made.add(name)
-                kind = user.user.fact(name).kind
-                ctx.fault("user", "mistyped_value", fact=name, value_kind=kind, written=planned[name])
+                kind, written = user.user.fact(name).kind, planned[name]
+                ctx.fault("user", "mistyped_value", fact=name, value_kind=kind, written=written)
         for name in planned:
             call.style.values.pop(name, None)  # a later plugin's style is its own business
         if reply is None:

@@ -2,8 +2,8 @@
 
 The default user speaks English with the first frame of each table; the ``user_paraphrase``
 and ``user_language`` perturbations draw other frames and other languages from these tables
-with the trial's seeded streams, so a conversation needs no model and no network. Amounts are written
-as the language writes them (a decimal comma in Spanish, German and French).
+with the trial's seeded streams, so a conversation needs no model and no network. Amounts
+are written as the language writes them (a decimal comma in Spanish, German and French).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from chaoseval.model.conversation import FactKind
 from chaoseval.users import phrases, reading
 
 _ID = re.compile(r"^([A-Za-z]{1,6})-(\d{2,10})$")
-_WORD = re.compile(r"[^\W\d_]{4,}")
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")  # "that's" is one word
 # Spans a typo must not touch: anything holding a digit, an e-mail, an id with its prefix.
 _KEEP = re.compile(r"\S*\d\S*|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b[A-Za-z]{1,6}\s?#")
 _ANSWER_WORDS = {
@@ -117,15 +117,15 @@ def _guess(kind: FactKind, value: str, rng: random.Random) -> str | None:
 
 def noise(text: str, rng: random.Random, rate: float) -> tuple[str, int]:
     """``text`` with typos in some of its words (each word of four letters or more but the
-    reply's first, with chance ``rate``): a swap, a doubled or a dropped letter. Values, e-mails, ids
-    and yes and no words are left alone. The new text and how many words changed."""
+    reply's first, with chance ``rate``): a swap, a doubled or a dropped letter. Values,
+    e-mails, ids and yes and no words are left alone. The new text and how many changed."""
     keep = [m.span() for m in _KEEP.finditer(text)]
     out, last, changed = [], 0, 0
     for m in _WORD.finditer(text):
         word = m[0]
         a, b = m.span()
         first = not re.search(r"[^\W\d_]", text[:a])  # the reply's first word: a yes, a no
-        if first or word.casefold() in _ANSWER_WORDS or word.isupper():
+        if len(word) < 4 or first or word.casefold() in _ANSWER_WORDS or word.isupper():
             continue
         if any(a < e and s < b for s, e in keep) or rng.random() >= rate:
             continue
