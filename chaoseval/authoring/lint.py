@@ -1,12 +1,15 @@
 """`chaoseval scenario lint`: is a scenario well-formed, solvable, non-trivial and reachable?
 
-Four checks per scenario, each with its own verdict and evidence:
+Five checks per scenario, each with its own verdict and evidence:
 
 - schema: the file loads (every authoring error, with file, line and key path);
 - solvable: the scripted agent (the reference solution, executed faithfully) passes every clean
   trial for several run seeds, so each seed's generated world is solvable;
 - non-trivial: an agent that does nothing, and one that stops at once claiming success, both
   fail every trial, so the verifier actually checks something;
+- conversation (scenarios with a user): the reference solution, talking with the default user,
+  asks only for facts the user has, is done before the user leaves and reaches the script's
+  last line; the demand names arguments its tool takes (``authoring.conversation``);
 - reachable: each perturbation the scenario lists delivers at least one fault to the agent in
   a canary run with its probability forced to 1 (a fault aimed at a tool the solution never
   calls, or a channel the scenario lacks, would make that matrix cell meaningless).
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaoseval.agents.scripted import ScriptedAgent
+from chaoseval.authoring.conversation import check_conversation
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ChaosevalError, ScenarioError
 from chaoseval.loading.files import installed_packs, load_files
@@ -32,7 +36,7 @@ from chaoseval.seams.agent import AgentOutput, Episode
 
 @dataclass
 class Finding:
-    check: str  # schema | solvable | non-trivial | reachable
+    check: str  # schema | solvable | non-trivial | conversation | reachable
     ok: bool
     summary: str
     details: list[str] = field(default_factory=list)
@@ -142,6 +146,13 @@ def check_non_trivial(scenario: Scenario, seeds: Sequence[int]) -> Finding:
     return Finding("non-trivial", True, "; ".join(counts))
 
 
+def check_talk(scenario: Scenario, seed: int) -> Finding:
+    if scenario.user is None:
+        return Finding("conversation", True, "the scenario has no user", skipped=True)
+    problems, summary = check_conversation(scenario, seed)
+    return Finding("conversation", not problems, summary, problems)
+
+
 def _forced(cell: Cell) -> Cell:
     specs = [
         PerturbationSpec(name=p.name, params={**p.params, "probability": 1.0})
@@ -237,9 +248,11 @@ def lint_scenario(
     steps = [
         lambda: check_solvable(scenario, seeds, trials),
         lambda: check_non_trivial(scenario, seeds),
+        lambda: check_talk(scenario, seeds[0]),
         lambda: check_reachable(scenario, listed, seeds[0], trials),
     ]
-    for name, step in zip(("solvable", "non-trivial", "reachable"), steps, strict=True):
+    names = ("solvable", "non-trivial", "conversation", "reachable")
+    for name, step in zip(names, steps, strict=True):
         try:
             report.findings.append(step())
         except ChaosevalError as exc:

@@ -54,8 +54,8 @@ def lint_cmd(
     format: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
     config: ConfigPath = None,
 ) -> None:
-    """Check scenarios: schema, solvable, non-trivial, perturbations reachable. Exit 1 on any
-    problem."""
+    """Check scenarios: schema, solvable, non-trivial, the conversation (with a user),
+    perturbations reachable. Exit 1 on any problem."""
     from chaoseval.authoring.lint import lint_paths
 
     try:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chaoseval.loading.yamlform.expressions import (
+    Dialogue,
     Env,
     Path_,
     evaluate,
@@ -34,20 +35,25 @@ CHECK_KINDS = (
 )
 
 
-def _output_env(world: World, output: AgentOutput) -> Env:
+def _output_env(world: World, output: AgentOutput, trajectory: Trajectory | None = None) -> Env:
     return Env(
         tables=world.tables,
         givens=world.givens,
         answer=output.answer,
         data=output.data,
         now=world.now,
+        trajectory=trajectory,
+        output=output,
     )
 
 
 CheckFn = Callable[[World, AgentOutput, Trajectory], "bool | tuple[bool, str]"]
 
 
-def compile_check(node: Node, tools: set[str], tables: Schema) -> Check:
+def compile_check(
+    node: Node, tools: set[str], tables: Schema, facts: set[str] | None = None
+) -> Check:
+    """``facts``: the user's fact names dialogue terms may name (None: no ``user:``)."""
     if isinstance(node.value, str):
         node = Node(node.source, YMap(expect=node.value), node.keys, node.line)
         node.value.key_lines = {"expect": node.line}
@@ -68,6 +74,8 @@ def compile_check(node: Node, tools: set[str], tables: Schema) -> Check:
         if not callable(fn):
             raise spec.expected("a function (world, output, trajectory) -> bool | (bool, str)")
         kind = "state"
+    elif which == "expect":
+        fn, kind = _expect(which, spec, tools, tables, facts)
     else:
         fn, kind = BUILDERS[which](which, spec, tools, tables)
     if node.has("kind"):
@@ -79,17 +87,21 @@ def compile_check(node: Node, tools: set[str], tables: Schema) -> Check:
 # (state | output | process), which feeds the root-cause slice.
 
 
-def _expect(which: str, spec: Node, tools: set[str], tables: Schema) -> tuple[CheckFn, str]:
+def _expect(
+    which: str, spec: Node, tools: set[str], tables: Schema, facts: set[str] | None = None
+) -> tuple[CheckFn, str]:
     nodes = spec.seq(allow_scalar=True)
-    exprs = [parse_expr(n) for n in nodes]
+    exprs = [parse_expr(n, talk=Dialogue(facts, tools)) for n in nodes]
     for e, n in zip(exprs, nodes, strict=True):
         check_names(e, n, tables)
 
     def fn(world: World, output: AgentOutput, trajectory: Trajectory) -> tuple[bool, str]:
-        env = _output_env(world, output)
+        env = _output_env(world, output, trajectory)
         results = [evaluate(e, env) for e in exprs]
         return all(ok for ok, _ in results), "; ".join(d for _, d in results)
 
+    if any(e.on_dialogue for e in exprs):  # how the agent went about it: a process check
+        return fn, "process"
     on_output = all(isinstance(e.left, Path_) and e.left.root in ("answer", "data") for e in exprs)
     return fn, "output" if on_output else "state"
 

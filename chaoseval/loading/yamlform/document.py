@@ -42,6 +42,7 @@ from chaoseval.loading.yamlform.sections import (
 from chaoseval.loading.yamlform.solution import compile_solution
 from chaoseval.loading.yamlform.templates import bounded_specs, fill_templates, jsonable
 from chaoseval.loading.yamlform.tools import column_types, compile_tool
+from chaoseval.loading.yamlform.user import compile_user
 from chaoseval.loading.yamlform.vetoes import compile_vetoes
 from chaoseval.model.records import Budgets
 from chaoseval.model.scenario import (
@@ -90,7 +91,7 @@ TOP_KEYS = {
     "id", "description", "domain", "tags", "instruction", "tables", "generate", "target",
     "givens", "tools", "checks", "policy", "facts", "budgets", "solution", "reference_steps",
     "start_time", "freeze_time", "memory", "ui", "viewport", "difficulty", "perturbations",
-    "contracts", "drift", "payloads", "vetoes",
+    "contracts", "drift", "payloads", "vetoes", "user",
 }  # fmt: skip
 
 
@@ -131,15 +132,17 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     # A tool that failed to compile still exists for the references below: no cascade of
     # "no tool named ..." errors after its own.
     named = set(root.child("tools").value)
+    user = errs.run(lambda: compile_user(root.get("user"), named, world.sample_givens))
+    facts = _fact_names(root)
     checks = []
     for cnode in root.child("checks").seq():
-        c = errs.run(partial(compile_check, cnode, named, schema))
+        c = errs.run(partial(compile_check, cnode, named, schema, facts))
         if c is not None:
             checks.append(c)
 
     policy = errs.run(lambda: compile_policy(root.get("policy"), named, schema), Policy())
-    facts = errs.run(lambda: compile_facts(root.get("facts"), schema), [])
-    vetoes = errs.run(lambda: compile_vetoes(root.get("vetoes"), named, schema), [])
+    found = errs.run(lambda: compile_facts(root.get("facts"), schema), [])
+    vetoes = errs.run(lambda: compile_vetoes(root.get("vetoes"), named, schema, facts), [])
     contracts = errs.run(lambda: compile_contracts(root.get("contracts"), named, schema), [])
     drift = errs.run(
         lambda: compile_drift(
@@ -147,7 +150,7 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         ),
         [],
     )
-    solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named))
+    solution = errs.run(lambda: compile_solution(root.child("solution"), tools, named, facts))
     perturbations = errs.run(lambda: compile_perturbations(root.get("perturbations")), [])
     payloads = errs.run(
         lambda: compile_payloads(root.get("payloads"), list(tools.values()), world.sample_givens),
@@ -169,8 +172,9 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "tools": list(tools.values()),
         "checks": checks,
         "policy": policy,
-        "facts": facts,
+        "facts": found,
         "vetoes": vetoes,
+        "user": user,
         "contracts": contracts,
         "drift": drift,
         "solution": solution[0],
@@ -185,6 +189,18 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
         "id_line": doc.key_lines.get("id", doc.line),
     }
     return _scenario(root, doc, fields, world.sample_givens)
+
+
+def _fact_names(root: Node) -> set[str] | None:
+    """The facts dialogue checks and conversing steps may name (None: no user to talk to); a
+    broken user section still has its facts' names, so no cascade of "no fact" errors."""
+    if not root.has("user"):
+        return None
+    user = root.child("user").value
+    facts = user.get("facts") if isinstance(user, dict) else None
+    if not isinstance(facts, list):
+        return set()
+    return {str(f["name"]) for f in facts if isinstance(f, dict) and "name" in f}
 
 
 def _compile_world(root: Node, errs: _Collector) -> _World:
@@ -259,9 +275,7 @@ def _instruction(root: Node, sample_givens: Givens, errs: _Collector) -> str:
     return instruction
 
 
-def _scenario(
-    root: Node, doc: YMap, fields: dict[str, Any], sample_givens: Givens
-) -> YamlScenario:
+def _scenario(root: Node, doc: YMap, fields: dict[str, Any], sample_givens: Givens) -> YamlScenario:
     if root.has("start_time"):
         fields["start_time"] = doc["start_time"]
     if root.has("budgets"):
@@ -290,9 +304,13 @@ def _memory_item(node: Node, givens: Givens) -> MemoryItem:
     for i, name in enumerate(item.stale_fields):
         if not isinstance(value, dict) or name not in value:
             have = sorted(value) if isinstance(value, dict) else []
-            raise node.child("stale_fields").child(i).error(
-                f"the value has no field {name!r}{did_you_mean(name, have)} (its fields: "
-                f"{', '.join(have) or 'none: the value is not a mapping'})"
+            raise (
+                node.child("stale_fields")
+                .child(i)
+                .error(
+                    f"the value has no field {name!r}{did_you_mean(name, have)} (its fields: "
+                    f"{', '.join(have) or 'none: the value is not a mapping'})"
+                )
             )
     return item
 

@@ -13,9 +13,10 @@ import yaml
 from chaoseval.errors import ToolError
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
 from chaoseval.loading.yamlform.templates import MISSING, dig, interpolate, jsonable
+from chaoseval.model import dialogue
 
 ROOTS = ("tables", "givens", "args", "row", "answer", "data", "result")
-OPS = ("not in", "contains", "matches", "==", "!=", "<=", ">=", "<", ">", "in")
+OPS = ("not in", "contains", "matches", "before", "==", "!=", "<=", ">=", "<", ">", "in")
 FUNCS = ("count", "exists")
 
 
@@ -27,11 +28,37 @@ class Path_:
 
 
 @dataclass
+class Talk:
+    """A dialogue term (checks and vetoes only): ``asked(order_id)``, ``said("refund")``,
+    ``called(issue_refund)``, ``agreed()``, ``turns`` (``chaoseval.model.dialogue``)."""
+
+    func: str  # one of dialogue.EVENTS, or "turns"
+    arg: str = ""
+
+
+@dataclass
+class Dialogue:
+    """What dialogue terms may name: the user's facts (None: the scenario has no user) and
+    the scenario's tools."""
+
+    facts: set[str] | None
+    tools: set[str]
+
+
+Operand = Path_ | Talk | str
+
+
+@dataclass
 class Expr:
     text: str
-    left: Path_ | str
+    left: Operand
     op: str | None = None
-    right: Path_ | str | None = None
+    right: Operand | None = None
+    negate: bool = False  # ``not said("guarantee")``
+
+    @property
+    def on_dialogue(self) -> bool:
+        return isinstance(self.left, Talk) or isinstance(self.right, Talk)
 
 
 def _split_op(text: str) -> tuple[str, str | None, str | None]:
@@ -53,6 +80,51 @@ def _split_op(text: str) -> tuple[str, str | None, str | None]:
                     return text[:i].strip(), op, text[i + len(op) + 2 :].strip()
         i += 1
     return text.strip(), None, None
+
+
+_TALK = re.compile(rf"^({'|'.join(dialogue.EVENTS)})\((.*)\)$")
+
+
+def parse_talk(text: str, where: Node, names: Dialogue | None) -> Talk | None:
+    """A dialogue term, checked against the scenario's facts and tools; None: not one."""
+    if text == "turns":
+        if names is None:
+            return None
+        return Talk("turns")
+    m = _TALK.match(text)
+    if not m:
+        return None
+    func, arg = m.group(1), m.group(2).strip()
+    if names is None:
+        raise where.error(
+            f"{func}(...) reads the conversation; write it in a check or a veto, not here"
+        )
+    if func == "said":
+        if len(arg) < 2 or arg[0] not in "'\"" or arg[-1] != arg[0]:
+            raise where.error(f'said takes quoted text: said("guarantee"), found {text!r}')
+        return Talk(func, arg[1:-1])
+    if func in ("agreed", "ended"):
+        if arg:
+            raise where.error(f"{func}() takes nothing, found {text!r}")
+        return Talk(func)
+    if func == "called":
+        if arg not in names.tools:
+            raise where.error(
+                f"no tool named {arg!r} in {text!r}{did_you_mean(arg, names.tools)} "
+                f"(tools: {', '.join(sorted(names.tools))})"
+            )
+        return Talk(func, arg)
+    if names.facts is None:
+        raise where.error(
+            f"{text!r} reads the user's turns, and this scenario has no 'user:' section; add "
+            "one (goal, opening, facts) or drop the check"
+        )
+    if arg not in names.facts and not (func == "confirmed" and not arg):
+        raise where.error(
+            f"the user has no fact named {arg!r} in {text!r}{did_you_mean(arg, names.facts)} "
+            f"(user.facts: {', '.join(sorted(names.facts)) or 'none'})"
+        )
+    return Talk(func, arg)
 
 
 _PATH_START = re.compile(r"^(count|exists)\((.*)\)$|^(\$[A-Za-z_]\w*|[A-Za-z_]\w*)(.*)$")
@@ -149,12 +221,17 @@ def _unbalanced(text: str) -> str | None:
 _OPERATOR_START = re.compile(r"^(==|!=|<=|>=|<|>|=)")
 
 
-def parse_expr(node: Node, steps: set[str] | None = None) -> Expr:
+def parse_expr(node: Node, steps: set[str] | None = None, talk: Dialogue | None = None) -> Expr:
+    """``talk``: dialogue terms are allowed, naming these facts and tools."""
     text = node.str().strip()
     problem = _unbalanced(text)
     if problem:
         raise node.error(f"{problem} in {text!r}")
-    left, op, right = _split_op(text)
+    negate = text.startswith("not ")
+    body = text[4:].strip() if negate else text
+    left, op, right = _split_op(body)
+    if negate and op is not None:
+        raise node.error(f"'not' goes before a term alone (not said(\"x\")), found {text!r}")
     if not left:
         raise node.error(f"empty expression {text!r}")
     if right and _OPERATOR_START.match(right):
@@ -164,16 +241,25 @@ def parse_expr(node: Node, steps: set[str] | None = None) -> Expr:
             re.compile(right.strip("'\""))
         except re.error as exc:
             raise node.error(f"not a valid regular expression {right!r}: {exc}") from None
-    lhs = parse_operand(left, node, steps)
+    lhs: Operand = parse_talk(left, node, talk) or parse_operand(left, node, steps)
     if op is None:
-        if not isinstance(lhs, Path_):
+        if not isinstance(lhs, Path_ | Talk):
             raise node.error(
                 f"expected a condition such as 'tables.T[k=v].field == value', found {text!r}"
             )
-        return Expr(text, lhs)
+        return Expr(text, lhs, negate=negate)
     if not right:
         raise node.error(f"nothing after {op!r} in {text!r}")
-    return Expr(text, lhs, op, parse_operand(right, node, steps))
+    rhs: Operand = parse_operand(right, node, steps)
+    if op == "before":
+        found = parse_talk(right, node, talk)
+        if not (isinstance(lhs, Talk) and found is not None and found.func != "turns"):
+            raise node.error(
+                f"'before' orders two events of the conversation, e.g. 'asked(order_id) before "
+                f"called(issue_refund)'; found {text!r}"
+            )
+        rhs = found
+    return Expr(text, lhs, op, rhs)
 
 
 @dataclass
@@ -189,6 +275,8 @@ class Env:
     result: Any = MISSING
     steps: dict[str, Any] = field(default_factory=dict)
     now: Callable[[], datetime] | None = None
+    trajectory: Any = None  # what dialogue terms read (checks and vetoes)
+    output: Any = None
 
     def lookup(self, name: str) -> Any:
         head, _, rest = name.partition(".")
@@ -222,9 +310,15 @@ def loose_eq(a: Any, b: Any) -> bool:
     return isinstance(a, scalar) and isinstance(b, scalar) and str(jsonable(a)) == str(jsonable(b))
 
 
-def resolve(operand: Path_ | str, env: Env) -> Any:
+def resolve(operand: Operand, env: Env) -> Any:
     if isinstance(operand, str):
         return literal_value(operand, env)
+    if isinstance(operand, Talk):
+        if env.trajectory is None:
+            return MISSING
+        if operand.func == "turns":
+            return dialogue.turns(env.trajectory)
+        return dialogue.event(operand.func, operand.arg, env.trajectory, env.output)
     if operand.root.startswith("$"):
         value: Any = env.steps.get(operand.root[1:], MISSING)
     else:
@@ -271,7 +365,7 @@ def evaluate(expr: Expr, env: Env) -> tuple[bool, str]:
     left = resolve(expr.left, env)
     if expr.op is None:
         ok = bool(left) and left is not MISSING
-        return ok, f"{expr.text}: found {left!r}"
+        return ok != expr.negate, f"{expr.text}: found {left!r}"
     right = resolve(expr.right, env)  # type: ignore[arg-type]
     ok = _compare(left, expr.op, right)
     return ok, f"{expr.text}: found {left!r}" + (
@@ -286,6 +380,8 @@ def _compare(a: Any, op: str, b: Any) -> bool:
         return not (loose_eq(a, b) or (a is MISSING and b is None))
     if a is MISSING or b is MISSING:
         return False
+    if op == "before":
+        return isinstance(a, list) and isinstance(b, list) and dialogue.before(a, b)
     try:
         if op in ("in", "not in"):
             inside = any(loose_eq(a, x) for x in b) if isinstance(b, list) else str(a) in str(b)

@@ -22,6 +22,12 @@ class SolStep:
     click: str | None = None
     role: str = "button"
     page: bool = False
+    ask_for: list[str] | None = None  # the user's facts, asked for when not yet heard
+    confirm: str | None = None  # a proposal; the step's value is whether the user agreed
+    say: str | None = None  # a message; the step's value is the user's reply
+    # The plan ends here with this answer: an ask_for's give-up when a fact is still missing
+    # (a default one unless written), a confirm's ``otherwise`` when the user did not agree.
+    stop: str | None = None
 
 
 @dataclass
@@ -33,13 +39,14 @@ class SolAnswer:
 
 
 def compile_solution(
-    node: Node, tools: dict[str, ToolSpec], named: set[str]
+    node: Node, tools: dict[str, ToolSpec], named: set[str], facts: set[str] | None = None
 ) -> tuple[Solution, int]:
+    """``facts``: the names of the user's facts (None: the scenario has no ``user:``)."""
     node.mapping(allowed={"steps", "answer", "data", "give_up"}, required=("answer",))
     steps: list[SolStep] = []
     ids: set[str] = set()
     for item in node.child("steps").seq() if node.has("steps") else []:
-        step = _compile_step(item, tools, named, ids)
+        step = _compile_step(item, tools, named, ids, facts)
         steps.append(step)
         if step.id:
             ids.add(step.id)
@@ -48,14 +55,20 @@ def compile_solution(
     return _plan(steps, answers), reference
 
 
+CONVERSING = ("ask_for", "confirm", "say")
+STEP_KEYS = {"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
+TALK_KEYS = {"give_up", "otherwise"}  # how a conversing step ends the plan (SolStep.stop)
+
+
 def _compile_step(
-    item: Node, tools: dict[str, ToolSpec], named: set[str], ids: set[str]
+    item: Node, tools: dict[str, ToolSpec], named: set[str], ids: set[str], facts: set[str] | None
 ) -> SolStep:
-    item.mapping(
-        allowed={"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
-    )
+    item.mapping(allowed=STEP_KEYS | set(CONVERSING) | TALK_KEYS)
     sid = item.child("id").str() if item.has("id") else None
     when = parse_expr(item.child("when"), ids) if item.has("when") else None
+    talk = [k for k in CONVERSING if item.has(k)]
+    if talk:
+        return _conversing_step(item, talk, sid, when, ids, facts)
     tool_name = None
     args: dict[str, Any] = {}
     if item.has("call"):
@@ -68,7 +81,10 @@ def _compile_step(
         if item.has("args"):
             args = _step_args(item.child("args"), tool_name, tools.get(tool_name), ids)
     elif not item.has("click") and not item.has("page"):
-        raise item.error("a step needs 'call' (a tool), 'click' (a UI label) or 'page'")
+        raise item.error(
+            "a step needs 'call' (a tool), 'click' (a UI label), 'page', or, with a user, "
+            "'ask_for', 'confirm' or 'say'"
+        )
     return SolStep(
         id=sid,
         tool=tool_name,
@@ -80,6 +96,70 @@ def _compile_step(
         role=item.child("role").str() if item.has("role") else "button",
         page=bool(item.child("page").value) if item.has("page") else False,
     )
+
+
+def _conversing_step(
+    item: Node,
+    talk: list[str],
+    sid: str | None,
+    when: Expr | None,
+    ids: set[str],
+    facts: set[str] | None,
+) -> SolStep:
+    """A step that talks with the user: ``ask_for: [order_id]`` (its value the facts heard,
+    by name, None for one never given), ``confirm: TEXT`` (whether the user agreed), ``say:
+    TEXT`` (the user's reply)."""
+    key = talk[0]
+    others = [k for k in (*talk[1:], "call", "click", "page", "args", "recall") if item.has(k)]
+    if others:
+        raise item.error(f"a step does one thing: {key!r} or {others[0]!r}, not both")
+    ends = {"ask_for": "give_up", "confirm": "otherwise"}.get(key)
+    for word in TALK_KEYS - {ends}:
+        if item.has(word):
+            raise item.child(word).error(
+                f"{word!r} goes with {'ask_for' if word == 'give_up' else 'confirm'}, not {key!r}"
+            )
+    if facts is None:
+        raise item.child(key).error(
+            f"{key!r} talks with the scenario's user, and it has none: add a 'user:' section "
+            "(goal, opening, facts) or use 'call'"
+        )
+    node = item.child(key)
+    if key == "ask_for":
+        names = node.strs()
+        if not names:
+            raise node.error("ask_for names at least one of the user's facts")
+        for i, name in enumerate(names):
+            if name not in facts:
+                at = node.child(i) if isinstance(node.value, list) else node
+                raise at.error(
+                    f"the user has no fact named {name!r}{did_you_mean(name, facts)} "
+                    f"(user.facts: {', '.join(sorted(facts)) or 'none'})"
+                )
+        stop = _text(item.child("give_up"), ids) if item.has("give_up") else None
+        return SolStep(
+            id=sid, tool=None, args={}, when=when, optional=False, ask_for=names,
+            stop=stop or f"I could not get your {' and '.join(names)}, so I cannot go on.",
+        )  # fmt: skip
+    text = _text(node, ids)
+    step = SolStep(id=sid, tool=None, args={}, when=when, optional=False)
+    step.stop = _text(item.child("otherwise"), ids) if item.has("otherwise") else None
+    if key == "confirm":
+        step.confirm = text
+    else:
+        step.say = text
+    return step
+
+
+def _text(node: Node, ids: set[str]) -> str:
+    """A message template: ``$step`` references name earlier steps."""
+    text = node.str()
+    for m in STEP.finditer(text):
+        if m.group(1) not in ids:
+            raise node.error(
+                f"${m.group(1)} names no earlier step with an id{did_you_mean(m.group(1), ids)}"
+            )
+    return text
 
 
 def _step_args(node: Node, tool_name: str, spec: ToolSpec | None, ids: set[str]) -> dict[str, Any]:
@@ -139,6 +219,9 @@ def _plan(steps: list[SolStep], answers: list[SolAnswer]) -> Solution:
             value = await _run_step(actor, step, env)
             if step.id:
                 results[step.id] = value
+            ended = _ended(actor, step, value, env)
+            if ended is not None:
+                return ended
         for option in answers:
             if option.when is None or actor.decide(evaluate(option.when, env)[0]):
                 text = str(interpolate(option.text, env.lookup, results))
@@ -163,10 +246,29 @@ async def _run_step(actor: Any, step: SolStep, env: Env) -> Any:
             return await actor.call(tool, **args)
 
         return await (actor.recall(step.recall, do) if step.recall else do())
+    if step.ask_for is not None:
+        return await actor.ask_for(*step.ask_for)
+    if step.confirm is not None:
+        return await actor.confirm(str(_fill(step.confirm, env)))
+    if step.say is not None:
+        return await actor.say(str(_fill(step.say, env)))
     if step.click is not None:
         return await actor.click(step.click, step.role)
     if step.page:
         return await actor.page()
+    return None
+
+
+def _ended(actor: Any, step: SolStep, value: Any, env: Env) -> Any:
+    """The output a conversing step ends the plan with, or None to go on: what the user said
+    is read by the actor's conversation, not decided, as a Python solution's ``if``."""
+    if step.stop is None:
+        return None
+    text = str(_fill(step.stop, env))
+    if step.ask_for is not None and any(value.get(n) is None for n in step.ask_for):
+        return actor.give_up(text)
+    if step.confirm is not None and not value:
+        return actor.answer(text)
     return None
 
 

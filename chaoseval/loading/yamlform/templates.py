@@ -160,9 +160,14 @@ def checked(node: Any) -> Any:
 
 
 def dig(value: Any, dotted: str) -> Any:
+    """A field of a value by its dotted path; a number picks an item of a list
+    (``$subs.items.0.sub_id``)."""
     for part in [p for p in dotted.split(".") if p]:
         if isinstance(value, dict):
             value = value.get(part, MISSING)
+        elif isinstance(value, list) and re.fullmatch(r"-?\d+", part):
+            i = int(part)
+            value = value[i] if -len(value) <= i < len(value) else MISSING
         else:
             return MISSING
     return None if value is MISSING else value

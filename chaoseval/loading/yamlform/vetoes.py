@@ -8,7 +8,10 @@ hallucination) whatever its checks say, each counted under its name (gate:
 - ``call: {tool, args: {ARG: REGEX}}``: a call whose arguments match (a search) is a breach;
 - ``never_after: {tool, after}``: a call of ``tool`` made after a call of ``after``;
 - ``secret: TABLE.COLUMN``: a value of that column appears in the answer or in a tool call's
-  arguments.
+  arguments;
+- ``never: EXPR``: a condition that must not hold at the end of the trial, typically on the
+  conversation: ``never: said("guarantee")`` (a promise policy forbids),
+  ``never: called(issue_refund) before confirmed(amount)``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from chaoseval.loading.yamlform.expressions import Env, evaluate, parse_expr
+from chaoseval.loading.yamlform.expressions import Dialogue, Env, evaluate, parse_expr
 from chaoseval.loading.yamlform.nodes import Node, did_you_mean
 from chaoseval.loading.yamlform.schema import Schema, check_names
 from chaoseval.model.records import AgentOutput
@@ -26,12 +29,15 @@ from chaoseval.model.scenario import VETO_KINDS, VETO_NAME, Tables, VetoRule
 from chaoseval.model.trajectory import Step, Trajectory
 from chaoseval.model.world import World
 
-FORMS = ("each", "call", "never_after", "secret")
+FORMS = ("each", "call", "never_after", "secret", "never")
 _EACH = re.compile(r"^(written|called)\(\s*([A-Za-z_][\w-]*)\s*\)$")
 VetoFn = Callable[[World, "AgentOutput | None", Trajectory, "Tables | None"], list[str]]
 
 
-def compile_vetoes(node: Node | None, tools: set[str], schema: Schema) -> list[VetoRule]:
+def compile_vetoes(
+    node: Node | None, tools: set[str], schema: Schema, facts: set[str] | None = None
+) -> list[VetoRule]:
+    """``facts``: the user's fact names dialogue terms may name (None: no ``user:``)."""
     out: list[VetoRule] = []
     for item in node.seq() if node is not None else []:
         item.mapping(allowed={"name", "kind", "expect", *FORMS}, required=("name",))
@@ -49,7 +55,10 @@ def compile_vetoes(node: Node | None, tools: set[str], schema: Schema) -> list[V
         if item.has("expect") and forms != ["each"]:
             raise item.child("expect").error("'expect' goes with 'each: written(TABLE)'")
         kind = item.child("kind").choice(VETO_KINDS, "a veto kind") if item.has("kind") else None
-        fn = _FORMS[forms[0]](item, tools, schema)
+        if forms[0] == "never":
+            fn = _never(item, tools, schema, facts)
+        else:
+            fn = _FORMS[forms[0]](item, tools, schema)
         out.append(
             VetoRule(
                 name=name, kind="hallucination" if kind == "hallucination" else "safety", fn=fn
@@ -175,6 +184,25 @@ def _secret(item: Node, tools: set[str], schema: Schema) -> VetoFn:
             for where, text in places
             if any(v in text for v in secrets)
         ]
+
+    return fn
+
+
+def _never(item: Node, tools: set[str], schema: Schema, facts: set[str] | None) -> VetoFn:
+    nodes = item.child("never").seq(allow_scalar=True)
+    exprs = [parse_expr(n, talk=Dialogue(facts, tools)) for n in nodes]
+    for e, n in zip(exprs, nodes, strict=True):
+        check_names(e, n, schema)
+
+    def fn(
+        world: World, output: AgentOutput | None, trajectory: Trajectory, initial: Tables | None
+    ) -> list[str]:
+        env = Env(
+            tables=world.tables, givens=world.givens, answer=output.answer if output else "",
+            data=output.data if output else None, now=world.now, trajectory=trajectory,
+            output=output,
+        )  # fmt: skip
+        return [detail for ok, detail in (evaluate(e, env) for e in exprs) if ok]
 
     return fn
 
