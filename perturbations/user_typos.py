@@ -1,12 +1,12 @@
 """User typos: noise in the customer's text, and now and then a value they mistype.
 
-Each reply gets typos in some of its words (``rate``): a swap, a doubled or a dropped letter,
-never in a value, an id or a yes or no. With chance ``mistype``, decided once per fact, a fact
-the user states is written with a slip of the fingers the first time they state it (ORD-1042
-as ORD-1024 or ORD-142) while the user still knows the truth (``told`` is untouched): an agent
-that reads the value back, or says it found nothing under it and asks again, is corrected
-(the typo is not made twice). An agent that acts on the slip looks up or writes the wrong
-thing (``acted_on_mistyped_value``).
+Each reply gets typos in some of its words (``rate``, at least one where a word can take it):
+a swap, a doubled or a dropped letter, never in a value, an id or a yes or no. With chance
+``mistype``, decided once per trial, the first fact value the user states is written with a
+slip of the fingers (ORD-1042 as ORD-1024 or ORD-142) while the user still knows the truth
+(``told`` is untouched): an agent that reads the value back, or says it found nothing under it
+and asks again, is corrected (the slip is made once). An agent that acts on the slip looks
+up or writes the wrong thing (``acted_on_mistyped_value``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class UserTyposParams(CommonParams):
     rate: float = Field(default=0.2, ge=0, le=1, description="share of words given a typo")
     mistype: float = Field(
         default=0.5, ge=0, le=1,
-        description="chance, once per fact, that the user mistypes it the first time they say it",
+        description="chance, once per trial, that the user mistypes the first value they state",
     )  # fmt: skip
 
 
@@ -54,29 +54,31 @@ class UserTypos(UserPerturbation[UserTyposParams]):
 
     def __init__(self, params: UserTyposParams | None = None, *, label: str | None = None):
         super().__init__(params, label=label)
-        self._slips: dict[str, str | None] = {}  # fact -> its slip (None: typed right)
-        self._made: set[str] = set()  # facts already mistyped once
+        self._hit: bool | None = None  # whether this trial's user mistypes a value
+        self._made = False  # mistyped once: the user types it right from then on
 
     async def apply(self, call: UserCall, call_next: CallNext, ctx: PerturbationContext) -> Any:
         user = call.user
-        for fact in user.facts:  # decided once per fact, in the order the facts are declared
-            if fact.name not in self._slips:
-                slip = mistype(fact.kind, user.told[fact.name], ctx.rng)
-                hit = ctx.rng.random() < self.params.mistype
-                self._slips[fact.name] = slip if hit else None
-        planned = {
-            name: slip
-            for name, slip in self._slips.items()
-            if slip and name not in self._made and name not in call.reading.misstated
-        }
+        if self._hit is None:  # drawn once, on the first turn's stream
+            self._hit = ctx.rng.random() < self.params.mistype
+        planned: dict[str, str] = {}
+        if self._hit and not self._made:
+            # The first fact this reply states: one asked for, or one volunteered at first.
+            offered = [f.name for f in user.facts if f.volunteer] if user.turns == 0 else []
+            first = [*call.reading.asked, *offered]
+            name = next((n for n in first if n not in call.reading.misstated), None)
+            slip = None if name is None else mistype(
+                user.user.fact(name).kind, user.told[name], ctx.rng
+            )  # fmt: skip
+            if name is not None and slip is not None:
+                planned[name] = slip
         call.style.values.update(planned)
         reply = await call_next(call)
-        for name in dict.fromkeys(call.style.said):
-            if name in planned and call.style.values.get(name) == planned[name]:
-                self._made.add(name)
-                kind, written = user.user.fact(name).kind, planned[name]
-                ctx.fault("user", "mistyped_value", fact=name, value_kind=kind, written=written)
-        for name in planned:
+        for name, slip in planned.items():
+            if name in call.style.said and call.style.values.get(name) == slip:
+                self._made = True
+                kind = user.user.fact(name).kind
+                ctx.fault("user", "mistyped_value", fact=name, value_kind=kind, written=slip)
             call.style.values.pop(name, None)  # a later plugin's style is its own business
         if reply is None:
             return reply

@@ -1,7 +1,8 @@
 """User withholding: the customer answers only what is asked directly.
 
-Nothing is volunteered (``Style.withhold``): a message that asks for no fact by name gets
-"What do you need to know?". A reluctant user's patience runs out (``patience``): after that
+Nothing is volunteered (``Style.withhold``): no fact the user would offer unasked, no line of
+its script ("I'm moving to another provider."), and a message that asks for no fact by name
+gets "What do you need to know?". A reluctant user's patience runs out (``patience``): after that
 many messages in a row it had nothing to answer to, the next one gets a goodbye and the user
 leaves. An agent that opens with small talk and open questions instead of asking for what
 it needs loses them (``did_not_ask_directly``).
@@ -57,16 +58,17 @@ class UserWithholding(UserPerturbation[UserWithholdingParams]):
             for f in user.facts
             if f.volunteer and f.name not in user.given and f.name not in call.reading.asked
         ] if user.turns == 0 else []  # fmt: skip
+        scripted = user.turns + 1 in user.user.script
         idle = user.idle
         reply = await call_next(call)
         if reply is None:
             return reply
-        if kept:
-            ctx.fault("user", "withheld", facts=kept)
+        if kept or scripted:
+            ctx.fault("user", "withheld", facts=kept, script=scripted)
         if user.left and call.ended:
             ctx.fault("user", "left_unanswered", after=idle)
         elif user.idle > idle:
-            ctx.fault("user", "withheld", facts=[])  # asked nothing it would answer
+            ctx.fault("user", "withheld", facts=[], script=False)  # asked nothing it answers
         return reply
 
     def blame(self, fault: Fault, failure: FailureContext) -> RootCause | None:

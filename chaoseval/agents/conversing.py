@@ -36,9 +36,11 @@ in), injection (instructions in the user's text followed).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from chaoseval.errors import ToolError
 from chaoseval.users import phrases, reading
 
 if TYPE_CHECKING:
@@ -151,8 +153,20 @@ class Conversation:
         """A call's arguments as this actor makes them after what the user said (as planned)."""
         return args
 
+    async def checked(self, call: Callable[[], Awaitable[Any]], args: dict[str, Any]) -> Any:
+        """A tool call with ``args``, and what this actor does when it finds nothing (a
+        ToolError, or an empty result): ``not_found``."""
+        try:
+            result = await call()
+        except ToolError:
+            await self.not_found(args)
+            raise
+        if empty(result):
+            await self.not_found(args)
+        return result
+
     async def not_found(self, args: dict[str, Any]) -> None:
-        """A call with these arguments found nothing (a ToolError): nothing more to do here."""
+        """A call with these arguments found nothing: nothing more to do here."""
 
 
 class NaiveConversation(Conversation):
@@ -215,36 +229,62 @@ class ResilientConversation(Conversation):
         self.replans = 0
 
     async def confirm(self, text: str) -> bool:
-        for _ in range(ASKS):
-            reply = await self.say(text)
+        said, unclear, held = text, 0, 0
+        while True:
+            reply = await self.say(said)
             if reply is None:
                 return False
             if self.agrees(reply):
                 return True
-            if self.refuses(reply):
-                if self.pushed(text, reply):  # corrected, or pushed for more: plan again
-                    self._replan()
+            if not self.refuses(reply):  # neither yes nor no: not followed; say it again
+                unclear += 1
+                if unclear >= ASKS:
+                    return False
+                continue
+            if self.pushed(text, _first_sentence(reply)):  # "No, my order number is ...":
+                self._replan()  # a correction of what it proposed: plan again
                 return False
-            # Neither yes nor no: the user did not follow it; say it again.
-        return False
+            if _first_sentence(reply) == reply.strip() or held >= REPLANS:
+                return False  # a plain no is an answer
+            # A no, then what the user wants instead: not a fact the user gave (kept out of
+            # what it heard), and not what policy lets it do. It holds to its proposal.
+            self.heard.remove(reply)
+            held += 1
+            said = f"I'm sorry, I cannot do that. {text}"
 
     async def not_found(self, args: dict[str, Any]) -> None:
-        """Nothing under a value the user gave: tell them and ask them to check it; plan again
-        if they give another."""
-        for name, fact in self.facts.items():
-            heard = self.value(name)
-            if heard is None or fact.kind == "text" or self.left:
-                continue
-            given = {reading.canonical(fact.kind, str(v)) for v in args.values()}
-            if heard not in given or self.replans >= REPLANS:
-                continue
-            await self.say(f"I could not find anything under {heard}. Could you check your "
-                           f"{fact.spoken}?")  # fmt: skip
-            if self.value(name) != heard:
-                self._replan()
+        """Nothing under values the user gave: tell them and ask them to check them; plan again
+        if they give others."""
+        if self.left or self.replans >= REPLANS:
             return
+        given = {
+            name: heard
+            for name, fact in self.facts.items()
+            if fact.kind != "text"
+            and (heard := self.value(name)) is not None
+            and heard in {reading.canonical(fact.kind, str(v)) for v in args.values()}
+        }
+        if not given:
+            return
+        labels = " and ".join(self.facts[n].spoken for n in given)
+        await self.say(f"I could not find anything under {' and '.join(given.values())}. "
+                       f"Could you check your {labels}?")  # fmt: skip
+        if any(self.value(n) != heard for n, heard in given.items()):
+            self._replan()
 
     def _replan(self) -> None:
         if self.replans < REPLANS:
             self.replans += 1
             raise Corrected
+
+
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
+
+
+def empty(result: Any) -> bool:
+    """A lookup that found nothing: no rows, or only empty lists (``{"items": [], ...}``)."""
+    if result is None or result == [] or result == {}:
+        return True
+    lists = [v for v in result.values() if isinstance(v, list)] if isinstance(result, dict) else []
+    return bool(lists) and not any(lists)

@@ -161,11 +161,7 @@ class SimActor(Actor):
                 if others:
                     await self._detour(self.policy.rng.choice(others))
         args = self.talk.amend(args)  # what the user said since the plan was made
-        try:
-            result = await self._harness_call(tool, args)
-        except ToolError:
-            await self.talk.not_found(args)  # the resilient actor asks the user to check
-            raise
+        result = await self.talk.checked(lambda: self._harness_call(tool, args), args)
         await self.heed(result)
         return result
 

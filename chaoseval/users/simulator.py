@@ -32,7 +32,7 @@ class Style:
 
     language: str = "en"
     paraphrase: random.Random | None = None  # draws another frame of each table when set
-    withhold: bool = False  # only what is asked directly: nothing volunteered
+    withhold: bool = False  # only what is asked directly: no fact volunteered, no script line
     demand: bool = False  # answers a proposal with the scenario's demand instead of a yes
     # How the user writes a fact this turn, by name, instead of what it believes (``told``):
     # a typo, a value written as people write it, a wrong value it believes.
@@ -118,7 +118,7 @@ class DeterministicUser:
                 for f in self.facts
                 if f.volunteer and f.name not in self.given and f.name not in seen.asked
             ]
-        if self.turns in self.user.script:
+        if self.turns in self.user.script and not style.withhold:  # the script volunteers
             parts.append(self.user.script[self.turns])
         if parts:
             self.idle = 0

@@ -116,22 +116,27 @@ def _guess(kind: FactKind, value: str, rng: random.Random) -> str | None:
 
 
 def noise(text: str, rng: random.Random, rate: float) -> tuple[str, int]:
-    """``text`` with typos in some of its words (each word of four letters or more but the
-    reply's first, with chance ``rate``): a swap, a doubled or a dropped letter. Values,
-    e-mails, ids and yes and no words are left alone. The new text and how many changed."""
+    """``text`` with typos in some of its words (each word of three letters or more but the
+    reply's first, with chance ``rate``, and one of them at least): a swap, a doubled or a
+    dropped letter. Values, e-mails, ids and yes and no words are left alone. The new text
+    and how many words changed."""
     keep = [m.span() for m in _KEEP.finditer(text)]
-    out, last, changed = [], 0, 0
+    words = []
     for m in _WORD.finditer(text):
-        word = m[0]
-        a, b = m.span()
+        word, (a, b) = m[0], m.span()
         first = not re.search(r"[^\W\d_]", text[:a])  # the reply's first word: a yes, a no
-        if len(word) < 4 or first or word.casefold() in _ANSWER_WORDS or word.isupper():
+        if len(word) < 3 or first or word.casefold() in _ANSWER_WORDS or word.isupper():
             continue
-        if any(a < e and s < b for s, e in keep) or rng.random() >= rate:
-            continue
-        out += [text[last:a], _typo(word, rng)]
-        last, changed = b, changed + 1
-    return "".join([*out, text[last:]]), changed
+        if not any(a < e and s < b for s, e in keep):
+            words.append((a, b))
+    if not words or rate <= 0:
+        return text, 0
+    chosen = [span for span in words if rng.random() < rate] or [rng.choice(words)]
+    out, last = [], 0
+    for a, b in chosen:
+        out += [text[last:a], _typo(text[a:b], rng)]
+        last = b
+    return "".join([*out, text[last:]]), len(chosen)
 
 
 def _typo(word: str, rng: random.Random) -> str:
