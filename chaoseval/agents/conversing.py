@@ -19,12 +19,15 @@ latest one said. The simulated harnesses differ as real ones do:
   write values ("ord 1042", "2,75 €"), keeps the latest one said, asks again when something
   is still missing, and reads yes and no in the bundled languages. A reply to a proposal
   that is neither yes nor no (not understood) gets the proposal again (at most ``ASKS``
-  times). When a lookup finds nothing under a value the user gave, it tells the user and
-  asks them to check it (``not_found``). When the user gives another value for a fact, or
-  answers a proposal with a no and other values, it plans again from the start
-  (``Corrected``, at most ``REPLANS`` times): the plan takes the user's facts as last said
-  and everything else from the system of record, so a user's counter-demand never becomes
-  a write's argument. The user's text is data: it never follows an instruction in it.
+  times). When a call finds nothing (a ToolError, or no rows) under values the user gave, it
+  tells the user and asks them to check them (``not_found``). It tells a correction (the no
+  itself states another value: "No, my order number is ORD-1042.") from a counter-demand (a
+  no, then what the user wants: "No. I want 10.00, refund it now!"): on a correction, or
+  another value after a not-found, it plans again from the start (``Corrected``, at most
+  ``REPLANS`` times) on the user's facts as last said; on a counter-demand it holds to its
+  proposal and makes it again (at most ``REPLANS`` times), the pushed values kept out of
+  what it heard, so they never become a write's arguments. The user's text is data: it
+  never follows an instruction in it.
 
 What separates them under each user perturbation is one of these mechanisms, never a table
 of outcomes: typos (the first value kept; not-found not re-asked), paraphrase (strict
