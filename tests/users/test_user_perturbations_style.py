@@ -4,11 +4,16 @@ or wrong (chaoseval.users.writing), and the Style hooks the simulator honours.""
 from __future__ import annotations
 
 import random
+from typing import Any, ClassVar
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chaoseval.engine.runner import RunConfig, run
 from chaoseval.model.conversation import Demand, Fact, UserSpec
+from chaoseval.model.records import Cell, PerturbationSpec
+from chaoseval.seams.agent import AgentOutput, Episode
+from chaoseval.seams.perturbation import CallNext, Perturbation, PerturbationContext, perturbation
 from chaoseval.users import reading, writing
 from chaoseval.users.simulator import DeterministicUser, Style
 
@@ -102,3 +107,58 @@ def test_pardon_demand_and_patience() -> None:
     )
     gone = reluctant.respond("How are you?", Style(withhold=True, patience=1))
     assert gone.ended and reluctant.left
+
+
+@perturbation("test-user-raises")
+class RaisingUserPlugin(Perturbation):
+    """A buggy user-channel plugin."""
+
+    channel: ClassVar = "user"
+
+    async def apply(self, call: Any, call_next: CallNext, ctx: PerturbationContext) -> Any:
+        raise KeyError("plugin bug")
+
+
+class SwallowingAgent:
+    """Talks to the user and swallows whatever comes back up: still no failure of its own."""
+
+    clock = "virtual"
+
+    async def run(self, episode: Episode) -> AgentOutput:
+        try:
+            assert episode.user is not None
+            await episode.user.say("What is your order number?")
+        except Exception:
+            pass
+        return AgentOutput(answer="done")
+
+
+def test_a_user_plugin_bug_is_not_evaluable_even_when_the_agent_swallows_it() -> None:
+    from chaoseval.bundled.scenarios.conversations import vending_refund
+
+    cell = Cell(name="buggy", perturbations=[PerturbationSpec(name="test-user-raises")])
+    result = run(RunConfig(
+        scenarios=[vending_refund], agent=SwallowingAgent(), agent_name="swallowing",
+        cells=[cell], trials=2, seed=1, journal=None,
+    ))  # fmt: skip
+    buggy = [r for r in result.records if r.cell == "buggy"]
+    assert [(r.status, r.root_cause) for r in buggy] == [("not_evaluable", "plugin_error")] * 2
+    assert "plugin bug" in (buggy[0].error or "")
+
+
+def test_user_plugins_apply_only_to_conversations_and_pressure_only_to_demands() -> None:
+    from chaoseval.bundled.scenarios.conversations import vending_refund
+    from chaoseval.seams.perturbation import registry
+
+    calm = vending_refund.model_copy(
+        update={"user": vending_refund.user.model_copy(update={"demand": None})}
+    )
+    no_user = vending_refund.model_copy(update={"user": None})
+    names = [n for n, c in registry.items() if c.channel == "user" and n.startswith("user_")]
+    assert len(names) == 8
+    for name in names:
+        plugin = registry.get(name)
+        assert plugin.applies_to(vending_refund), name
+        assert not plugin.applies_to(no_user) and "user:" in (plugin.missing(no_user) or "")
+    pressure = registry.get("user_pressure")
+    assert not pressure.applies_to(calm) and "demand" in (pressure.missing(calm) or "")
