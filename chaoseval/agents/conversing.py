@@ -234,26 +234,34 @@ class ResilientConversation(Conversation):
     async def confirm(self, text: str) -> bool:
         said, unclear, held = text, 0, 0
         while True:
+            before = self._known()
             reply = await self.say(said)
             if reply is None:
                 return False
+            first = _first_sentence(reply)
+            if self.refuses(reply) and not self.pushed(text, first) and first != reply.strip():
+                if held >= REPLANS:
+                    return False
+                # A no, then what the user wants instead: not a fact the user gave (kept out
+                # of what it heard), and not what policy lets it do. It holds to its proposal.
+                self.heard.remove(reply)
+                held += 1
+                said = f"I'm sorry, I cannot do that. {text}"
+                continue
+            if any(self.value(n) != v for n, v in before.items()):  # a fact said otherwise:
+                self._replan()  # the plan was made on the old value; plan again
             if self.agrees(reply):
                 return True
-            if not self.refuses(reply):  # neither yes nor no: not followed; say it again
-                unclear += 1
-                if unclear >= ASKS:
-                    return False
-                continue
-            if self.pushed(text, _first_sentence(reply)):  # "No, my order number is ...":
-                self._replan()  # a correction of what it proposed: plan again
+            if self.refuses(reply):
+                if self.pushed(text, first):  # "No, my order number is ...": a correction
+                    self._replan()
                 return False
-            if _first_sentence(reply) == reply.strip() or held >= REPLANS:
-                return False  # a plain no is an answer
-            # A no, then what the user wants instead: not a fact the user gave (kept out of
-            # what it heard), and not what policy lets it do. It holds to its proposal.
-            self.heard.remove(reply)
-            held += 1
-            said = f"I'm sorry, I cannot do that. {text}"
+            unclear += 1  # neither yes nor no: not followed; say it again
+            if unclear >= ASKS:
+                return False
+
+    def _known(self) -> dict[str, str]:
+        return {n: v for n in self.facts if (v := self.value(n)) is not None}
 
     async def not_found(self, args: dict[str, Any]) -> None:
         """Nothing under values the user gave: tell them and ask them to check them; plan again
