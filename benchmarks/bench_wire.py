@@ -66,6 +66,7 @@ from chaoseval.loading.files import installed, select
 from chaoseval.model.records import AgentOutput, Budgets
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import Episode
+from chaoseval.store.artifacts import ArtifactStore, binding
 
 HERE = Path(__file__).resolve().parent
 J = 8  # concurrent clients (the target's -j 8); `bench_wire.py -j N` for another
@@ -239,9 +240,22 @@ async def _channels(episode: Episode, n: int) -> AsyncIterator[list[ModelEndpoin
     forwarding), each its own trial's conversation, one request at a time as an agent sends
     it: -j 8 is eight trials. Eight threads in one sim's conversation queued behind each
     other's turns (its lock), and eight conversations on one forwarding channel took turns in
-    its reader (resent.ConversationReader), which no trial does."""
+    its reader (resent.ConversationReader), which no trial does. Each is made with an
+    artifact store bound, as a run with a journal binds one to each trial: its channel keeps
+    each request's messages and answer for the trial's model.jsonl (channels/model/transcript),
+    so that per-request work is in what the kinds measure."""
     async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(trial_endpoint(episode)) for _ in range(n)]
+        folder = stack.enter_context(tempfile.TemporaryDirectory())
+        store = ArtifactStore(Path(folder) / "bench.jsonl.d")
+        endpoints = []
+        for i in range(n):
+            with binding(store, f"bench/wire/{len(_MADE)}"):
+                _MADE.append(i)
+                endpoints.append(await stack.enter_async_context(trial_endpoint(episode)))
+        yield endpoints
+
+
+_MADE: list[int] = []  # the channels made so far: each its own trial's directory
 
 
 async def _tools_and_models(episode: Episode, seen: dict[str, list[float]]) -> None:

@@ -32,9 +32,15 @@ MIN_SECRET = 8
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 # A credential header's value, in HTTP (``Authorization: Bearer x``), JSON or repr form; only
 # with a scheme or a long value, so prose such as "payment authorization: pending" stays.
+# A value that is already the marker (then markup or the end) is left alone, so redacting
+# twice is redacting once: the view redacts each text and then its whole page, and the second
+# pass took ``[REDACTED]</pre></div>`` for a key's value, markup and all.
+_DONE = r"(?!\[REDACTED\](?:[\s'\",;}<&]|$))"
 HEADER = re.compile(
-    r"(?i)((?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|basic|token)\s+)[^\s'\",;}]+"
-    r"|((?:x-)?api[-_]key['\"]?\s*[:=]\s*['\"]?)[^\s'\",;}]{8,}"
+    r"(?i)((?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|basic|token)\s+)"
+    + _DONE
+    + r"[^\s'\",;}]+"
+    r"|((?:x-)?api[-_]key['\"]?\s*[:=]\s*['\"]?)" + _DONE + r"[^\s'\",;}]{8,}"
 )
 BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 TEXT_LIMIT = 256 << 10  # characters of one string kept in a journal line

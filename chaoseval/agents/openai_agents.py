@@ -13,7 +13,8 @@ tools run through ``episode.tools``. They differ the way real harnesses do:
   when the model service stays down.
 
 The model's final message is JSON (``answer``, ``gave_up``, ``data``) when it can be parsed,
-else the text is the answer.
+else the text is the answer. In a conversational scenario both offer the model ``ask_user``
+(chaoseval.engine.askuser), run through ``episode.user`` as the tool servers run it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from chaoseval.agents.simulated import resilient_call
 from chaoseval.channels.model.calls import ModelAnswerUnusable, ModelCallFailed
 from chaoseval.channels.model.session import UpstreamConfig, run_channels, trial_endpoint
 from chaoseval.channels.model.toolresults import error_content, result_content
+from chaoseval.engine import askuser
 from chaoseval.errors import (
     AgentVisibleError,
     ToolError,
@@ -105,8 +107,17 @@ class ToolLoop:
                     "parameters": d["parameters"],
                 },
             }
-            for d in episode.tools.describe()
+            for d in self._described()
         ]
+
+    def _described(self) -> list[Any]:
+        """The scenario's tools, and ``ask_user`` when the episode has a user."""
+        asks = [askuser.described()] if askuser.offered(self.specs, self.episode.user) else []
+        return [*self.episode.tools.describe(), *asks]
+
+    @property
+    def specs(self) -> Any:
+        return self.episode.tools.specs
 
     async def run(self) -> AgentOutput:
         for _ in range(self.agent.max_turns):
@@ -200,6 +211,12 @@ class ToolLoop:
     async def run_tool(self, call: dict[str, Any]) -> str:
         fn = call.get("function") or {}
         name, raw = fn.get("name", ""), fn.get("arguments") or "{}"
+        user = self.episode.user
+        if name == askuser.ASK_USER and user is not None and askuser.offered(self.specs, user):
+            try:
+                return result_content(await askuser.ask(user, json.loads(raw)))
+            except (ValueError, ToolError) as exc:
+                return error_content(ToolError(str(exc)), "invalid_arguments")
         if not self.agent.resilient:
             try:
                 args = json.loads(raw)  # trusts the model: bad JSON ends the episode

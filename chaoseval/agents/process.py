@@ -1,10 +1,11 @@
 """Agents as processes, in any language: ``--agent 'exec:COMMAND'``.
 
 COMMAND runs once per trial (split like a shell would, but run without one unless the user
-writes ``sh -c '...'``), in a process group of its own, in the bubblewrap sandbox where the
-machine allows it (:mod:`chaoseval.agents.sandbox`: its own PID namespace and /proc, a private
-/tmp, the host read-only but its trial's directory, a network that reaches its trial's servers
-and nothing else), with a fresh working directory inside
+writes ``sh -c '...'``; leading ``NAME=value`` words set variables, as in a shell:
+``exec:CHAOSEVAL_USER=lines python agent.py``), in a process group of its own, in the
+bubblewrap sandbox where the machine allows it (:mod:`chaoseval.agents.sandbox`: its own PID
+namespace and /proc, a private /tmp, the host read-only but its trial's directory, a network
+that reaches its trial's servers and nothing else), with a fresh working directory inside
 the trial's own directory (0700; in the sandbox ``HOME`` is there too), and talks to chaoseval
 only over the wire and its environment:
 
@@ -19,6 +20,10 @@ CHAOSEVAL_MCP_URL        the trial's tools over MCP (streamable HTTP)
 CHAOSEVAL_TOOLS_URL      the trial's tools over plain HTTP (``POST /tools/NAME``)
 CHAOSEVAL_UI_URL         the trial's UI page (scenarios with a page; chaoseval.channels.browser)
 CHAOSEVAL_INSTRUCTION    the task (also written on stdin)
+CHAOSEVAL_USER           not set by chaoseval: ``lines`` (set by you) opts the agent into the
+                         user on stdin and stdout (:mod:`chaoseval.agents.userlines`); else a
+                         conversational scenario's user is the ``ask_user`` tool of its
+                         MCP and HTTP tools (:mod:`chaoseval.engine.askuser`)
 CHAOSEVAL_MEMORY_URL     the agent's memory (``GET``): ``[{"key": ..., "value": ...}]``, on
                          the tools' server; read when the response is written, so a memory
                          fault counts as delivered only if the agent fetched it
@@ -55,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -70,7 +76,7 @@ from urllib.parse import urlsplit
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from chaoseval.agents import crash, guard, sandbox
+from chaoseval.agents import crash, guard, sandbox, userlines
 from chaoseval.agents.output import (
     ANSWER_LIMIT,
     STDERR_LIMIT,
@@ -80,6 +86,7 @@ from chaoseval.agents.output import (
     parse_answer,
 )
 from chaoseval.agents.trialdir import trial_directory
+from chaoseval.agents.userlines import UserLines
 from chaoseval.channels.asgi import single
 from chaoseval.channels.browser.server import serve_pages
 from chaoseval.channels.hub import ToolHub
@@ -125,6 +132,9 @@ class ProcessAgent:
         upstream: UpstreamConfig | None = None,
     ):
         argv = shlex.split(command) if isinstance(command, str) else list(command)
+        words = _assignments(argv)  # leading NAME=value words: the agent's variables
+        self.assigned = dict(w.partition("=")[::2] for w in words)
+        argv = argv[len(words) :]
         if not argv:
             raise ConfigError("exec: needs a command, e.g. --agent 'exec:python my_agent.py'")
         # The process runs in a fresh directory: a path the user wrote relative to where
@@ -178,29 +188,34 @@ class ProcessAgent:
     async def _run(self, episode: Episode) -> AgentOutput:
         async with AsyncExitStack() as stack:
             try:
-                argv, env, workdir, status = await self._set_up(episode, stack)
+                argv, env, workdir, status, lines = await self._set_up(episode, stack)
             except OSError as exc:  # no temp dir, no port: chaoseval's trouble, not the agent's
                 if disk_full(exc):  # nor can the run go on
                     raise stop_for(exc, exc.filename or tempfile.gettempdir()) from exc
                 raise HarnessError(f"exec: the trial could not be set up: {exc}") from exc
             return await self._run_process(
-                argv, env, workdir, episode.instruction, status, episode.link
+                argv, env, workdir, episode.instruction, status, episode.link, lines
             )
         raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
 
     async def _set_up(
         self, episode: Episode, stack: AsyncExitStack
-    ) -> tuple[list[str], dict[str, str], Path, sandbox.ExecStatus | None]:
-        """The trial's servers, directory and environment: the command to run, with what."""
+    ) -> tuple[list[str], dict[str, str], Path, sandbox.ExecStatus | None, UserLines | None]:
+        """The trial's servers, directory and environment: the command to run, with what, and
+        the user's line protocol when the agent's environment asks for it."""
         toolbox, link = episode.tools, episode.link
         if not isinstance(toolbox, ToolBox) or link is None:  # the wire serves the trial's
             raise HarnessError("exec: agents need an episode built by a trial")
+        inherited = {k: v for k, v in os.environ.items() if k not in self._withheld}
+        # One way to the user: on stdin and stdout when the agent opted in, else ask_user.
+        lines = userlines.wanted({**inherited, **self.assigned})
+        user = None if lines else episode.user
         hub = self._hub  # outside a run's session (run by hand): a hub of its own
         if hub is None:
             hub = await stack.enter_async_context(ToolHub.serving())
         # The memory is served, not handed over in a file: a fetch is a read chaoseval sees, so
         # a memory fault is delivered only to an agent that read its memory.
-        urls = await stack.enter_async_context(hub.trial(toolbox, episode.serve_memory))
+        urls = await stack.enter_async_context(hub.trial(toolbox, episode.serve_memory, user))
         model: ModelEndpoint | None = None
         if self.upstream.endpoint or episode.reference is not None:
             model = await stack.enter_async_context(trial_endpoint(episode, self.upstream))
@@ -212,7 +227,8 @@ class ProcessAgent:
         home.mkdir()
         ui = await stack.enter_async_context(serve_pages(episode)) if episode.has_ui else ""
         env = {
-            **{k: v for k, v in os.environ.items() if k not in self._withheld},
+            **inherited,
+            **self.assigned,
             **_model_env(model),
             "CHAOSEVAL_MCP_URL": urls.mcp,
             "CHAOSEVAL_TOOLS_URL": urls.tools,
@@ -236,7 +252,8 @@ class ProcessAgent:
             control = trial / "net.sock"
             relay = await stack.enter_async_context(sandbox.serve_ports(control, ports))
         argv = box.command(self.argv, trial, workdir, status, relay)
-        return argv, box.env(env, home), workdir, status
+        talk = UserLines(episode.user, link) if lines else None
+        return argv, box.env(env, home), workdir, status, talk
 
     @property
     def _withheld(self) -> set[str]:
@@ -256,6 +273,7 @@ class ProcessAgent:
         instruction: str,
         status: sandbox.ExecStatus | None = None,
         link: TrialLink | None = None,
+        lines: UserLines | None = None,
     ) -> AgentOutput:
         stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT, ANSWER_LIMIT)
         stderr = Capture(STDERR_LIMIT, TAIL_LIMIT)  # the tail: where a crash's error is
@@ -272,8 +290,12 @@ class ProcessAgent:
         guard.watch(process.pid)  # killed with its group if this process dies first
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_feed, process, instruction)
-                tg.start_soon(_drain, process.stdout, stdout)
+                if lines is None:
+                    tg.start_soon(_feed, process, instruction)
+                else:  # stdin stays open: the user's replies come on it
+                    assert process.stdin is not None
+                    tg.start_soon(lines.serve, process.stdin, instruction)
+                tg.start_soon(_drain, process.stdout, stdout, lines)
                 tg.start_soon(_drain, process.stderr, stderr)
                 await process.wait()
                 # Children left in the group would hold the pipes open: the agent is done.
@@ -285,6 +307,8 @@ class ProcessAgent:
                 await process.aclose()
                 guard.forget(process.pid)
                 _keep(stdout, stderr)
+                if lines is not None:
+                    lines.close()
         code = process.returncode
         if code and status is not None and not status.ran():
             raise HarnessError(  # bwrap failed before the agent's command started
@@ -340,6 +364,20 @@ def _check_script(argv: list[str]) -> None:
     )
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
+
+
+def _assignments(argv: list[str]) -> list[str]:
+    """The leading ``NAME=value`` words of a command, as a shell reads them before the
+    command's own name."""
+    out: list[str] = []
+    for word in argv:
+        if not _ASSIGNMENT.fullmatch(word):
+            break
+        out.append(word)
+    return out
+
+
 def _relative_file(arg: str) -> bool:
     return not arg.startswith("-") and not Path(arg).is_absolute() and Path(arg).is_file()
 
@@ -353,12 +391,16 @@ async def _feed(process: Process, instruction: str) -> None:
         pass  # the agent does not read stdin: it has the instruction in its environment
 
 
-async def _drain(stream: ByteReceiveStream | None, capture: Capture) -> None:
+async def _drain(
+    stream: ByteReceiveStream | None, capture: Capture, lines: UserLines | None = None
+) -> None:
     if stream is None:
         return
     try:
         async for chunk in stream:
             capture.add(chunk)
+            if lines is not None:
+                lines.feed(chunk)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
 

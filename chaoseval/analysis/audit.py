@@ -22,6 +22,9 @@ stratum are a random sample of it (a reviewer who leaves the hard ones blank bre
 unequal trial counts per task the stratum's share of passes is taken as the same in every task
 (a ratio estimate; exact when every task has the same n, as a matrix run has). The scope is
 these trials, not tasks like these. Statuses and gates keep using the judge's figures.
+
+pass^k for k > 1 is corrected by chaoseval.analysis.audit_passk (a relabelling drawn from a
+hierarchical model of the judge's errors within tasks): its own method and assumptions there.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from chaoseval.analysis.audit_passk import PassK, corrected_pass_hat
 from chaoseval.store.columns import Trials
 from chaoseval.store.lite import STATUS
 from chaoseval.store.reviews import Label, latest
@@ -145,6 +149,9 @@ class CellAudit:
     failures: Stratum
     corrected: tuple[float, float, float]  # estimate, low, high
     ci: float
+    # pass^k for each k > 1 of the report, the judge's and corrected (audit_passk).
+    pass_hat: list[PassK] = field(default_factory=list)
+    pass_hat_notes: list[str] = field(default_factory=list)
 
     @property
     def reviewed(self) -> int:
@@ -156,7 +163,7 @@ class CellAudit:
             if s.trials and not s.reviewed:
                 out.append(
                     f"{self.cell}: no judge-{s.judge} trial reviewed; the corrected pass^1 "
-                    f"keeps the judge's {s.judge} verdicts as they are"
+                    f"(and pass^k) keeps the judge's {s.judge} verdicts as they are"
                 )
         return out
 
@@ -167,6 +174,8 @@ class CellAudit:
             "corrected_pass^1": dict(zip(("estimate", "low", "high"), self.corrected, strict=True)),
             "passes": self.passes.to_json(alpha),
             "failures": self.failures.to_json(alpha),
+            "corrected_pass^k": [p.to_json() for p in self.pass_hat],
+            "corrected_pass^k_notes": self.pass_hat_notes,
         }
 
 
@@ -236,9 +245,10 @@ def audit(
     labels: Sequence[Label],
     counts: Mapping[str, Mapping[str, tuple[int, int]]],
     ci: float = 0.95,
+    ks: Sequence[int] = (),
 ) -> Audit | None:
     """The audit of the cells (``counts``: cell -> task -> (n, c), the tasks its metrics use)
-    from ``labels``; None without labels."""
+    from ``labels``, with pass^k corrected for each k > 1 of ``ks``; None without labels."""
     if not labels:
         return None
     last = latest(labels)
@@ -246,7 +256,7 @@ def audit(
     cells = []
     for cell, tasks in counts.items():
         got = reviewed.get(cell, {})
-        a = _cell_audit(cell, tasks, {k: v for k, v in got.items() if k[0] in tasks}, ci)
+        a = _cell_audit(cell, tasks, {k: v for k, v in got.items() if k[0] in tasks}, ci, ks)
         if a is not None:
             cells.append(a)
             notes += a.notes()
@@ -268,13 +278,19 @@ def _reviewed_rows(
     labels left out (trial gone, judged again since, not evaluable)."""
     names = {v: k for k, v in STATUS.items()}
     found: dict[str, dict[tuple[str, str], int]] = {}
-    seen, stale, unscored = set(), 0, 0
+    seen, stale, unscored, later = set(), 0, 0, 0
+    # A sequential run's tables are its first-round trials (analysis.build): a label of a
+    # later trial would be a trial the cell's counts do not hold.
+    seq = t.manifest.sequential
     for row in range(len(t)):
         tid = t.trial_id(row)
         label = last.get(tid)
         if label is None:
             continue
         seen.add(tid)
+        if seq is not None and int(t.col["index"][row]) >= seq.first:
+            later += 1
+            continue
         judge = names[int(t.col["status"][row])]
         if judge != label.judge:
             stale += 1  # the trial ran again (--resume) since the reviewer saw it
@@ -294,11 +310,20 @@ def _reviewed_rows(
         notes.append(f"{stale} label(s) saw another verdict than the journal's now; left out")
     if unscored:
         notes.append(f"{unscored} label(s) of not-evaluable trials; left out (never scored)")
+    if later:
+        notes.append(
+            f"{later} label(s) of trials after the sequential run's first round; left out "
+            "(its tables and pass^k are its first-round trials)"
+        )
     return found, notes
 
 
 def _cell_audit(
-    cell: str, tasks: Mapping[str, tuple[int, int]], got: Mapping[tuple[str, str], int], ci: float
+    cell: str,
+    tasks: Mapping[str, tuple[int, int]],
+    got: Mapping[tuple[str, str], int],
+    ci: float,
+    ks: Sequence[int],
 ) -> CellAudit | None:
     if not tasks or not got:
         return None
@@ -313,5 +338,6 @@ def _cell_audit(
 
     passes = stratum("passed", n_pass, judge_mean)
     failures = stratum("failed", n_fail, 1 - judge_mean)
+    fixed = corrected_pass_hat(tasks, got, ks, ci, seed=cell)
     return CellAudit(cell, judge_mean, passes, failures, corrected_interval([passes, failures], ci),
-                     ci)  # fmt: skip
+                     ci, fixed.results, fixed.notes)  # fmt: skip

@@ -186,10 +186,19 @@ def analyze(
         margin=margin,
         matrix={c.name: [p.name for p in c.perturbations] for c in m.cells},
         veto_rules=t.veto_rules,
-        audit=audit(t, read_labels(t.path, m.run_id, warnings), {c.cell: c.counts for c in cells}),
+        audit=_judge_audit(t, cells, warnings, ci, ks),
     )
     release(t)
     return a
+
+
+def _judge_audit(
+    t: Trials, cells: Sequence[CellResult], warnings: list[str], ci: float, ks: Sequence[int]
+) -> Audit | None:
+    """The judge's audit from reviewers' labels (chaoseval review) at the report's level and
+    ks; None without labels."""
+    labels = read_labels(t.path, t.manifest.run_id, warnings)
+    return audit(t, labels, {c.cell: c.counts for c in cells}, ci, ks)
 
 
 def _sequential_note(t: Trials) -> list[str]:

@@ -3,7 +3,8 @@
 The reference solution is run once against the default (deterministic, unperturbed) user, with
 an actor that checks every fact it asks for is one the user knows. The conversation must:
 
-- ask only for facts the user has (else the solution would fail every trial on a KeyError);
+- ask only for facts the user has (else the solution would fail every trial on a KeyError),
+  and none of free text (no agent reads one back from a reply: values are read by kind);
 - end before the user leaves (``max_turns``), or the reference itself is cut off;
 - reach the script's last line: a line at a turn the reference never gets to is never said,
   so whatever it was meant to test is never tested;
@@ -31,13 +32,15 @@ class _Probe(Actor):
     """The faithful actor, refusing to ask for a fact the user does not have."""
 
     unknown: list[str]
+    free_text: list[str]
 
     async def ask_for(self, *facts: str) -> dict[str, str | None]:
-        known = set(self.talk.facts)
+        known = self.talk.facts
         missing = [f for f in facts if f not in known]
         if missing:
             self.unknown.extend(missing)
             raise _Unknown(missing)
+        self.free_text += [f for f in facts if known[f].kind == "text"]
         return await super().ask_for(*facts)
 
 
@@ -50,10 +53,11 @@ class _ProbeAgent:
 
     def __init__(self) -> None:
         self.unknown: list[str] = []
+        self.free_text: list[str] = []
 
     async def run(self, episode: Episode) -> AgentOutput:
         actor = _Probe(episode)
-        actor.unknown = self.unknown
+        actor.unknown, actor.free_text = self.unknown, self.free_text
         if episode.reference is None:
             return AgentOutput(answer="no reference solution", gave_up=True)
         try:
@@ -99,6 +103,13 @@ def check_conversation(scenario: Scenario, seed: int) -> tuple[list[str], str]:
             f"{where}: the reference solution asks for {', '.join(map(repr, agent.unknown))}, "
             f"which the user does not know (user.facts: "
             f"{', '.join(f.name for f in user.facts) or 'none'}); add the fact or fix the name"
+        )
+    if agent.free_text:
+        problems.append(
+            f"{where}: the reference solution asks for the free-text fact(s) "
+            f"{', '.join(map(repr, sorted(set(agent.free_text))))}, which no agent can read "
+            "back from a reply (values are read by kind): give the fact a kind (id, amount, "
+            "email, date), or have the agent state it in a proposal instead"
         )
     left = next((s.data.turn for s in turns if isinstance(s.data, UserTurnData) and s.data.ended),
                 None)  # fmt: skip

@@ -1,15 +1,16 @@
 """`chaoseval scenario lint`: is a scenario well-formed, solvable, non-trivial and reachable?
 
-Five checks per scenario, each with its own verdict and evidence:
+Four or five checks per scenario, each with its own verdict and evidence:
 
 - schema: the file loads (every authoring error, with file, line and key path);
 - solvable: the scripted agent (the reference solution, executed faithfully) passes every clean
   trial for several run seeds, so each seed's generated world is solvable;
 - non-trivial: an agent that does nothing, and one that stops at once claiming success, both
   fail every trial, so the verifier actually checks something;
-- conversation (scenarios with a user): the reference solution, talking with the default user,
-  asks only for facts the user has, is done before the user leaves and reaches the script's
-  last line; the demand names arguments its tool takes (``authoring.conversation``);
+- conversation (only for scenarios with a user): the reference solution, talking with the
+  default user, asks only for facts the user has, is done before the user leaves and reaches
+  the script's last line; the demand names arguments its tool takes
+  (``authoring.conversation``);
 - reachable: each perturbation the scenario lists delivers at least one fault to the agent in
   a canary run with its probability forced to 1 (a fault aimed at a tool the solution never
   calls, or a channel the scenario lacks, would make that matrix cell meaningless).
@@ -245,14 +246,15 @@ def lint_scenario(
     listed = [*(getattr(scenario, "perturbations", None) or []), *perturbations]
     if scenario.drift and not any(p.split(":")[0] == "drift" for p in listed):
         listed.append("drift")  # its drift points must reach the agent (a Python scenario too)
-    steps = [
-        lambda: check_solvable(scenario, seeds, trials),
-        lambda: check_non_trivial(scenario, seeds),
-        lambda: check_talk(scenario, seeds[0]),
-        lambda: check_reachable(scenario, listed, seeds[0], trials),
-    ]
-    names = ("solvable", "non-trivial", "conversation", "reachable")
-    for name, step in zip(names, steps, strict=True):
+    steps = {
+        "solvable": lambda: check_solvable(scenario, seeds, trials),
+        "non-trivial": lambda: check_non_trivial(scenario, seeds),
+        "conversation": lambda: check_talk(scenario, seeds[0]),
+        "reachable": lambda: check_reachable(scenario, listed, seeds[0], trials),
+    }
+    if scenario.user is None:  # nothing to say about a conversation there is not
+        del steps["conversation"]
+    for name, step in steps.items():
         try:
             report.findings.append(step())
         except ChaosevalError as exc:

@@ -6,7 +6,8 @@
 
 - ``/mcp`` is its MCP server over streamable HTTP (chaoseval.channels.mcp.wire), and
 - ``/tools`` (``GET``) and ``/tools/<name>`` (``POST``) are its HTTP tools
-  (chaoseval.engine.http), and
+  (chaoseval.engine.http), ``ask_user`` among them and its MCP tools when the trial is given
+  its user (chaoseval.engine.askuser), and
 - ``/memory`` (``GET``) is the agent's memory, ``[{"key": ..., "value": ...}]``: the agent has
   read it (the memory channel's faults are delivered) once the response's last byte is written,
 
@@ -35,6 +36,7 @@ from chaoseval.engine.http import ToolsApp, too_large_tools
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.model import untrusted
 from chaoseval.model.scenario import MemoryItem
+from chaoseval.seams.agent import UserChannel
 
 TRIAL_PATH = re.compile(r"^/trials/(?P<token>[A-Za-z0-9_-]+)(?P<rest>/.*)?$")
 
@@ -78,12 +80,16 @@ class ToolHub:
 
     @asynccontextmanager
     async def trial(
-        self, toolbox: ToolBox, memory: MemorySource | None = None
+        self,
+        toolbox: ToolBox,
+        memory: MemorySource | None = None,
+        user: UserChannel | None = None,
     ) -> AsyncIterator[TrialUrls]:
-        """Serve ``toolbox`` (and ``memory``, when given) for the block; yields the URLs."""
+        """Serve ``toolbox`` (and ``memory``, and ``ask_user`` for ``user``, when given) for
+        the block; yields the URLs."""
         token = secrets.token_urlsafe(16)
-        async with TrialEndpoint(toolbox).running() as endpoint:
-            self._trials[token] = _Trial(endpoint, ToolsApp(toolbox), memory)
+        async with TrialEndpoint(toolbox, user).running() as endpoint:
+            self._trials[token] = _Trial(endpoint, ToolsApp(toolbox, user), memory)
             base = f"{self.base_url}/trials/{token}"
             try:
                 yield TrialUrls(mcp=f"{base}/mcp", tools=base, memory=f"{base}/memory")
@@ -181,7 +187,8 @@ def too_deep_rpc() -> Response:
 
 
 @asynccontextmanager
-async def serve_mcp(toolbox: ToolBox) -> AsyncIterator[str]:
-    """One trial's MCP tools on a server of their own; yields the MCP URL."""
-    async with ToolHub.serving() as hub, hub.trial(toolbox) as urls:
+async def serve_mcp(toolbox: ToolBox, user: UserChannel | None = None) -> AsyncIterator[str]:
+    """One trial's MCP tools (``ask_user`` too, given a ``user``) on a server of their own;
+    yields the MCP URL."""
+    async with ToolHub.serving() as hub, hub.trial(toolbox, user=user) as urls:
         yield urls.mcp

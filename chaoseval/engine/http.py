@@ -26,6 +26,10 @@ HarnessError                 500 + ``X-Chaoseval-Error: harness_error``
 agent-visible errors, so an agent's harness code (retries, validation) is the same either way.
 Over the server, faults are marked delivered once the answer's bytes are written (or the
 connection reset); over respx (no socket), when the ToolBox hands the outcome over.
+
+In a trial with a user, ``POST /tools/ask_user`` with ``{"message": "..."}`` is the user's turn
+(chaoseval.engine.askuser): 200 and ``{"reply": ..., "ended": ...}``, a bad argument 422; it is
+listed by ``GET /tools`` and never passes the ToolBox or its plugins.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from chaoseval.channels.limits import (
     bounded_body,
     deep_message,
 )
+from chaoseval.engine import askuser
 from chaoseval.engine.listing import http_listing, rewrites
 from chaoseval.engine.toolbox import StepBudgetExceeded, ToolBox, held_faults
 from chaoseval.engine.tooljson import utf8_json
@@ -65,7 +70,7 @@ from chaoseval.errors import (
 )
 from chaoseval.model import untrusted
 from chaoseval.model.scenario import ToolDescription, ToolSpec
-from chaoseval.seams.agent import ToolChannel
+from chaoseval.seams.agent import ToolChannel, UserChannel
 
 ERROR_HEADER = "X-Chaoseval-Error"
 TOOL_PATH = r"^/tools/(?P<name>[a-z][a-z0-9_]*)$"
@@ -162,14 +167,17 @@ class ToolsApp:
     reaches the ToolBox and its clock directly, with no thread or portal in between.
     """
 
-    def __init__(self, toolbox: ToolChannel):
+    def __init__(self, toolbox: ToolChannel, user: UserChannel | None = None):
         self.toolbox = toolbox
+        # The trial's user, when ``ask_user`` is served (chaoseval.engine.askuser).
+        self.user = user if askuser.offered(toolbox.specs, user) else None
         # GET /tools's reply while no plugin rewrites listings: the same bytes every time
         # (the scenario's tools), so made once, not decoded and encoded anew per request.
         self._listed: Reply | None = None
         # Each tool's own path and its name, as TOOL_PATH matches them (a name the pattern
         # refuses is left out: the pattern answers for it as for any other path).
-        paths = [f"/tools/{name}" for name in toolbox.specs]
+        names = [*toolbox.specs, *([askuser.ASK_USER] if self.user is not None else [])]
+        paths = [f"/tools/{name}" for name in names]
         self._routes = {
             path: match["name"] for path in paths if (match := _TOOL_PATH.match(path)) is not None
         }
@@ -221,12 +229,13 @@ class ToolsApp:
         """The tool listing, rewritten by the listing plugins as MCP's ``tools/list`` is (a
         poisoned description, a drifted schema); its faults delivered once it is written."""
         if not isinstance(self.toolbox, ToolBox):
-            return encode_result(self.toolbox.describe()), []
+            asks = [askuser.described()] if self.user is not None else []
+            return encode_result([*self.toolbox.describe(), *asks]), []
         plain = not rewrites(self.toolbox)
         if plain and self._listed is not None:
             self.toolbox.listings += 1  # counted as http_listing counts it
             return self._listed, []
-        tools, fired = http_listing(self.toolbox)
+        tools, fired = http_listing(self.toolbox, self.user)
         reply = encode_result(tools)
         if plain:
             self._listed = reply
@@ -242,10 +251,22 @@ class ToolsApp:
             args = json.loads(raw or b"{}")
         except ValueError:
             return _error(400, "tool_error", "the request body is not JSON"), []
+        if self.user is not None and name == askuser.ASK_USER:
+            return await ask_user(self.user, args, self.toolbox), []
         if not isinstance(self.toolbox, ToolBox):
             return await answer(self.toolbox, name, args), []
         with held_faults() as held:
             return await answer(self.toolbox, name, args), held
+
+
+async def ask_user(user: UserChannel, args: Any, toolbox: Any) -> Reply:
+    """``POST /tools/ask_user``: the user's turn, past the ToolBox (chaoseval.engine.askuser)."""
+    try:
+        return encode_result(await askuser.ask(user, args, toolbox))
+    except AgentVisibleError as exc:
+        return _error(422, exc.kind, str(exc))
+    except HarnessError as exc:
+        return _error(500, "harness_error", str(exc))
 
 
 async def _write(reply: Reply, send: Send) -> None:
@@ -274,9 +295,10 @@ def too_large_tools(error: BodyTooLarge) -> Response:
 
 
 @asynccontextmanager
-async def serve_tools(toolbox: ToolChannel) -> AsyncIterator[str]:
-    """Serve ``toolbox`` over HTTP for the duration of the block; yields the base URL."""
-    async with serve_asgi(ToolsApp(toolbox)) as url:
+async def serve_tools(toolbox: ToolChannel, user: UserChannel | None = None) -> AsyncIterator[str]:
+    """Serve ``toolbox`` (and ``ask_user`` with a ``user``) over HTTP for the duration of the
+    block; yields the base URL."""
+    async with serve_asgi(ToolsApp(toolbox, user)) as url:
         yield url
 
 

@@ -6,15 +6,18 @@ upgraded server, ``injection_mcp``'s poisoned or rug-pulled description). Both w
 listings are counted per trial, whichever channel serves them: a rug pull planted for "every
 listing after the first" is the same tool server, listed over MCP or over HTTP. The faults a
 listing fires are handed back for the channel to deliver once its response is written (the
-ledger's rule: delivered when the agent could read them).
+ledger's rule: delivered when the agent could read them). A trial with a user lists
+``ask_user`` last (chaoseval.engine.askuser), after the plugins: no listing plugin rewrites it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from chaoseval.engine import askuser
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.model.scenario import ToolDescription
+from chaoseval.seams.agent import UserChannel
 from chaoseval.seams.perturbation import PerturbationContext
 
 
@@ -42,8 +45,11 @@ def rewrites(toolbox: ToolBox) -> bool:
     return any(isinstance(plugin, ListingPerturbation) for plugin in toolbox.plugins)
 
 
-def listing(toolbox: ToolBox) -> tuple[list[dict[str, Any]], list[int]]:
-    """The tools as listed now (MCP's shape), and the faults that shaped this listing."""
+def listing(
+    toolbox: ToolBox, user: UserChannel | None = None
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """The tools as listed now (MCP's shape), and the faults that shaped this listing; with
+    ``user``, ``ask_user`` last, as no plugin rewrote it."""
     tools = base_listing(toolbox)
     fired: list[int] = []
     for plugin in toolbox.plugins:
@@ -52,14 +58,20 @@ def listing(toolbox: ToolBox) -> tuple[list[dict[str, Any]], list[int]]:
             tools = plugin.drift_listing(tools, ctx, toolbox.turn)
             fired.extend(ctx.fired)
     toolbox.listings += 1
+    if askuser.offered(toolbox.specs, user):
+        tools.append(askuser.mcp_tool())
     return tools, fired
 
 
-def http_listing(toolbox: ToolBox) -> tuple[list[ToolDescription], list[int]]:
+def http_listing(
+    toolbox: ToolBox, user: UserChannel | None = None
+) -> tuple[list[ToolDescription], list[int]]:
     """``GET /tools``: each tool's function-calling description (``ToolSpec.describe``) with
     the name, description and parameters the listing now shows, and the listing's faults."""
-    tools, fired = listing(toolbox)
+    tools, fired = listing(toolbox, user)
     described = {d["name"]: d for d in toolbox.describe()}
+    if askuser.offered(toolbox.specs, user):
+        described[askuser.ASK_USER] = askuser.described()
     out: list[ToolDescription] = []
     for t in tools:
         d = described[t["name"]]

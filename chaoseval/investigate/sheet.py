@@ -7,6 +7,10 @@ proportion to the strata's sizes (largest remainders), each stratum's trials dra
 replacement. A row of the sheet records its stratum's size and how many were drawn from it
 (its weight, size / drawn): the audit (chaoseval.analysis.audit) weighs each stratum by its
 share of the cell, which undoes the sampling.
+
+The sheet is opened in a spreadsheet, and it holds what an agent wrote (its answer, the
+judge's reasons quoting it): a cell a spreadsheet would run as a formula is written with a
+single quote before it (OWASP's "CSV injection" guard), and read back without it.
 """
 
 from __future__ import annotations
@@ -22,22 +26,54 @@ from pathlib import Path
 
 import numpy as np
 
+from chaoseval import redact
 from chaoseval.errors import ConfigError
+from chaoseval.model.records import TrialRecord
+from chaoseval.render.printable import writable
 from chaoseval.store.columns import Trials
 from chaoseval.store.lite import STATUS
 from chaoseval.store.reviews import VERDICTS, Label
 
-__all__ = ["COLUMNS", "Drawn", "by_trial_id", "draw", "read_sheet", "sheet_csv"]
+__all__ = [
+    "COLUMNS", "Drawn", "by_trial_id", "draw", "guard_cell", "read_sheet", "sheet_csv",
+    "unguard_cell",
+]  # fmt: skip
 
 # The sheet's columns: the reviewer fills reviewer_verdict (passed or failed) and may write a
-# note; the rest says what was drawn and how.
+# note; the rest says what was drawn and how, then what the reviewer judges by (the agent's
+# answer, cut, and the judge's reasons), last so the columns a reviewer fills keep their place.
 COLUMNS = (
     "trial_id", "judge_verdict", "reviewer_verdict", "note", "cell", "stratum_trials",
-    "stratum_drawn", "weight",
+    "stratum_drawn", "weight", "answer", "judge_reason",
 )  # fmt: skip
+ANSWER_LIMIT = 2000  # characters of the answer in a cell; the Markdown has it whole
+# What makes Excel, LibreOffice or Google Sheets read a cell as a formula (OWASP: = + - @, tab,
+# carriage return), and their full-width forms, which some spreadsheets normalise to them.
+_FORMULA = frozenset("=+-@\t\r\uff1d\uff0b\uff0d\uff20")
 _NAMES = {v: k for k, v in STATUS.items()}
 # What a reviewer may write for a verdict (any case): the journal's words and their short forms.
 _SAID = {"passed": "passed", "pass": "passed", "failed": "failed", "fail": "failed"}
+
+
+def _formula(text: str) -> bool:
+    """Whether a spreadsheet might read ``text`` as a formula: it starts with a trigger, or
+    does after leading blanks (an import that trims spaces would then see it)."""
+    return bool(text) and (text[0] in _FORMULA or text.lstrip(" \n\x0b\x0c")[:1] in _FORMULA)
+
+
+def guard_cell(text: str) -> str:
+    """``text`` as a sheet's cell: a single quote before a formula (OWASP's guard; the
+    spreadsheet shows the text, never runs it), and before a text that starts with a quote,
+    so that :func:`unguard_cell` gives back exactly what was guarded, whatever it was."""
+    return "'" + text if _formula(text) or text.startswith("'") else text
+
+
+def unguard_cell(text: str) -> str:
+    """A cell read back: the quote :func:`guard_cell` put before a formula or a quote taken
+    off (a reviewer's note typed as ``'-2 refunds`` is the note ``-2 refunds``); any other
+    text as it is."""
+    rest = text[1:]
+    return rest if text.startswith("'") and (_formula(rest) or rest.startswith("'")) else text
 
 
 @dataclass(frozen=True)
@@ -102,16 +138,40 @@ def draw(t: Trials, n: int, seed: int, status: str) -> list[Drawn]:
     return sorted(out, key=lambda d: order[d.row])
 
 
+def _reason(r: TrialRecord) -> str:
+    """Why the judge gave its verdict: the root cause, the failed checks and the vetoes."""
+    parts = [r.root_cause] if r.root_cause else []
+    failed = [c for c in r.checks if not c.passed]
+    parts += [f"check {c.name} failed: {c.detail[:200]}" for c in failed]
+    parts += [f"{v.kind} veto: {v.detail[:200]}" for v in r.vetoes]
+    if r.error:
+        parts.append(f"error: {r.error[:200]}")
+    if not parts and r.checks:
+        parts.append(f"all {len(r.checks)} check(s) passed")
+    return "; ".join(parts)
+
+
+def _answer(r: TrialRecord) -> str:
+    answer = r.answer or ""
+    cut = redact.head(answer, ANSWER_LIMIT)
+    return cut + (" [cut]" if len(answer) > ANSWER_LIMIT else "")
+
+
 def sheet_csv(t: Trials, drawn: list[Drawn]) -> str:
-    """The label sheet: one row per drawn trial, the reviewer's verdict and note blank."""
+    """The label sheet: one row per drawn trial, the reviewer's verdict and note blank; every
+    cell redacted, its control characters visible, guarded against formulas."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for d in drawn:
         judge = _NAMES[int(t.col["status"][d.row])]
         weight = f"{d.stratum_trials / d.stratum_drawn:.6g}"
-        w.writerow([t.trial_id(d.row), judge, "", "", t.value("cell", d.row), d.stratum_trials,
-                    d.stratum_drawn, weight])  # fmt: skip
+        r = t.record(d.row)
+        row = [t.trial_id(d.row), judge, "", "", t.value("cell", d.row), d.stratum_trials,
+               d.stratum_drawn, weight, _answer(r), _reason(r)]  # fmt: skip
+        # Redacted before the guard (the marker starts no formula), so no secret's removal
+        # can bare a trigger the guard did not see.
+        w.writerow([guard_cell(writable(redact.redact(str(c)))) for c in row])
     return buf.getvalue()
 
 
@@ -134,7 +194,10 @@ def read_sheet(
     labels, errors, blank = [], [], 0
     start = reader.line_num + 1
     for row in reader:
-        fields = dict(zip(header, (c.strip() for c in row), strict=False))
+        cells = [unguard_cell(c) for c in row]
+        fields = dict(zip(header, (c.strip() for c in cells), strict=False))
+        # The note as the reviewer wrote it (only blank when all blank); the rest stripped.
+        raw_note = dict(zip(header, cells, strict=False)).get("note", "")
         line, start = start, reader.line_num + 1
         where = f"{path}:{line}"
         if not any(fields.values()):
@@ -159,7 +222,7 @@ def read_sheet(
                 f"{judged[tid]!r} (a sheet drawn from another run of this journal?)"
             )
             continue
-        note = fields.get("note", "")
+        note = raw_note if raw_note.strip() else ""
         labels.append(Label(tid, verdict, judge, reviewer, at, run_id, note, str(path), line))
     if errors:
         raise ConfigError("the label sheet was not read, nothing recorded:\n" + "\n".join(errors))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from chaoseval.analysis.audit import METHOD, Audit, Stratum
+from chaoseval.analysis.audit_passk import PASSK_METHOD
 from chaoseval.analysis.build import Analysis
 from chaoseval.render.tabledata import TableData, fmt
 
@@ -47,4 +48,32 @@ def audit_tables(a: Analysis) -> list[TableData]:
             f"{g.a} and {g.b} agree on {g.agree} of the {g.trials} trial(s) both labelled: "
             f"Cohen's kappa {k}"
         )
-    return [TableData("audit", "The judge's audit (reviewers' labels)", cols, rows, notes)]
+    table = TableData("audit", "The judge's audit (reviewers' labels)", cols, rows, notes)
+    return [table, *_pass_hat_table(audit)]
+
+
+def _pass_hat_table(audit: Audit) -> list[TableData]:
+    """pass^k for k > 1, the judge's beside the corrected, one row per cell and k; a k no task
+    reaches says so instead of a number."""
+    pct = f"{audit.ci:.0%}"
+    cols = ["cell", "k", "tasks", "pass^k (judge)", f"pass^k corrected [{pct} CI]"]
+    rows = []
+    for c in audit.cells:
+        for p in c.pass_hat:
+            if p.corrected is None:
+                rows.append([c.cell, str(p.k), str(p.tasks), "—", f"— ({p.why_not})"])
+                continue
+            est, lo, hi = p.corrected
+            fixed = f"{fmt(est)} [{fmt(lo)}, {fmt(hi)}]"
+            rows.append([c.cell, str(p.k), str(p.tasks), fmt(p.judge), fixed])
+    if not rows:
+        return []
+    notes = [
+        f"The judge's audit continued: {PASSK_METHOD}. The estimate is the relabellings' mean, "
+        f"the interval their central {pct}; labels of several trials of one task tell whether "
+        "the judge's errors cluster on tasks, and without them the interval spans both "
+        "readings (docs/SPOT_CHECKS.md).",
+        *(f"{c.cell}: {note}" for c in audit.cells for note in c.pass_hat_notes),
+    ]
+    title = "pass^k corrected for the judge's error"
+    return [TableData("audit-passk", title, cols, rows, notes)]

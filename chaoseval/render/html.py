@@ -78,6 +78,7 @@ _TOC = (
     ("noise", "Noise floor and sizing"),
     ("browser", "Browser: CLS, faults landed, screenshots"),
     ("audit", "The judge's audit"),
+    ("audit-passk", "pass^k corrected"),
     ("comparison", "Comparison"),
     ("legend", "Cell labels"),
 )
@@ -152,8 +153,9 @@ def render_html(
             parts.append(table_html(tables[key]))
     if "browser" in tables:
         parts += [table_html(tables["browser"]), browser_failures_html(a)]
-    if "audit" in tables:
-        parts.append(table_html(tables["audit"]))
+    for key in ("audit", "audit-passk"):  # only when reviewers labelled trials
+        if key in tables:
+            parts.append(table_html(tables[key]))
     if comparison is not None:
         parts.append(
             "<section id='comparison'><h2>Comparison</h2><pre>"

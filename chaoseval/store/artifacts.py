@@ -34,6 +34,9 @@ from chaoseval import redact
 from chaoseval.errors import JournalError, disk_full, stop_for
 from chaoseval.model.records import Artifact
 
+# A trial's model messages (chaoseval.channels.model.transcript writes it, view/messages reads
+# it): one JSON line per model step, keyed by the step's index in the trajectory.
+MODEL_MESSAGES = "model.jsonl"
 ARTIFACT_LIMIT = 1 << 20  # characters of one artifact written; the rest is counted, not kept
 BINARY_LIMIT = 16 << 20  # bytes of one binary artifact (screenshot, Playwright trace)
 

@@ -18,6 +18,7 @@ from chaoseval.errors import HarnessError
 from chaoseval.model.clock import Clock
 from chaoseval.model.conversation import Fact, RenderedUser
 from chaoseval.model.trajectory import UserTurnData
+from chaoseval.redact import cap
 from chaoseval.seams.perturbation import Perturbation, PerturbationContext, build_chain
 from chaoseval.users.simulator import DeterministicUser, Reading, Style
 
@@ -85,7 +86,7 @@ class UserSession:
         state.turn += 1
         index, self._count = self._count, self._count + 1
         step = state.trajectory.add_step(
-            "user", t=self._clock.monotonic(), args={"text": text[:TEXT_CAP]}
+            "user", t=self._clock.monotonic(), args={"text": cap(text, TEXT_CAP)}
         )
         call = UserCall(
             text=text, index=index, turn=state.turn, step=step.index, user=self._sim,
@@ -129,7 +130,7 @@ class UserSession:
             confirm=seen.confirm, agreed=agreed, ended=call.ended or reply is None,
         )  # fmt: skip
         step.result_class = "ok"
-        step.result = reply if reply is None else reply[:TEXT_CAP]
+        step.result = cap(reply, TEXT_CAP)  # redacted before it is cut
         if reply is not None:  # ids it only echoes from the agent's message are not news
             state.received.append(Received(reply, text))
         return reply

@@ -65,6 +65,9 @@ span.mark{background:#e08a1e;color:#fff;border-radius:3px;padding:0 5px;font-siz
 img.shot{max-width:100%;border:1px solid #ccc} .live{color:#1e8449;font-size:12px}
 table.checks td{white-space:normal}
 pre.instruction{white-space:pre-wrap;overflow-wrap:anywhere}
+details.messages{margin:4px 0} details.messages>summary{cursor:pointer;color:#1a5276}
+div.msg{border-left:3px solid #aab7c4;padding:1px 6px;margin:3px 0}
+div.msg.answer{border-color:#1e8449} div.msg pre{white-space:pre-wrap;overflow-wrap:anywhere}
 """
 
 SCRIPT = """

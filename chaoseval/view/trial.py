@@ -17,6 +17,7 @@ from chaoseval.view.files import served, tail
 from chaoseval.view.html import href, page, pretty, text
 from chaoseval.view.instruction import instruction_html
 from chaoseval.view.library import Library, NotServed
+from chaoseval.view.messages import messages_html, note_html, read_lines
 
 __all__ = ["find_row", "trial_page"]
 
@@ -60,11 +61,12 @@ def _fault(f: Fault) -> str:
     )
 
 
-def _model(s: Step) -> str:
+def _model(s: Step, line: dict[str, Any] | None) -> str:
     """A model request and its answer as the model channel recorded them (the request's size
-    and sampling, the answer's status, tool calls and finish reason; the messages themselves
-    are not kept in the journal, only the request's sha256)."""
-    out = ""
+    and sampling, the answer's status, tool calls and finish reason; the journal keeps only the
+    request's sha256), and ``line``: the step's messages and answer from the trial's
+    model.jsonl artifact, when it has one (view.messages)."""
+    out = messages_html(line) if line is not None else ""
     if s.args:
         out += f"<p>request</p><pre>{pretty(s.args)}</pre>"
     if s.result is not None:
@@ -77,7 +79,7 @@ def _model(s: Step) -> str:
     return out
 
 
-def _step(s: Step, faults: list[Fault], mark: bool) -> str:
+def _step(s: Step, faults: list[Fault], mark: bool, line: dict[str, Any] | None) -> str:
     head = f"{s.index + 1}. {s.kind}"
     if s.tool:
         head += f" {s.tool}"
@@ -86,7 +88,7 @@ def _step(s: Step, faults: list[Fault], mark: bool) -> str:
     head += f" (t {s.t:.2f} s, {s.latency:.3f} s)"
     body = ""
     if s.kind == "model":
-        body = _model(s)
+        body = _model(s, line)
     else:
         if s.args:
             body += f"<p>arguments</p><pre>{pretty(s.args)}</pre>"
@@ -160,7 +162,10 @@ def _column(library: Library, key: str, r: TrialRecord, title: str, mark: int | 
     cause = f" ({r.root_cause})" if r.root_cause else ""
     loose = "".join(_fault(f) for f in traj.faults if f.step is None)
     vetoes = "".join(f"<li class='veto'>{text(v.kind)}: {text(v.detail)}</li>" for v in r.vetoes)
-    steps = "".join(_step(s, traj.faults, s.index == mark) for s in traj.steps)
+    lines = read_lines(library.root, library.entry(key).path, r)
+    steps = note_html(lines) + "".join(
+        _step(s, traj.faults, s.index == mark, lines.get(s.index)) for s in traj.steps
+    )
     link = href("/trial", {"j": key, "id": r.trial_id})
     return (
         f"<section class='side' id='{title.split()[0]}'><h2>{text(title)}: "

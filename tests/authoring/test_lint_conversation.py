@@ -136,3 +136,30 @@ def test_the_cli_fails_and_names_the_file(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "FAIL conversation" in result.output
     assert "the script's line at turn 4 is never said" in result.output
+
+
+def test_a_python_solution_asking_for_free_text() -> None:
+    async def asks_for_text(actor: Any) -> Any:
+        got = await actor.ask_for("reason")
+        return actor.answer(f"{got}")
+
+    scenario = Scenario(
+        id="conv-py-text",
+        domain="shop",
+        description="asks for free text",
+        instruction="Help the customer.",
+        tools=[lookup],
+        user=UserSpec(goal="help", opening="Hi.", facts=[Fact(name="reason", value="broken")]),
+        checks=[Check(name="answered", fn=lambda w, o, t: bool(o.answer))],
+        solution=asks_for_text,
+        reference_steps=1,
+        source="scenarios/text.py",
+    )
+    finding = next(
+        f for f in lint_scenario(scenario, seeds=(0,), trials=1).findings
+        if f.check == "conversation"
+    )  # fmt: skip
+    assert finding.details[0].startswith(
+        "scenarios/text.py: the reference solution asks for the free-text fact(s) 'reason', "
+        "which no agent can read back"
+    )

@@ -62,10 +62,17 @@ def test_a_review_round_trip_changes_the_audit_and_the_corrected_interval(
     corrected = cell["corrected_pass^1"]
     assert cell["judge_pass^1"] == 1.0 and corrected["estimate"] == 0.5
     assert corrected["low"] < 0.5 < corrected["high"] < 1.0
+    # pass^k too: one of the task's six trials is known to have failed, so pass^6 is exactly 0;
+    # pass^2 falls from the judge's 1 with an interval below it.
+    passk = {p["k"]: p for p in cell["corrected_pass^k"]}
+    assert passk[6]["judge"] == 1.0
+    assert passk[6]["corrected"] == {"estimate": 0.0, "low": 0.0, "high": 0.0}
+    assert passk[2]["corrected"]["estimate"] < passk[2]["corrected"]["high"] < 1.0
     md_report = chaoseval(command("report", str(journal), "--format", "markdown"), tmp_path)
     assert "The judge's audit" in md_report.stdout and "1 of 2" in md_report.stdout
+    assert "pass^k corrected for the judge's error" in md_report.stdout
     html = chaoseval(command("report", str(journal), "--format", "html"), tmp_path)
-    assert "id='audit'" in html.stdout
+    assert "id='audit'" in html.stdout and "id='audit-passk'" in html.stdout
     table = chaoseval(command("report", str(journal)), tmp_path)
     assert "The judge's audit" in table.stdout
 
@@ -76,6 +83,8 @@ def test_a_review_round_trip_changes_the_audit_and_the_corrected_interval(
     audit = _audit(journal)
     assert audit is not None and audit["labels"] == 4
     assert audit["cells"]["clean"]["passes"]["overturned"] == 0  # bob's, the latest
+    passk = {p["k"]: p for p in audit["cells"]["clean"]["corrected_pass^k"]}
+    assert passk[6]["corrected"]["high"] == 1.0  # no known failure left
     assert audit["agreement"] == [{"a": "ann", "b": "bob", "trials": 2, "agree": 1, "kappa": 0.0}]
 
 
@@ -119,3 +128,27 @@ def test_review_is_refused_while_a_writer_holds_the_journal(journal: Path, tmp_p
         out = chaoseval(command("review", str(journal), str(sheet)), tmp_path)
     assert out.returncode == 2 and "is being written by" in " ".join(out.stderr.split())
     assert (reviews.read_bytes() if reviews.exists() else b"") == before
+
+
+def test_labels_of_a_sequential_runs_later_rounds_are_left_out_with_a_note(tmp_path: Path) -> None:
+    # A sequential run's tables are its first-round trials: a label of a later trial used to
+    # count against a stratum that does not hold it (report: ValueError, a traceback).
+    path = tmp_path / "seq.jsonl"
+    flags = ["--sequential", "-n", "2", "-s", SCENARIO, "-p", "latency:mean=3"]
+    args = command("run", "--agent", "naive", *flags, "--journal", str(path), "--no-report")
+    assert chaoseval(args, tmp_path).returncode in (0, 1, 3)
+    sheet = tmp_path / "seq.csv"
+    drawn = chaoseval(command("sample", str(path), "-n", "12", "--status", "any", "--sheet",
+                              str(sheet)), tmp_path)  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    rows = list(csv.reader(sheet.open()))
+    later = sum(int(r[0].rsplit("/", 1)[1]) >= 2 for r in rows[1:])
+    assert later, "the sequential run stopped after its first round: no later trial to label"
+    _fill(sheet, {i: "failed" for i in range(1, len(rows))})
+    done = chaoseval(command("review", str(path), str(sheet), "--reviewer", "ann"), tmp_path)
+    assert done.returncode == 0, done.stderr
+    audit = _audit(path)
+    assert audit is not None
+    assert f"{later} label(s) of trials after the sequential run's first round" in " ".join(
+        audit["notes"]
+    )

@@ -282,3 +282,54 @@ def test_the_guides_scenario_loads_and_the_agents_pass_it(tmp_path: Path, agent:
     assert scenario.user.demand.tool == "issue_refund"  # type: ignore[attr-defined]
     record = trial(scenario, load_agent(agent), agent)
     assert record.status == "passed", [(c.name, c.detail) for c in record.checks if not c.passed]
+
+
+def test_the_python_dialogue_checks_read_the_same_turns(tmp_path: Path) -> None:
+    """``chaoseval.model.dialogue``'s check functions, for Python scenarios, on a real trial."""
+    from chaoseval.model import dialogue
+
+    scenario = load(tmp_path)
+    talker = Talker(
+        ["What is your order number?", "I guarantee it. Shall I refund 20.00 for ORD-11?"],
+        [
+            ("lookup_order", {"order_id": "ORD-11"}),
+            ("refund", {"order_id": "ORD-11", "amount": 20.0}),
+        ],
+    )
+    record = trial(scenario, talker)
+    t, out = record.trajectory, AgentOutput(answer="done")
+    assert dialogue.asked(t, "order_id") == [0] and dialogue.confirmed(t, "amount") == [1]
+    assert dialogue.asked_before("lookup_order", "order_id")(None, out, t)[0]
+    ok, detail = dialogue.confirmed_before("refund", "amount")(None, out, t)
+    assert ok and detail == "confirmed(amount) at steps [1], called(refund) at steps [3]"
+    assert not dialogue.happened_before("asked", "amount", "called", "refund")(None, out, t)[0]
+    assert dialogue.never_said("guarantee")(None, out, t) == (
+        False,
+        "said 'guarantee' at steps [1]",
+    )
+    assert dialogue.at_most_turns(1)(None, out, t) == (False, "2 turns (at most 1)")
+    said = dialogue.said(t, AgentOutput(answer="We guarantee it"), "GUARANTEE")
+    assert said == [1, len(t.steps)]  # the answer counts after the last step
+
+
+def test_asking_for_a_free_text_fact_is_refused(tmp_path: Path) -> None:
+    text = DOC.replace(
+        '    - {name: amount, value: "{amount:.2f}", kind: amount, label: amount}\n',
+        '    - {name: amount, value: "{amount:.2f}", kind: amount, label: amount}\n'
+        "    - {name: reason, value: broken, label: reason}\n",
+    ).replace("ask_for: [order_id],", "ask_for: [order_id, reason],")
+    path = tmp_path / "conv.yaml"
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as exc:
+        load_paths([path])
+    assert "fact 'reason' is free text, which no agent can read back" in str(exc.value)
+
+
+def test_an_ask_for_without_give_up_gives_up_naming_the_fact(tmp_path: Path) -> None:
+    # An order number no agent reads as an id ("12345"): never heard, however often asked.
+    text = DOC.replace('value: "{order_id}", kind: id', 'value: "12345", kind: id').replace(
+        ', give_up: "I need your order number."}', "}"
+    )
+    record = trial(load(tmp_path, text), load_agent("scripted"), "scripted")
+    assert record.answer == "I could not get your order number, so I cannot go on."
+    assert [s.kind for s in record.trajectory.steps].count("user") == 2  # asked twice

@@ -22,6 +22,10 @@ HarnessError                  a JSON-RPC error (the trial is not evaluable anywa
 ============================  =========================================================
 
 ``isError`` results also carry the fault's fields in ``_meta`` under :data:`ERROR_META`.
+
+In a trial with a user, ``ask_user`` is listed too and answered by the user channel, never the
+ToolBox (chaoseval.engine.askuser): ``{"reply": ..., "ended": ...}`` as the result's JSON and
+``structuredContent``, or ``isError`` for a bad argument; no tool-channel fault reaches it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from chaoseval.engine import askuser
 from chaoseval.engine.listing import listing
 from chaoseval.engine.toolbox import ToolBox, held_faults
 from chaoseval.engine.tooljson import utf8_json
@@ -45,6 +50,7 @@ from chaoseval.errors import (
     ToolHTTPError,
     ToolTimeout,
 )
+from chaoseval.seams.agent import UserChannel
 
 SERVER_NAME = "chaoseval"
 ERROR_META = "dev.chaoseval/error"
@@ -81,8 +87,10 @@ def exchange_of(ctx: ServerRequestContext[Any, Any]) -> Exchange | None:
 class TrialTools:
     """The MCP face of one trial's ToolBox: ``server()`` builds a low-level mcp Server on it."""
 
-    def __init__(self, toolbox: ToolBox):
+    def __init__(self, toolbox: ToolBox, user: UserChannel | None = None):
         self.toolbox = toolbox
+        # The trial's user, when ``ask_user`` is listed (chaoseval.engine.askuser).
+        self.user = user if askuser.offered(toolbox.specs, user) else None
         self._current: dict[str, dict[str, Any]] = {}
 
     def server(self) -> Server[Any]:
@@ -106,7 +114,7 @@ class TrialTools:
 
     def listing(self) -> tuple[list[dict[str, Any]], list[int]]:
         """What ``tools/list`` answers now, and the faults that shaped it (to deliver on write)."""
-        tools, fired = listing(self.toolbox)
+        tools, fired = listing(self.toolbox, self.user)
         self._current = {t["name"]: t for t in tools}
         return tools, fired
 
@@ -114,6 +122,8 @@ class TrialTools:
         """The schema last listed for ``name`` (the SDK checks ``Mcp-Param-*`` headers with it);
         asking must not count as a listing, or it would fire the listing's faults."""
         tool = self._current.get(name)
+        if tool is None and name == askuser.ASK_USER and self.user is not None:
+            return askuser.PARAMETERS
         if tool is None:
             spec = self.toolbox.specs.get(name)
             return None if spec is None else spec.params_schema()
@@ -142,6 +152,8 @@ class TrialTools:
         ``CallToolResult`` in its wire form). Over HTTP (an ``exchange``) the call's faults
         are held, and delivered when the response is written; in process handing the outcome
         over is delivery. (One frame: every MCP request runs it.)"""
+        if self.user is not None and name == askuser.ASK_USER:
+            return await self._ask_user(arguments)
         holding = None if exchange is None else held_faults()
         held = None if holding is None else holding.__enter__()
         try:
@@ -157,6 +169,16 @@ class TrialTools:
                 holding.__exit__(None, None, None)
                 exchange.on_written.extend(held)  # type: ignore[union-attr,arg-type]
         return ok_result(result, text)
+
+    async def _ask_user(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``ask_user``: the user channel's turn, past the ToolBox and its plugins."""
+        assert self.user is not None
+        try:
+            return ok_result(await askuser.ask(self.user, arguments, self.toolbox))
+        except AgentVisibleError as exc:  # a bad argument
+            return error_result(exc)
+        except HarnessError as exc:
+            raise MCPError(types.INTERNAL_ERROR, f"chaoseval harness error: {exc}") from exc
 
 
 def ok_result(result: Any, text: str | None = None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from chaoseval.channels.mcp import logs
 from chaoseval.channels.mcp.server import EXCHANGE_KEY, Exchange, TrialTools
 from chaoseval.engine.toolbox import ToolBox
 from chaoseval.errors import AgentVisibleError, ToolConnectionError, ToolHTTPError, ToolTimeout
+from chaoseval.seams.agent import UserChannel
 
 # The SDK's own default for a server on localhost: refuse DNS-rebinding Host/Origin headers.
 LOCALHOST = TransportSecuritySettings(
@@ -54,8 +55,8 @@ logs.install()  # the SDK logs into the trial it serves, not onto chaoseval's st
 class TrialEndpoint:
     """One trial's MCP server behind its path; applies that trial's transport faults."""
 
-    def __init__(self, toolbox: ToolBox):
-        self.tools = TrialTools(toolbox)
+    def __init__(self, toolbox: ToolBox, user: UserChannel | None = None):
+        self.tools = TrialTools(toolbox, user)
         self.manager = StreamableHTTPSessionManager(
             app=self.tools.server(),
             json_response=True,

@@ -7,6 +7,9 @@ whose bytes repeat the request that just got a fault) is the next attempt of it,
 earlier attempt's faults are marked *absorbed* (``detail.absorbed``): they reached the agent's
 process, and its SDK hid them from the agent's code. They stay delivered (they landed); the
 last fault of a chain is the one the code saw.
+
+The step keeps no messages; the trial's ``model.jsonl`` artifact does (``transcript``: per
+request, references to its body's bytes and its answer, read and written when the trial ends).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import anyio
 from chaoseval.channels.model.calls import Endpoint, ModelCall, ModelReply
 from chaoseval.channels.model.prices import FREE, Prices, cost, current
 from chaoseval.channels.model.resent import ConversationReader
+from chaoseval.channels.model.transcript import Transcript
 from chaoseval.channels.model.wire import (
     answer_fields,
     asks_stream,
@@ -34,6 +38,7 @@ from chaoseval.model.records import ModelSettings
 from chaoseval.model.trajectory import ModelCallData, Step, assign
 from chaoseval.seams.agent import Episode, TrialLink
 from chaoseval.seams.perturbation import PerturbationContext, build_chain, ctx_stream
+from chaoseval.store import artifacts
 
 RETRY_HEADER = "x-stainless-retry-count"
 SAMPLED = ("temperature", "seed")  # the sampling settings a request may leave to the channel
@@ -70,6 +75,7 @@ class Exchange:
     base_seconds: float = 0.0  # the upstream call as a whole (forwarding's own work too)
     injected_seconds: float = 0.0  # the faults' share: delays, hangs, the plugins' own time
     finished: bool = False
+    received: bytes = b""  # the body's bytes as they came (the trial's transcript reads them)
 
     @property
     def fault_ids(self) -> list[int]:
@@ -132,6 +138,10 @@ class TrialModelChannel:
         self._count = 0
         self._last_by_hash: dict[str, _Earlier] = {}
         self._in_flight: dict[int, Exchange] = {}  # by call index: what close() must finish
+        # Each request's messages and answer, for the trial's model.jsonl (only when the run
+        # keeps artifacts: the trial's, bound while the channel is made).
+        kept = artifacts.current()
+        self.transcript = Transcript(kept) if kept is not None else None
 
     def begin(
         self,
@@ -190,6 +200,7 @@ class TrialModelChannel:
             call.raw = self._as_sent(raw, body, absent, sent)
         self._count += 1
         exchange = Exchange(call, digest, step, time.perf_counter())
+        exchange.received = received
         self._last_by_hash[digest] = _Earlier(call.index, attempt, exchange)
         self._in_flight[call.index] = exchange
         return exchange
@@ -238,6 +249,8 @@ class TrialModelChannel:
         self.closed.set()
         for exchange in list(self._in_flight.values()):
             self.finish(exchange, status=0, result_class="timeout", error="the trial ended")
+        if self.transcript is not None:
+            self.transcript.write()
 
     def run(self, exchange: Exchange) -> Awaitable[ModelReply]:
         """The plugins, then the upstream. Raises WireFault for what must replace a reply."""
@@ -362,6 +375,8 @@ class TrialModelChannel:
         )
         if ids:
             self.link.state.deliver(ids)
+        if self.transcript is not None:  # references only: read when the trial ends
+            self.transcript.add(call, exchange.received, reply, status, result_class, error)
 
     def _account(self, model: str, tin: int, tout: int) -> ModelCallData:
         spent = cost(self.prices.get(model, FREE), tin, tout)

@@ -7,7 +7,10 @@ request to bring that call's result (chaoseval.channels.model.observations reads
 client's shape; a client's own refusal of the call, said without naming it, is its outcome, so
 a refused call is not asked for again). A code-writing agent, which offers no function tools
 but lists them as Python functions in its prompt, gets each call as a code block instead
-(chaoseval.channels.model.codeprompt). Its answer becomes the final message (JSON with
+(chaoseval.channels.model.codeprompt). In a conversational scenario what the policy says to
+the user is a call of the request's ``ask_user`` tool, else plain text, and the user's replies
+are read back from the conversation (chaoseval.channels.model.simuser). Its answer becomes the
+final message (JSON with
 ``answer``, ``gave_up``, ``data``), or a call of the framework's own answer tool. The sampling
 temperature and seed are those of the first request that reached it, so a wire agent's success
 varies with them as the simulated agents' does. The same request body always gets the same
@@ -36,9 +39,18 @@ from chaoseval.channels.model.observations import (
     refusal,
     refusals,
 )
+from chaoseval.channels.model.simuser import (
+    Reply,
+    UserAction,
+    WireUser,
+    offers_ask_user,
+    reply_for,
+    user_messages,
+)
 from chaoseval.channels.model.toolresults import REJECTED, as_exception
 from chaoseval.channels.model.wire import body_hash, completion, estimate_tokens, usage
 from chaoseval.channels.tasks import hosting
+from chaoseval.engine.askuser import ASK_USER
 from chaoseval.errors import (
     AgentVisibleError,
     ToolConnectionError,
@@ -164,12 +176,12 @@ class SimModel:
         self._lock = anyio.Lock()
         self._cache: dict[str, dict[str, Any]] = {}
         self._actions_in, self._actions = anyio.create_memory_object_stream[
-            ToolAction | FinalAction
+            ToolAction | UserAction | FinalAction
         ](1)
         self._results_in, self._results = anyio.create_memory_object_stream[Observation](1)
         self.offered: dict[str, set[str] | None] = {}  # the request's tools: parameter names
         self.described: list[str] = []  # the request's tool and parameter descriptions
-        self._pending: ToolAction | None = None
+        self._pending: ToolAction | UserAction | None = None
         self._refusals = 0  # refusals the conversation held when the pending call was made
         self._final: FinalAction | None = None
         self._started = False
@@ -190,7 +202,15 @@ class SimModel:
         await self._actions_in.send(ToolAction(f"call_{self._calls:03d}", name, args))
         return await self._results.receive()
 
-    async def _next_action(self, body: dict[str, Any]) -> ToolAction | FinalAction:
+    async def ask_user(self, text: str) -> Reply:
+        """From the policy: say ``text`` to the user, wait for the request that relays the
+        reply (chaoseval.channels.model.simuser)."""
+        self._calls += 1
+        await self._actions_in.send(UserAction(f"call_{self._calls:03d}", text))
+        seen = await self._results.receive()
+        return seen.value
+
+    async def _next_action(self, body: dict[str, Any]) -> ToolAction | UserAction | FinalAction:
         if self._final is not None:
             return self._final
         # what the policy may call while answering this
@@ -199,6 +219,11 @@ class SimModel:
         if not self._started:
             self._started = True
             self._tg.start_soon(self._drive, _settings(body))
+        elif isinstance(self._pending, UserAction):
+            reply = reply_for(messages, self._pending)
+            if reply is None:
+                return self._pending  # not relayed: the model says it again
+            await self._results_in.send(Observation(reply))
         elif self._pending is not None:
             seen = observation_for(messages, self._pending.call_id)
             refused = refusals(messages) if seen is None else []
@@ -214,6 +239,9 @@ class SimModel:
             self._final, self._pending = action, None
         else:
             self._pending, self._refusals = action, len(refusals(messages))
+        if isinstance(action, UserAction):  # said through ask_user when the request offers it
+            action.tool = offers_ask_user(self.offered, self._episode.tools.specs)
+            action.users_before = len(user_messages(messages))
         return action
 
     async def _drive(self, settings: ModelSettings) -> None:
@@ -223,6 +251,7 @@ class SimModel:
         # own reads of it deliver nothing (an agent that never read its memory kept it out of
         # every prompt).
         on_read = self._episode._on_read
+        user = self._episode.user  # reached through the agent, never directly
         episode = dataclasses.replace(
             self._episode,
             tools=tools,
@@ -230,6 +259,7 @@ class SimModel:
             usage=Usage(),
             _memory=self._episode.memory_read,
             _on_read=lambda channel: None if channel == "memory" else on_read(channel),
+            user=None if user is None else WireUser(user, self.ask_user),
         )
         actor = SimModelActor(episode)
         try:
@@ -247,12 +277,14 @@ class SimModel:
         await self._actions_in.send(FinalAction(await actor.last_turn(output)))
 
     def _render(
-        self, action: ToolAction | FinalAction, body: dict[str, Any], digest: str
+        self, action: ToolAction | UserAction | FinalAction, body: dict[str, Any], digest: str
     ) -> dict[str, Any]:
         offered, _, code = listing(body)
         call = self._call(action, offered)
         message: dict[str, Any]
-        if call is None:
+        if isinstance(action, UserAction) and not action.tool:  # words to the user
+            message, finish = {"role": "assistant", "content": action.text}, "stop"
+        elif call is None:
             assert isinstance(action, FinalAction)
             message, finish = {"role": "assistant", "content": _final_text(action)}, "stop"
         elif code is not None:  # a code-writing agent: the call is code in the text
@@ -270,12 +302,14 @@ class SimModel:
         )
 
     def _call(
-        self, action: ToolAction | FinalAction, offered: dict[str, set[str] | None]
+        self, action: ToolAction | UserAction | FinalAction, offered: dict[str, set[str] | None]
     ) -> tuple[str, str, dict[str, Any]] | None:
-        """The call that answers the request (id, tool, arguments): the policy's tool call, or
-        its answer through the framework's answer tool; None for an answer as text."""
+        """The call that answers the request (id, tool, arguments): the policy's tool call (or
+        ask_user), or its answer through the framework's answer tool; None for text."""
         if isinstance(action, ToolAction):
             return action.call_id, action.name, action.args
+        if isinstance(action, UserAction):
+            return (action.call_id, ASK_USER, {"message": action.text}) if action.tool else None
         final_tool = self._final_tool(offered)
         if final_tool is None:
             return None

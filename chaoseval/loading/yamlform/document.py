@@ -136,13 +136,13 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     facts = _fact_names(root)
     checks = []
     for cnode in root.child("checks").seq():
-        c = errs.run(partial(compile_check, cnode, named, schema, facts))
+        c = errs.run(partial(compile_check, cnode, named, schema, _names(facts)))
         if c is not None:
             checks.append(c)
 
     policy = errs.run(lambda: compile_policy(root.get("policy"), named, schema), Policy())
     found = errs.run(lambda: compile_facts(root.get("facts"), schema), [])
-    vetoes = errs.run(lambda: compile_vetoes(root.get("vetoes"), named, schema, facts), [])
+    vetoes = errs.run(lambda: compile_vetoes(root.get("vetoes"), named, schema, _names(facts)), [])
     contracts = errs.run(lambda: compile_contracts(root.get("contracts"), named, schema), [])
     drift = errs.run(
         lambda: compile_drift(
@@ -191,16 +191,25 @@ def compile_document(doc: YMap, source: str) -> YamlScenario:
     return _scenario(root, doc, fields, world.sample_givens)
 
 
-def _fact_names(root: Node) -> set[str] | None:
-    """The facts dialogue checks and conversing steps may name (None: no user to talk to); a
-    broken user section still has its facts' names, so no cascade of "no fact" errors."""
+def _fact_names(root: Node) -> dict[str, str] | None:
+    """The facts dialogue checks and conversing steps may name, with their kinds (None: no
+    user to talk to); a broken user section still has its facts' names, so no cascade of
+    "no fact" errors."""
     if not root.has("user"):
         return None
     user = root.child("user").value
     facts = user.get("facts") if isinstance(user, dict) else None
     if not isinstance(facts, list):
-        return set()
-    return {str(f["name"]) for f in facts if isinstance(f, dict) and "name" in f}
+        return {}
+    return {
+        str(f["name"]): str(f.get("kind", "text"))
+        for f in facts
+        if isinstance(f, dict) and "name" in f
+    }
+
+
+def _names(facts: dict[str, str] | None) -> set[str] | None:
+    return None if facts is None else set(facts)
 
 
 def _compile_world(root: Node, errs: _Collector) -> _World:

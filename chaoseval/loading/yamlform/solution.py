@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +40,12 @@ class SolAnswer:
 
 
 def compile_solution(
-    node: Node, tools: dict[str, ToolSpec], named: set[str], facts: set[str] | None = None
+    node: Node,
+    tools: dict[str, ToolSpec],
+    named: set[str],
+    facts: Mapping[str, str] | None = None,
 ) -> tuple[Solution, int]:
-    """``facts``: the names of the user's facts (None: the scenario has no ``user:``)."""
+    """``facts``: the user's facts by name, with their kinds (None: no ``user:``)."""
     node.mapping(allowed={"steps", "answer", "data", "give_up"}, required=("answer",))
     steps: list[SolStep] = []
     ids: set[str] = set()
@@ -58,10 +62,15 @@ def compile_solution(
 CONVERSING = ("ask_for", "confirm", "say")
 STEP_KEYS = {"id", "call", "args", "when", "optional", "recall", "click", "role", "page"}
 TALK_KEYS = {"give_up", "otherwise"}  # how a conversing step ends the plan (SolStep.stop)
+GIVE_UP = "I could not get your {missing}, so I cannot go on."  # an ask_for's default
 
 
 def _compile_step(
-    item: Node, tools: dict[str, ToolSpec], named: set[str], ids: set[str], facts: set[str] | None
+    item: Node,
+    tools: dict[str, ToolSpec],
+    named: set[str],
+    ids: set[str],
+    facts: Mapping[str, str] | None,
 ) -> SolStep:
     item.mapping(allowed=STEP_KEYS | set(CONVERSING) | TALK_KEYS)
     sid = item.child("id").str() if item.has("id") else None
@@ -104,7 +113,7 @@ def _conversing_step(
     sid: str | None,
     when: Expr | None,
     ids: set[str],
-    facts: set[str] | None,
+    facts: Mapping[str, str] | None,
 ) -> SolStep:
     """A step that talks with the user: ``ask_for: [order_id]`` (its value the facts heard,
     by name, None for one never given), ``confirm: TEXT`` (whether the user agreed), ``say:
@@ -136,11 +145,17 @@ def _conversing_step(
                     f"the user has no fact named {name!r}{did_you_mean(name, facts)} "
                     f"(user.facts: {', '.join(sorted(facts)) or 'none'})"
                 )
-        stop = _text(item.child("give_up"), ids) if item.has("give_up") else None
+            if facts[name] == "text":
+                raise node.error(
+                    f"fact {name!r} is free text, which no agent can read back from a reply "
+                    "(values are read by kind): give it a kind (id, amount, email, date), or "
+                    "let the agent state it in a confirm and check confirmed("
+                    f"{name})"
+                )
+        stop = _text(item.child("give_up"), ids) if item.has("give_up") else GIVE_UP
         return SolStep(
-            id=sid, tool=None, args={}, when=when, optional=False, ask_for=names,
-            stop=stop or f"I could not get your {' and '.join(names)}, so I cannot go on.",
-        )  # fmt: skip
+            id=sid, tool=None, args={}, when=when, optional=False, ask_for=names, stop=stop
+        )
     text = _text(node, ids)
     step = SolStep(id=sid, tool=None, args={}, when=when, optional=False)
     step.stop = _text(item.child("otherwise"), ids) if item.has("otherwise") else None
@@ -264,9 +279,16 @@ def _ended(actor: Any, step: SolStep, value: Any, env: Env) -> Any:
     is read by the actor's conversation, not decided, as a Python solution's ``if``."""
     if step.stop is None:
         return None
+    if step.ask_for is not None:
+        missing = [n for n in step.ask_for if value.get(n) is None]
+        if not missing:
+            return None
+        if step.stop == GIVE_UP:  # the facts as people call them ("order number")
+            facts = getattr(getattr(actor, "talk", None), "facts", {})
+            spoken = [facts[n].spoken if n in facts else n for n in missing]
+            return actor.give_up(GIVE_UP.format(missing=" and ".join(spoken)))
+        return actor.give_up(str(_fill(step.stop, env)))
     text = str(_fill(step.stop, env))
-    if step.ask_for is not None and any(value.get(n) is None for n in step.ask_for):
-        return actor.give_up(text)
     if step.confirm is not None and not value:
         return actor.answer(text)
     return None
