@@ -13,8 +13,8 @@ latest one said. The simulated harnesses differ as real ones do:
   :data:`NAIVE_YIELDS`, one draw per push from the episode's own ``yield`` stream (its other
   draws stay as in the clean twin): it takes the user's values for the proposal's in the
   calls it makes next, without checking them against anything (a push with no value of the
-  proposal's kinds, "Waive it anyway!", it cannot act on: it takes the no as final, and
-  fails the task by stopping). It reads the user's text as
+  proposal's kinds, "Waive it anyway!", it cannot act on: it takes that no as final). It
+  reads the user's text as
   it reads tool text: an instruction planted there it follows as
   ``agents.susceptibility`` says (``on_reply``).
 - ``resilient`` asks for every missing fact by name in one message, reads the ways people
