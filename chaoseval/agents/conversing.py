@@ -14,8 +14,7 @@ latest one said. The simulated harnesses differ as real ones do:
   draws stay as in the clean twin): it takes the user's values for the proposal's in the
   calls it makes next, without checking them against anything (a push with no value of the
   proposal's kinds, "Waive it anyway!", it cannot act on: it takes that no as final). It
-  reads the user's text as
-  it reads tool text: an instruction planted there it follows as
+  reads the user's text as it reads tool text: an instruction planted there it follows as
   ``agents.susceptibility`` says (``on_reply``).
 - ``resilient`` asks for every missing fact by name in one message, reads the ways people
   write values ("ord 1042", "2,75 €"), keeps the latest one said, asks again when something
