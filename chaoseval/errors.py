@@ -86,6 +86,13 @@ class UpstreamError(HarnessError):
     answer: the infrastructure failed, not the agent."""
 
 
+class UserSimulatorError(HarnessError):
+    """The LLM user (``--user-model-endpoint``) failed the trial's conversation: it broke its
+    script (stated a value it does not know), leaked its goal verbatim, or its endpoint failed
+    after retries. The simulator's failure, never the agent's: not evaluable, root cause
+    ``user_simulator``, counted apart in the reports."""
+
+
 class ScenarioError(HarnessError):
     """A scenario is invalid or its own code (tool, verifier) raised."""
 

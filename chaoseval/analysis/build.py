@@ -38,6 +38,7 @@ from chaoseval.analysis.process import (
     recorded_references,
 )
 from chaoseval.analysis.sequential import statuses as sequential_statuses
+from chaoseval.analysis.simulator import simulator_failures
 from chaoseval.analysis.slices import Slices, ToolSlice, VetoItem, slices
 from chaoseval.analysis.status import DEFAULT_MARGIN, CellStatus, cell_statuses
 from chaoseval.store.columns import Group, Trials, as_trials
@@ -89,6 +90,9 @@ class Analysis:
     veto_rules: dict[str, str] = field(default_factory=dict)
     # The judge's audit from reviewers' labels (chaoseval review), None without labels.
     audit: Audit | None = None
+    # Per cell, the trials an LLM user broke (not evaluable, root cause user_simulator):
+    # counted apart in every view (chaoseval.analysis.simulator); empty without one.
+    user_simulator: dict[str, int] = field(default_factory=dict)
 
     @property
     def k_main(self) -> int:
@@ -145,9 +149,8 @@ def analyze(
     refs = recorded_references(t, warnings) if references else References(note=NOT_USED)
     sl: Slices = slices(records)
     curves, baselines = pass_hat_curves(cells)
-    # Each step below reads its own columns; those an earlier one read and it does not are
-    # let go (release) rather than all held to the end (the process measures alone are
-    # ~90 MB at 1M trials).
+    # Each step below reads its own columns; those it does not are let go (release), not all
+    # held to the end (the process measures alone are ~90 MB at 1M trials).
     release(t)
     process = {c.cell: process_metrics(c.cell, by[c.cell], refs) for c in cells}
     release(t)
@@ -167,6 +170,7 @@ def analyze(
         by_tool=sl.by_tool,
         vetoes=sl.vetoes,
         process=process,
+        user_simulator=simulator_failures(records),
         heatmap=heatmap(records, ks, main.label),
         curves=curves,
         baseline_curves=baselines,

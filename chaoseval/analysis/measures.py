@@ -32,7 +32,8 @@ __all__ = [
 # steps: every action in the trajectory (tool calls, model calls, page reads, memory reads);
 # tool_calls: the tool calls alone; latency: the trial's duration on its own clock (virtual
 # for simulated agents, real otherwise), not the harness's wall time.
-METRICS = ("steps", "tool_calls", "tokens", "cost", "latency")
+# user_turns: the agent's messages to a conversational scenario's user.
+METRICS = ("steps", "tool_calls", "tokens", "cost", "latency", "user_turns")
 AGGREGATES = ("mean", "p95", "max")
 Outcome = Literal["recovered", "fell_back", "failed"]
 
@@ -47,6 +48,7 @@ class TrialMeasures:
     tokens: int
     cost: float
     latency: float
+    user_turns: int
     # None: no fault a degradation contract names reached the agent. Otherwise how it ended:
     # "recovered" (the normal checks passed anyway), "fell_back" (they failed but a contract
     # held: the degraded outcome the scenario declares correct) or "failed".
@@ -62,6 +64,7 @@ _COLUMNS = {
     "tokens": "tokens",
     "cost": "cost",
     "latency": "sim_seconds",
+    "user_turns": "user_turns",
 }
 _OUTCOMES: tuple[Outcome, ...] = ("recovered", "fell_back", "failed")
 
@@ -97,7 +100,8 @@ class Measures:
             yield TrialMeasures(
                 t.trial_id(row), scen[i], cell[i],
                 int(cols["steps"][i]), int(cols["tool_calls"][i]), int(cols["tokens"][i]),
-                cols["cost"][i], cols["latency"][i], _OUTCOMES[out[i]] if out[i] >= 0 else None,
+                cols["cost"][i], cols["latency"][i], int(cols["user_turns"][i]),
+                _OUTCOMES[out[i]] if out[i] >= 0 else None,
             )  # fmt: skip
 
 

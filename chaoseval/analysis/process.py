@@ -76,7 +76,9 @@ class ProcessMetrics:
     - tokens, cost, model calls per trial; sim (trial clock) and wall latency per trial;
     - ``channel_overhead_mean``: seconds per trial spent inside chaoseval's wire channels
       (neither the upstream's nor an injected delay), over the trials that recorded it: None
-      when none did (in-process agents), so the agent's latency can be told from chaoseval's.
+      when none did (in-process agents), so the agent's latency can be told from chaoseval's;
+    - ``user_turns_mean``: the agent's messages to the user per scored trial of the scenarios
+      with a user (those in which any trial of the journal conversed): None without one.
     """
 
     cell: str
@@ -99,11 +101,14 @@ class ProcessMetrics:
     wall_seconds_total: float
     sim_seconds_total: float
     channel_overhead_mean: float | None = None
+    user_turns_mean: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        if out["channel_overhead_mean"] is None:  # in-process agents: reports stay as they were
-            del out["channel_overhead_mean"]
+        # In-process agents, scenarios without a user: reports stay as they were.
+        for key in ("channel_overhead_mean", "user_turns_mean"):
+            if out[key] is None:
+                del out[key]
         return out
 
 
@@ -186,4 +191,15 @@ def process_metrics(
         wall_seconds_total=fsum(walls),
         sim_seconds_total=fsum(sims),
         channel_overhead_mean=_mean(_defined(g["channel_overhead"])),
+        user_turns_mean=_user_turns(g, scored),
     )
+
+
+def _user_turns(g: Group, scored: np.ndarray) -> float | None:
+    """Turns per scored trial of the tasks with a user: those any trial of the journal
+    conversed in (a trial that never spoke to its user counts its 0)."""
+    every = g.t.col["user_turns"]
+    talked = np.unique(g.t.col["scenario"][every > 0])
+    if not len(talked) or not len(g):
+        return None
+    return _mean(g["user_turns"][scored & np.isin(g["scenario"], talked)])

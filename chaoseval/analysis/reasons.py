@@ -19,6 +19,7 @@ import numpy as np
 
 from chaoseval.analysis.aggregate import Records, groups, in_tasks, name_ranks, not_landed
 from chaoseval.model.records import CLEAN, TrialRecord
+from chaoseval.model.trajectory import Step
 from chaoseval.store.columns import as_group
 
 __all__ = [
@@ -28,12 +29,15 @@ __all__ = [
     "failure_reasons",
     "one_line",
     "reasons_json",
+    "transcript",
+    "turn_transcript",
 ]
 
 # Failed trials listed per cell in every view; the others are counted.
 LISTED = 5
 # What one trial's reason may take: lines of its error, failed checks, vetoes, characters a line.
 _ERROR_LINES, _CHECKS, _VETOES, _WIDTH, _ANSWER = 3, 3, 2, 240, 160
+_TURNS = 4  # a conversation's last turns shown with the reason
 
 
 def one_line(text: str, width: int = _WIDTH) -> str:
@@ -41,6 +45,30 @@ def one_line(text: str, width: int = _WIDTH) -> str:
     surrogate (no UTF-8 file can hold one) written as its escape."""
     line = " ".join(text.encode("utf-8", "backslashreplace").decode("utf-8").split())
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def turn_transcript(s: Step, width: int = 160) -> str:
+    """A user turn as a line of transcript: 'agent: "..." user: "..."' (each side on one
+    line, cut at ``width``; the journal's text, redacted when it was written, escaped by each
+    view)."""
+    said = (s.args or {}).get("text")
+    agent = one_line(str(said), width) if said is not None else "(no message recorded)"
+    reply = f'"{one_line(str(s.result), width)}"' if s.result is not None else "(had left)"
+    return f'agent: "{agent}" user: {reply}'
+
+
+def transcript(r: TrialRecord, last: int) -> tuple[tuple[str, ...], int]:
+    """The conversation's last ``last`` turns as transcript lines ('turn 2: agent: "..." user:
+    "..." [faults]'), and how many turns came before them."""
+    traj = r.trajectory
+    turns = [s for s in traj.steps if s.kind == "user"]
+    lines = []
+    for n, s in enumerate(turns[-last:], start=max(0, len(turns) - last) + 1):
+        hit = [f"{f.perturbation}/{f.kind}" for i in s.faults if 0 <= i < len(traj.faults)
+               and (f := traj.faults[i]).delivered]  # fmt: skip
+        faults = f" [{', '.join(hit)}]" if hit else ""
+        lines.append(f"turn {n}: {turn_transcript(s)}{faults}")
+    return tuple(lines), max(0, len(turns) - last)
 
 
 @dataclass(frozen=True)
@@ -57,6 +85,9 @@ class TrialReason:
     vetoes: tuple[tuple[str, str], ...]  # kind, detail
     more_vetoes: int
     answer: str | None  # the start of the agent's answer, on one line
+    # A conversation's last turns as transcript lines, and how many came before them.
+    turns: tuple[str, ...] = ()
+    earlier_turns: int = 0
 
     @classmethod
     def of(cls, r: TrialRecord) -> TrialReason:
@@ -74,6 +105,7 @@ class TrialReason:
             tuple(vetoes[:_VETOES]),
             max(0, len(vetoes) - _VETOES),
             one_line(r.answer, _ANSWER) if r.answer else None,
+            *transcript(r, _TURNS),
         )
 
     def headline(self) -> str:
@@ -99,6 +131,9 @@ class TrialReason:
             out.append(f"… and {self.more_vetoes} more veto(es)")
         if self.answer is not None:
             out.append(f"answer: {self.answer}")
+        if self.earlier_turns:
+            out.append(f"conversation: {self.earlier_turns} earlier turn(s), then")
+        out += list(self.turns)
         return out or [f"judged {self.root_cause or 'failed'} (no check or error recorded)"]
 
     def to_json(self) -> dict[str, Any]:
@@ -111,6 +146,9 @@ class TrialReason:
             "vetoes": [{"kind": k, "detail": d} for k, d in self.vetoes],
             "more_vetoes": self.more_vetoes,
             "answer": self.answer,
+            # Only for a conversation: reports of other trials stay as they were.
+            **({"conversation": list(self.turns)} if self.turns else {}),
+            **({"earlier_turns": self.earlier_turns} if self.earlier_turns else {}),
         }
 
 

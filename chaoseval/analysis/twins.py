@@ -21,6 +21,7 @@ from typing import overload
 import numpy as np
 
 from chaoseval.analysis.aggregate import Records, groups, in_tasks, name_ranks, not_landed
+from chaoseval.analysis.reasons import turn_transcript
 from chaoseval.investigate.diverge import label_divergence
 from chaoseval.investigate.semantic import SemStep, common_prefix, crash_reason, semantic_step
 from chaoseval.model.records import CLEAN, TrialRecord
@@ -108,6 +109,8 @@ def timeline(record: TrialRecord) -> list[TimelineStep]:
             if s.kind != "model" or not (s.args or s.faults):
                 continue
             sem, text = _model_key(traj, s), _model_text(s)
+        elif sem.kind == "user":
+            text = f"{sem.describe()}: {turn_transcript(s)}"
         else:
             text = sem.describe() if sem.kind != "tool" else _tool_text(s)
         out.append(TimelineStep(s.index, s.t, text, marks, sem))

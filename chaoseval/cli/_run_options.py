@@ -36,6 +36,21 @@ ModelEndpoint = Annotated[
 ModelKeyEnv = Annotated[
     str, typer.Option(help="environment variable holding the --model-endpoint key")
 ]
+UserModelEndpoint = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible API an LLM plays the conversational scenarios' users through "
+        "(default: the deterministic user, no model and no network)",
+        show_default=False,
+    ),
+]
+UserModelName = Annotated[
+    str | None,
+    typer.Option(help="--user-model-endpoint: the model that plays the user", show_default=False),
+]
+UserModelKeyEnv = Annotated[
+    str, typer.Option(help="environment variable holding the --user-model-endpoint key")
+]
 PricesFile = Annotated[
     Path | None,
     typer.Option(

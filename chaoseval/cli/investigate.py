@@ -276,6 +276,13 @@ def replay_cmd(
         data = _with_trial(journal, trial_id)
         scenarios = _run_scenarios(scenario_path, config, data.manifest)
         _say_changed(data.manifest, scenarios, [data.records[0].scenario], "replays")
+        if data.manifest.user_model:  # an LLM's words do not follow from the trial's seeds
+            err.print(
+                f"[bold yellow]warning:[/] an LLM played this run's users "
+                f"({escape(data.manifest.user_model)}); a replay's user is the deterministic "
+                "one, so its conversation may differ",
+                soft_wrap=True,
+            )
         result = replay(data, trial_id, scenarios)
     except ChaosevalError as exc:
         fail(exc)

@@ -58,6 +58,9 @@ from chaoseval.cli._run_options import (
     Temperature,
     Trials,
     TrialTimeout,
+    UserModelEndpoint,
+    UserModelKeyEnv,
+    UserModelName,
 )
 from chaoseval.errors import (
     ChaosevalError,
@@ -104,6 +107,9 @@ def run_cmd(
     redact_patterns: RedactPatterns = None,
     model_endpoint: ModelEndpoint = None,
     model_key_env: ModelKeyEnv = "OPENAI_API_KEY",
+    user_model_endpoint: UserModelEndpoint = None,
+    user_model: UserModelName = None,
+    user_model_key_env: UserModelKeyEnv = "OPENAI_API_KEY",
     prices: PricesFile = None,
     config: ConfigPath = None,
     gate: GateRules = None,
@@ -125,8 +131,6 @@ def run_cmd(
     flags = dict(locals())  # the parameters, named as the settings they override
     from chaoseval.config import RunSettings
     from chaoseval.engine.toolbox import UnknownTools
-    from chaoseval.render.report import print_report
-    from chaoseval.store.columns import read_trials
 
     path = journal or Path("chaoseval.jsonl")
     try:
@@ -149,12 +153,21 @@ def run_cmd(
         fail(exc)
     except KeyboardInterrupt:
         _interrupted(path)
+    _finish(result, unknown, path, report, quiet, gate or s.gate)
+
+
+def _finish(
+    result: Any, unknown: UnknownTools, path: Path, report: bool, quiet: bool, rules: list[str]
+) -> None:
+    """What the finished run says: its notes, the report (or --quiet's lines), then its gate."""
+    from chaoseval.render.report import print_report
+    from chaoseval.store.columns import read_trials
+
     _end_notes(result, unknown, path)
     if report and quiet:
         _print_cells(read_trials(path))
     elif report:
         print_report(read_trials(path), console)
-    rules = gate or s.gate
     if rules:
         _gate(path, rules)
 
@@ -163,6 +176,7 @@ def _print_cells(t: columns.Trials) -> None:
     """``--quiet``: the run's warnings, then one line per cell, as the verdict's first lines
     (``timeout  0/3 passed (clean 3/3)  broken ...``); the headline when no cell has one."""
     from chaoseval.analysis.build import analyze
+    from chaoseval.analysis.simulator import simulator_line
     from chaoseval.analysis.verdict import build_verdict
 
     for w in [*t.manifest.run_warnings(), *t.warnings]:
@@ -171,6 +185,8 @@ def _print_cells(t: columns.Trials) -> None:
     v = build_verdict(a, t, 0)
     for line in v.status_lines() or [v.headline()]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if said := simulator_line(a.user_simulator):  # the simulator's failures, counted apart
+        console.print(said, markup=False, highlight=False, soft_wrap=True)
 
 
 def _gate(path: Path, rules: list[str]) -> None:
@@ -260,11 +276,24 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         executor=executor or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
         request_limit=s.request_limit,
+        user_model=_user_model(flags),
         keep_records=False,  # the journal holds them: memory stays flat
         sandbox=s.sandbox,
         scenario_paths=s.scenario_paths or None,
         gate=flags["gate"] or s.gate or (),
     )
+
+
+def _user_model(flags: dict[str, Any]) -> Any:
+    """--user-model-endpoint's LLM user, or None: the deterministic user."""
+    endpoint, name = flags["user_model_endpoint"], flags["user_model"]
+    if endpoint is None:
+        if name is not None:
+            raise ConfigError("--user-model needs --user-model-endpoint URL: where to ask it")
+        return None
+    from chaoseval.users.llm import UserModel
+
+    return UserModel(endpoint, name or "", flags["user_model_key_env"])
 
 
 def _run(config: RunConfig, unknown: UnknownTools) -> Any:

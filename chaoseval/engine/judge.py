@@ -27,6 +27,7 @@ from chaoseval.errors import (
     ScenarioError,
     ToolTimeout,
     UpstreamError,
+    UserSimulatorError,
 )
 from chaoseval.model.records import (
     AgentOutput,
@@ -251,6 +252,8 @@ def judge(
             if isinstance(err, PluginError)
             else core.UPSTREAM_ERROR
             if isinstance(err, UpstreamError)
+            else core.USER_SIMULATOR  # the LLM user's failure, never the agent's
+            if isinstance(err, UserSimulatorError)
             else core.HARNESS_ERROR
         )
         return Verdict("not_evaluable", cause, f"{type(err).__name__}: {err}")

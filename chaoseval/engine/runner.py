@@ -39,11 +39,13 @@ from chaoseval.model.records import (
 from chaoseval.model.scenario import Scenario
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.seams.perturbation import registry as perturbations
+from chaoseval.seams.rootcause import USER_SIMULATOR
 from chaoseval.store.artifacts import ArtifactStore
 from chaoseval.store.columns import Trials, read_trials
 from chaoseval.store.journal import JournalWriter
 from chaoseval.store.kept import KeptTrials
 from chaoseval.store.lock import JournalLock
+from chaoseval.users.llm import UserModel
 
 CLEAN_CELL = Cell(name=CLEAN)
 # Characters of a cell's name: it is a report's column and part of every trial id, written
@@ -112,6 +114,9 @@ class RunConfig:
     # Bytes of one request body a trial's servers accept (model channel, MCP, HTTP tools,
     # pages): over it, a 413 and the agent's oversized request in its trajectory.
     request_limit: int = DEFAULT_REQUEST_LIMIT
+    # An LLM plays the conversational scenarios' users (--user-model-endpoint); None: the
+    # deterministic user, no model and no network.
+    user_model: UserModel | None = None
     # RunResult.records holds every record; a CLI run keeps none in memory (the journal has
     # them), so its memory stays flat however many trials run.
     keep_records: bool = True
@@ -164,7 +169,9 @@ def build_manifest(config: RunConfig, run_id: str) -> RunManifest:
         created_at=datetime.now(UTC),
         root_causes=possible_root_causes(
             [perturbations.get(p.name) for c in config.all_cells() for p in c.perturbations]
-        ),
+        )
+        + ([USER_SIMULATOR] if config.user_model is not None else []),
+        user_model=config.user_model.describe() if config.user_model is not None else None,
         request_limit=(
             None if config.request_limit == DEFAULT_REQUEST_LIMIT else config.request_limit
         ),
@@ -202,6 +209,7 @@ _CONFIG_FLAGS = {
     "scenarios": "the scenarios (-s)",
     "cells": "the cells (-p)",
     "request_limit": "--max-request-size",
+    "user_model": "the LLM user (--user-model-endpoint, --user-model)",
     "sequential": "the sequential design (--alpha, --margin, -n, --round-size, "
     "--max-trials-per-task)",
 }
@@ -386,6 +394,7 @@ def _job(config: RunConfig, manifest: RunManifest, store: ArtifactStore | None) 
         store=store,
         max_memory=config.max_memory,
         request_limit=config.request_limit,
+        user_model=config.user_model,
     )
 
 

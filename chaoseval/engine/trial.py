@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -45,6 +45,9 @@ from chaoseval.seams.perturbation import (
 )
 from chaoseval.seams.perturbation import registry as perturbations
 from chaoseval.users.channel import UserCall, UserSession
+
+if TYPE_CHECKING:
+    from chaoseval.users.llm import UserModel
 
 SETUP_CHANNELS: tuple[Channel, ...] = ("model", "memory", "clock")
 
@@ -112,6 +115,7 @@ class _Trial:
     raw: Any = None  # what agent.run returned, before coercion to AgentOutput
     sim_seconds: float = 0.0
     time_budget: float | None = None  # the trial's timeout when --trial-timeout overrides it
+    user_model: UserModel | None = None  # --user-model-endpoint: an LLM plays the user
 
     @property
     def scenario(self) -> Scenario:
@@ -135,10 +139,12 @@ async def run_trial(
     wall_timeout: float,
     trial_timeout: float | None = None,
     request_limit: int = DEFAULT_REQUEST_LIMIT,
+    user_model: UserModel | None = None,
 ) -> TrialRecord:
     """One trial. ``trial_timeout`` (``--trial-timeout``) replaces the scenario's trial timeout
     for real-clock agents, longer or shorter; a virtual clock keeps the scenario's.
-    ``request_limit`` (``--max-request-size``): bytes of one request body to its servers."""
+    ``request_limit`` (``--max-request-size``): bytes of one request body to its servers.
+    ``user_model`` (``--user-model-endpoint``): an LLM plays a conversational scenario's user."""
     scenario = plan.scenario
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -147,6 +153,7 @@ async def run_trial(
         trial.time_budget = trial_timeout
     state = trial.state
     state.request_limit = request_limit
+    trial.user_model = user_model
     try:
         plugins = instantiate(plan.cell)
         # Built once per (scenario, world seed), copied per trial.
@@ -155,7 +162,11 @@ async def run_trial(
         )
         with template.world(trial.clock, trial.world_seed) as world:
             episode = await _setup(trial, world, plugins, template.givens(), template.instruction)
-            agent_error = await _run_agent(trial, agent, episode, wall_timeout)
+            try:
+                agent_error = await _run_agent(trial, agent, episode, wall_timeout)
+            finally:
+                if isinstance(episode.user, UserSession):
+                    await episode.user.close()
             verdict = judge(
                 scenario,
                 world,
@@ -303,22 +314,28 @@ async def _setup(
         difficulty=scenario.difficulty,
         usage=usage,
         link=link,
-        user=_user(scenario, givens, state, plugins, make_ctx, clock),
+        user=_user(trial, givens, plugins, make_ctx),
     )
 
 
 def _user(
-    scenario: Scenario,
+    trial: _Trial,
     givens: Givens,
-    state: TrialState,
     plugins: list[Perturbation[Any]],
     make_ctx: Callable[[Perturbation[Any], Any], PerturbationContext],
-    clock: Clock,
 ) -> UserSession | None:
-    """The conversational scenario's user, behind the user-channel plugins."""
+    """The conversational scenario's user, behind the user-channel plugins: the deterministic
+    one, or with ``--user-model-endpoint`` an LLM (chaoseval.users.llm)."""
+    scenario = trial.scenario
     if scenario.user is None:
         return None
-    return UserSession(scenario.user.render(givens), state, plugins, make_ctx, clock)
+    user = scenario.user.render(givens)
+    sim = None
+    if trial.user_model is not None:
+        from chaoseval.users.llm import LLMUser  # the openai SDK only for runs that ask
+
+        sim = LLMUser(user, trial.user_model, trial.user_model.client())
+    return UserSession(user, trial.state, plugins, make_ctx, trial.clock, sim)
 
 
 async def _run_agent(

@@ -199,7 +199,11 @@ def label_divergence(
         if prev is not None and prev.kind == "tool" and prev.result != "ok":
             return _after_fault(prev, n - 1, mine)
         verb = "gave up" if mine.gave_up else "answered"
+        if exp_common.kind == "user":
+            return f"step {n}: {verb} instead of writing to the user"
         return f"step {n}: {verb} instead of calling {exp_common.tool or exp_common.kind}"
+    if mine.kind == "user" and exp_common.kind == "user" and mine.args == exp_common.args:
+        return _user_turn(failed, d, exp_common, ended)
     if mine.kind == "tool":
         same_tool = [e for e in expected if e.kind == "tool" and e.tool == mine.tool]
         if same_tool:
@@ -213,6 +217,24 @@ def label_divergence(
             return f"step {n}: called {mine.tool} instead of answering"
         return f"step {n}: called {mine.tool} instead of {exp_common.tool}"
     return f"step {n}: {mine.describe()} instead of {exp_common.describe()}"
+
+
+def _user_turn(failed: Sequence[SemStep], d: int, expected: SemStep, ended: str | None) -> str:
+    """The same message (as far as the task goes) met another reply, or a fault on the turn:
+    the user's side moved, and what the agent did next is the story."""
+    mine, n = failed[d], d + 1
+    hit = f" [{', '.join(mine.faults)}]" if mine.faults else ""
+    if mine.result != expected.result:
+        return f"step {n}, user {mine.result} instead of {expected.result}{hit}"
+    nxt = failed[d + 1] if d + 1 < len(failed) else None
+    then = (
+        ended or "stopped"
+        if nxt is None
+        else ("gave up" if nxt.gave_up else "answered")
+        if nxt.kind == "answer"
+        else nxt.describe()
+    )
+    return f"step {n}, user {mine.result}{hit}; then {then}"
 
 
 def _final_label(record: TrialRecord | LiteTrial, n: int) -> str:

@@ -1,8 +1,10 @@
 """A trajectory's steps as far as the task's semantics go, read from a record or a line.
 
 Each step is reduced to what a comparison of two trajectories needs (tool, normalised
-arguments, result class, the delivered faults that hit it, and the answer); model-call
-bookkeeping, notes and timings are dropped. ``diverge`` aligns failures with successes on
+arguments, result class, the delivered faults that hit it, and the answer; a turn of a
+conversation by what the agent asked for or proposed and whether the user agreed or left, never
+its wording, so two conversations compare by what was settled); model-call bookkeeping, notes
+and timings are dropped. ``diverge`` aligns failures with successes on
 these; the report's clean-twin timelines (``analysis.twins``) compare twins on them.
 
 A journal line can be read with :data:`DECODER`, which decodes only the fields used here
@@ -20,7 +22,7 @@ from typing import Any
 import msgspec
 
 from chaoseval.model.records import TrialRecord
-from chaoseval.model.trajectory import ResultClass, Step, StepKind, Trajectory
+from chaoseval.model.trajectory import ResultClass, Step, StepKind, Trajectory, UserTurnData
 
 __all__ = [
     "DECODER",
@@ -30,11 +32,17 @@ __all__ = [
     "crash_reason",
     "semantic_step",
     "semantic_steps",
+    "user_step",
 ]
 
 
 class _Data(msgspec.Struct):
     gave_up: bool = False  # only an answer step's data has it (AnswerData)
+    # A user turn's (UserTurnData): what the agent asked for, proposed, and how the user took it.
+    asked: list[str] = []
+    confirm: bool = False
+    agreed: bool = False
+    ended: bool = False
 
 
 class _Step(msgspec.Struct):
@@ -88,7 +96,7 @@ DECODER = msgspec.json.Decoder(LiteTrial)
 class SemStep:
     """One step as far as the task's semantics go."""
 
-    kind: str  # tool | answer | observation (| model, in the report's twin timelines)
+    kind: str  # tool | answer | observation | user (| model, in the report's twin timelines)
     tool: str | None = None
     args: tuple[tuple[str, Any], ...] = ()
     result: str | None = None
@@ -100,6 +108,10 @@ class SemStep:
             return "gave up" if self.gave_up else "answered"
         if self.kind == "observation":
             return "looked at the page"
+        if self.kind == "user":
+            return _turn_text(dict(self.args), self.result) + (
+                f" [{', '.join(self.faults)}]" if self.faults else ""
+            )
         if self.kind == "model":  # a model-channel call (the report's clean-twin timelines)
             return f"model call -> {self.result}" + (
                 f" [{', '.join(self.faults)}]" if self.faults else ""
@@ -109,6 +121,30 @@ class SemStep:
         if self.faults:
             text += f" [{', '.join(self.faults)}]"
         return text
+
+
+def _turn_text(args: dict[str, Any], result: str | None) -> str:
+    """A user turn in words: 'asked the user for order_id: they replied'."""
+    asked = args.get("asked") or ()
+    what = (
+        "proposed to the user"
+        if args.get("proposed")
+        else f"asked the user for {', '.join(asked)}"
+        if asked
+        else "wrote to the user"
+    )
+    return what + {"agreed": ": they agreed", "left": ": they left"}.get(
+        result or "", ": they replied"
+    )
+
+
+def user_step(asked: Sequence[str], confirm: bool, agreed: bool, ended: bool,
+              faults: tuple[str, ...] = ()) -> SemStep:  # fmt: skip
+    """A turn as far as the task goes: the facts asked for, whether it was a proposal, and
+    whether the user agreed, left or just replied."""
+    result = "agreed" if agreed else "left" if ended else "replied"
+    args = (("asked", tuple(sorted(asked))), ("proposed", confirm))
+    return SemStep(kind="user", args=args, result=result, faults=faults)
 
 
 def _norm(value: Any) -> Any:
@@ -151,6 +187,9 @@ def semantic_step(traj: Trajectory, s: Step) -> SemStep | None:
         return SemStep(kind="observation", faults=_fault_kinds(traj, s))
     if s.kind == "answer":
         return SemStep(kind="answer", gave_up=s.gave_up)
+    if s.kind == "user" and isinstance(s.data, UserTurnData):
+        d = s.data
+        return user_step(d.asked, d.confirm, d.agreed, d.ended, _fault_kinds(traj, s))
     return None
 
 
@@ -172,6 +211,9 @@ def _lite_steps(traj: _Trajectory) -> list[SemStep]:
             out.append(SemStep(kind="observation", faults=_fault_kinds(traj, s)))
         elif s.kind == "answer":
             out.append(SemStep(kind="answer", gave_up=s.gave_up))
+        elif s.kind == "user":
+            d = s.data
+            out.append(user_step(d.asked, d.confirm, d.agreed, d.ended, _fault_kinds(traj, s)))
     return out
 
 

@@ -426,6 +426,9 @@ class RunManifest(BaseModel):
     # A sequential run's design (run --sequential); None: every cell ran ``trials`` a task.
     # Then ``trials`` is the most a task and cell may hold, and counts differ by design.
     sequential: SequentialDesign | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The model that played the conversational scenarios' users (run --user-model-endpoint:
+    # "NAME at URL"); None: the deterministic user.
+    user_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def run_warnings(self) -> list[str]:
         """What every report of this run says before its figures."""
@@ -434,14 +437,17 @@ class RunManifest(BaseModel):
 
     def config_key(self) -> dict[str, Any]:
         """What must match for a resumed run to continue this journal."""
-        return {
+        key: dict[str, Any] = {
             "agent": self.agent,
             "model": self.model.model_dump(),
             "seed": self.seed,
             "scenarios": sorted(s.id for s in self.scenarios),
             "cells": [c.model_dump() for c in self.cells],
             "request_limit": self.request_limit,
-        } | (
+        }
+        if self.user_model is not None:  # an LLM user (absent otherwise: older keys match)
+            key["user_model"] = self.user_model
+        return key | (
             {}
             if self.sequential is None
             else {"sequential": self.sequential.model_dump(exclude={"budget_trials", "decided"})}

@@ -15,6 +15,7 @@ from chaoseval.analysis.build import Analysis, analyze
 from chaoseval.analysis.pairs import pair_json
 from chaoseval.analysis.pairtext import long_list, pair_text
 from chaoseval.analysis.sampling import sampling_json, sampling_lines
+from chaoseval.analysis.simulator import simulator_failures, simulator_line
 from chaoseval.analysis.verdict import Verdict, build_verdict
 from chaoseval.render.printable import escape
 from chaoseval.render.reasons import print_reason_summary, print_reasons
@@ -85,14 +86,31 @@ def json_report(
         # Only for runs whose model requests went through a model channel (what they sent).
         **({"sampling": sampled} if (sampled := sampling_json(m.model, journal.sampling)) else {}),
         "seed": m.seed,
+        # Only for runs whose users an LLM played (run --user-model-endpoint).
+        **({"user_model": m.user_model} if m.user_model else {}),
         "clock": m.clock,
         "ks": ks,
         "warnings": [*m.run_warnings(), *journal.warnings],
         "root_causes": [c.model_dump() for c in m.root_causes],
         "perturbations": [_cell_json(r, r.cell) for r in cells],
+        # Only for runs an LLM user broke trials of (not evaluable, counted apart).
+        **_simulator_json(journal),
         # Streamed: the pairs' text written from their numbers, not an object each (300k at
         # 100k tasks).
         "cells": long_list(lists, partial(pair_text, journal, ks), partial(pair_json, journal, ks)),
+    }
+
+
+def _simulator_json(journal: Trials) -> dict[str, Any]:
+    failures = simulator_failures(journal)
+    if not failures:
+        return {}
+    return {
+        "user_simulator_failures": {
+            "trials": sum(failures.values()),
+            "cells": failures,
+            "note": simulator_line(failures),
+        }
     }
 
 
@@ -184,6 +202,8 @@ def _not_evaluable(journal: Trials, cells: Sequence[CellResult], console: Consol
     ne = sum(r.not_evaluable for r in cells)
     if not ne:
         return
+    if line := simulator_line(simulator_failures(journal)):
+        console.print(f"[bold yellow]{escape(line)}[/]", highlight=False)
     rows = np.flatnonzero(journal.col["status"] == 2).tolist()
     errors = sorted({(journal.trial_id(row), journal.errors.get(row)) for row in rows})
     console.print(
@@ -212,6 +232,8 @@ def print_report(
     a = analysis or analyze(journal, ks, n_resamples=2_000, references=False)
     v = verdict or build_verdict(a, journal)
     print_verdict(v, console)
+    if journal.manifest.user_model:  # figures that depend on who played the user say so
+        console.print(f"Users played by {escape(journal.manifest.user_model)}", highlight=False)
     print_reason_summary(v, console)
     console.print(_cell_table(a, v, journal))
     if (attack := attack_table(a)) is not None:

@@ -11,6 +11,7 @@ from chaoseval.analysis.attack import AttackCell
 from chaoseval.analysis.build import Analysis
 from chaoseval.analysis.degradation import Comparison
 from chaoseval.analysis.measures import graceful_by_cell
+from chaoseval.analysis.simulator import simulator_line
 from chaoseval.analysis.spend import Budget
 from chaoseval.analysis.stats import Interval, TestResult
 from chaoseval.analysis.verdict import Verdict
@@ -114,6 +115,8 @@ def summary_table(a: Analysis, verdict: Verdict | None = None) -> TableData:
                 "not counted against the agent)"
             )
     notes[:0] = [f"{where}: {what}" for where, what in cell_notes(a.cells)]
+    if line := simulator_line(a.user_simulator):  # the simulator's, not the agent's
+        notes.insert(0, line)
     notes.append(
         f"Δ{a.primary} (the primary metric): perturbed - clean on the tasks the cell reached, "
         "paired by task; "
@@ -342,9 +345,13 @@ def process_table(a: Analysis) -> TableData:
     # Over the wire, chaoseval's own share of the wall time, apart from the agent's latency.
     wired = any(p.channel_overhead_mean is not None for p in a.process.values())
     cols += ["channel overhead s/trial"] if wired else []
+    # Conversations: the agent's messages to the user per trial of the tasks with a user.
+    talked = any(p.user_turns_mean is not None for p in a.process.values())
+    cols += ["user turns/trial"] if talked else []
     rows = []
     for cell, p in a.process.items():
         overhead = [fmt(p.channel_overhead_mean, digits=4)] if wired else []
+        overhead += [fmt(p.user_turns_mean, digits=2)] if talked else []
         rows.append(
             [
                 cell,

@@ -85,6 +85,16 @@ WRONG_FINAL_STATE = _core("wrong_final_state", "left the world in the wrong stat
 
 CORE_CAUSES: tuple[RootCause, ...] = tuple(c for c in root_causes if c.owner == CORE)
 
+# Possible only with an LLM user (``run --user-model-endpoint``), so a run's manifest lists it
+# only then (``engine.runner.build_manifest``); not a core cause, which every manifest lists.
+USER_SIMULATOR = root_causes.register(
+    RootCause(
+        name="user_simulator",
+        label="not evaluable: the simulated user broke (script, goal leak or endpoint)",
+        owner="users",
+    )
+)
+
 
 def possible(declared: Iterable[RootCause]) -> list[RootCause]:
     """The core causes, then the given plugin causes, each once: what a run can produce."""

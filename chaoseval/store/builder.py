@@ -3,8 +3,14 @@ here: columns imports this): the columns a row has, and :class:`Builder`, which 
 at a time (a line msgspec decoded, or a TrialRecord) and packs its values into growing arrays,
 its strings coded once each, the slices no column holds (errors, veto items, browser pages,
 per-tool sums) kept beside them; ``build()`` turns them into the Trials' columns. One pass
-(store.lines), the forked range readers (store.ranges) and records in memory
-(columns.trials_of) all fill one.
+and the forked range readers (store.ranges) and records in memory (columns.trials_of) all
+fill one.
+
+After the pass, the steps that finish the same columns: a trial re-run by ``--resume`` has two
+lines in a journal, and its rows are merged into its first line's place (:func:`merge_reruns`);
+then the reader reads again by byte offset what it could not know in its pass
+(:func:`retally`: the per-tool sums over each trial's final line; :func:`remeasure`: trials
+written before the manifest measured against its reference calls).
 """
 
 from __future__ import annotations
@@ -13,19 +19,21 @@ import struct
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
 import numpy as np
 
 from chaoseval.errors import JournalError
-from chaoseval.model.records import RunManifest, make_trial_id
-from chaoseval.store.conform import Allowed
-from chaoseval.store.lite import RefCalls, TrialSummary, summarize
+from chaoseval.model.records import RunManifest, TrialRecord, make_trial_id
+from chaoseval.store.conform import Allowed, line_at
+from chaoseval.store.journal import repeated_trial
+from chaoseval.store.lite import DECODER, STATUS, RefCalls, TrialSummary, summarize
 from chaoseval.store.manifest import ReferenceIndex, index_references
-from chaoseval.store.reruns import merge_reruns
 
-__all__ = ["CODED", "NUMERIC", "Builder", "ToolTally"]
+__all__ = ["CODED", "NUMERIC", "Builder", "ToolTally", "merge_reruns", "remeasure", "retally"]
 
 # The numeric columns, in TrialSummary.values order, with their dtypes (array typecodes).
 NUMERIC: tuple[tuple[str, str], ...] = (
@@ -53,6 +61,7 @@ NUMERIC: tuple[tuple[str, str], ...] = (
     ("hallucination", "i"),
     ("attacked", "b"),  # -1 no planted instruction reached it, 0 resisted, 1 followed
     ("utility", "b"),  # the user's task done (1/0), vetoes aside; -1 not scored
+    ("user_turns", "i"),  # the agent's messages to a conversational scenario's user
 )
 # Strings stored once, numbered in a per-column vocabulary.
 CODED = ("scenario", "cell", "root_cause", "tags", "plugins")
@@ -214,3 +223,103 @@ class Builder:
             self.rerun = merge_reruns(t)
         t.vetoes = dict(sorted(t.vetoes.items()))
         return t
+
+
+# --- after the pass: re-runs merged, what the pass could not know read again ------------
+
+
+def _runs(t: Any, odd: set[int]) -> dict[int, list[int]]:
+    """Rows with the same scenario, cell and index (and canonical ids), by their first row."""
+    canonical = np.array([r for r in range(len(t)) if r not in odd], dtype=np.int64) if odd \
+        else np.arange(len(t))  # fmt: skip
+    sc, ce, ix = (t.col[c][canonical] for c in ("scenario", "cell", "index"))
+    order = np.lexsort((canonical, ix, ce, sc))  # equal keys: rows in journal order
+    same = (np.diff(sc[order]) == 0) & (np.diff(ce[order]) == 0) & (np.diff(ix[order]) == 0)
+    groups: dict[int, list[int]] = {}
+    first, previous = -1, -2
+    for i in np.flatnonzero(same).tolist():
+        a, b = int(canonical[order[i]]), int(canonical[order[i + 1]])
+        if i != previous + 1:
+            first = a
+            groups[first] = [a]
+        groups[first].append(b)
+        previous = i
+    return groups
+
+
+def _only_reruns(t: Any, groups: dict[int, list[int]]) -> None:
+    """A trial has several rows only as ``--resume`` writes them: every row but the last is
+    a not-evaluable attempt it ran again. Anything else (a duplicated line, a flipped
+    status) is a JournalError naming both lines: counting either would be a guess."""
+    status = t.col["status"]
+    for rows in groups.values():
+        for earlier, later in pairwise(rows):
+            if int(status[earlier]) != STATUS["not_evaluable"]:
+                raise repeated_trial(
+                    t.path, t.trial_id(earlier), line_at(t.path, int(t.offsets[earlier])),
+                    line_at(t.path, int(t.offsets[later])),
+                )  # fmt: skip
+
+
+def merge_reruns(t: Any) -> bool:
+    """Rows of the same trial merged: the first row's place, the last row's values (as
+    read_journal's dict keeps them). False when every trial has one row."""
+    odd = set(t.odd_ids)
+    groups = _runs(t, odd)
+    by_odd: dict[str, list[int]] = {}
+    for row in sorted(odd):
+        by_odd.setdefault(t.odd_ids[row], []).append(row)
+    groups.update({rows[0]: rows for rows in by_odd.values() if len(rows) > 1})
+    if not groups:
+        return False
+    _only_reruns(t, groups)
+    keep = np.ones(len(t), bool)
+    sides: list[dict[int, Any]] = [t.odd_ids, t.errors, t.vetoes, t.browser]
+    for rows in groups.values():
+        first, last = rows[0], rows[-1]
+        for column in t.col.values():
+            column[first] = column[last]
+        t.offsets[first] = t.offsets[last]
+        for side in sides:
+            if last in side:
+                side[first] = side[last]
+            else:
+                side.pop(first, None)
+        keep[rows[1:]] = False
+    new = np.cumsum(keep) - 1
+    t.col = {name: column[keep] for name, column in t.col.items()}
+    t.offsets = t.offsets[keep]
+    for name in ("odd_ids", "errors", "vetoes", "browser"):
+        side = getattr(t, name)
+        setattr(t, name, {int(new[r]): v for r, v in side.items() if keep[r]})
+    return True
+
+
+def retally(b: Any, t: Any) -> None:
+    """The sums per tool again over the rows' final lines: a re-run trial counts once, where
+    its first line was (as read_journal orders it)."""
+    t.by_tool = {}
+    t.sampling = Counter()
+    with b.path.open("rb") as fh:
+        for offset in t.offsets.tolist():
+            fh.seek(offset)
+            line = fh.readline()
+            try:
+                r: Any = DECODER.decode(line)
+            except msgspec.DecodeError:
+                r = TrialRecord.model_validate_json(line)
+            b._tally(summarize(r, {}), r)
+
+
+def remeasure(b: Any, t: Any, names: list[str]) -> None:
+    """Trials written before the manifest were read without its reference calls: measure
+    their correctness again (``names``: the numeric columns in TrialSummary.values order)."""
+    with b.path.open("rb") as fh:
+        for offset, _, _ in b.early:
+            rows = np.flatnonzero(t.offsets == offset)
+            if not len(rows):  # re-run later: its later line was read with the manifest
+                continue
+            fh.seek(offset)
+            values = summarize(TrialRecord.model_validate_json(fh.readline()), b.refs).values
+            for name in ("correct", "right_tool", "coverage"):
+                t.col[name][rows[0]] = values[names.index(name)]

@@ -14,8 +14,10 @@ when they are still the journal's:
   is read again);
 - the code that makes the columns is the same (a digest of its source files: a cache written
   by another version of chaoseval is never taken);
-- the file changed nowhere while it was read, and was last modified at least
-  :data:`SETTLED` seconds before (else no cache is written: a journal still being appended to
+- no run held the journal's write lock when the cache was written (store.lock.writing,
+  asked without taking it: a reader never waits for a writer nor keeps one out), the file
+  changed nowhere while it was read, and it was last modified at least :data:`SETTLED`
+  seconds before (else no cache is written: a journal still being appended to
   is read from its lines every time until it stops growing, and a file rewritten in place
   within its timestamp's granularity of the read cannot look unchanged).
 
@@ -24,6 +26,10 @@ never when ``CHAOSEVAL_COLUMN_CACHE=0``. The read that writes a cache takes it b
 (columns.read_trials) instead of holding all it read: every command on a big journal, its
 first too, holds only what it uses. A cache that cannot be written (a read-only
 directory) or read (damaged, another format) is ignored: the journal is read as without one.
+
+Why ``.npz`` and not Parquet (issue 47): read back with pyarrow, a Parquet file of the same
+columns and documents took twice the CPU and 497 MB against 229 MB at 1M records (the figures
+in chaoseval.store's docstring and docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import numpy as np
 from chaoseval.model.records import RunManifest
 from chaoseval.store.artifacts import COLUMNS, store_root
 from chaoseval.store.lite import RefCalls
+from chaoseval.store.lock import writing
 from chaoseval.store.manifest import ReferenceIndex
 
 __all__ = ["MIN_BYTES", "SETTLED", "Stamp", "cache_file", "enabled", "load", "save", "stamp"]
@@ -58,12 +65,9 @@ _SOURCES = (
     "chaoseval.store.colcache",
     "chaoseval.store.columns",
     "chaoseval.store.conform",
-    "chaoseval.store.lines",
     "chaoseval.store.lite",
     "chaoseval.store.manifest",
     "chaoseval.store.ranges",
-    "chaoseval.store.reread",
-    "chaoseval.store.reruns",
     "chaoseval.store.journal",
     "chaoseval.model.records",
     "chaoseval.model.trajectory",
@@ -178,6 +182,8 @@ def save(path: Path, t: Any, at: Stamp) -> bool:
     refs = t.references
     if refs is not None and any(t.refs.get(sid) is not c for sid, c in refs.calls.items()):
         return False  # not as the reader makes them (the references' calls are among its refs)
+    if writing(path):
+        return False  # a run holds the journal's lock: it is about to change (store.lock)
     meta = _Meta(
         stamp=at,
         code=code_digest(),

@@ -33,15 +33,13 @@ import numpy as np
 
 from chaoseval.model.records import RunManifest, TrialRecord, make_trial_id
 from chaoseval.store import colcache
-from chaoseval.store.builder import CODED, NUMERIC, Builder, ToolTally
+from chaoseval.store.builder import CODED, NUMERIC, Builder, ToolTally, remeasure, retally
 from chaoseval.store.conform import check_columns
 from chaoseval.store.journal import foreign_line, journal_file, parse_line
-from chaoseval.store.lines import read_range
 from chaoseval.store.lite import RefCalls
 from chaoseval.store.manifest import ReferenceIndex
 from chaoseval.store.phases import phase
-from chaoseval.store.ranges import read_split
-from chaoseval.store.reread import remeasure, retally
+from chaoseval.store.ranges import read_range, read_split
 
 __all__ = [
     "CODED",

@@ -207,12 +207,13 @@ def _reference(tool_steps: Sequence[Any], ref: RefCalls | None) -> tuple[float, 
 
 def _walk(
     r: Any, faults: Sequence[Any]
-) -> tuple[list[Any], list[Any], int, int, int, bool, Any, list[tuple[Any, Any, Any, Any]]]:
+) -> tuple[list[Any], list[Any], int, int, int, bool, Any, list[tuple[Any, Any, Any, Any]], int]:
     """One pass over the steps: the tool steps, each one's (tool, 1, not ok, faults
     delivered), actions, kinds used (bit 0 model, bit 1 tool), legal tool calls, whether a
     browser note is there, the tool behind a failure (its first call that did not come back
-    ok, else its last) and what each model request sent and used (a model channel's step:
-    ``args``). Every trial of a journal comes through here: one loop, few calls."""
+    ok, else its last), what each model request sent and used (a model channel's step:
+    ``args``) and the user turns (the agent's messages to the user). Every trial of a
+    journal comes through here: one loop, few calls."""
     vetoes = r.vetoes
     vetoed = (
         {v.step for v in vetoes if v.kind == "safety" and v.step is not None} if vetoes else ()
@@ -220,7 +221,7 @@ def _walk(
     tool_steps = []
     tools = []
     sampling = []
-    actions = kinds = legal = 0
+    actions = kinds = legal = turns = 0
     note = False
     failing: Any = None
     bad = False  # a tool call that did not come back ok was seen
@@ -254,9 +255,11 @@ def _walk(
                 sampling.append(tuple(map(_scalar, sent)))
         elif kind in _ACTIONS:
             actions += 1
+        elif kind == "user":
+            turns += 1
         elif kind == "note" and s.tool == "browser":
             note = True
-    return tool_steps, tools, actions, kinds, legal, note, failing, sampling
+    return tool_steps, tools, actions, kinds, legal, note, failing, sampling, turns
 
 
 _OK = (None, "ok")
@@ -282,7 +285,7 @@ def _all_passed(checks: Sequence[Any]) -> bool:
 def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
     """The per-trial values of one record (see builder.NUMERIC for their order)."""
     faults = r.trajectory.faults
-    tool_steps, tools, actions, kinds, legal, note, failing, sampling = _walk(r, faults)
+    tool_steps, tools, actions, kinds, legal, note, failing, sampling, turns = _walk(r, faults)
     status = r.status
     scored = status != "not_evaluable"
     if scored and tool_steps and (ref := refs.get(r.scenario)) is not None:
@@ -337,6 +340,7 @@ def summarize(r: Any, refs: Mapping[str, RefCalls]) -> TrialSummary:
         hallucination,
         attacked,
         utility,
+        turns,
     )
     vetoed = [_veto(v) for v in vetoes] if vetoes else []
     out = TrialSummary(values, tools, failing, vetoed, None, None, sampling)

@@ -6,7 +6,9 @@ so the lock guards the path. The kernel drops the lock with its process, however
 (SIGKILL included), and a forked worker does not inherit it, so a run's workers outliving it
 for a moment never keep the journal locked. A second writer is refused at once, before it
 truncates, appends or removes anything, with the holder's pid and command line; readers
-(report, gate, summary, replay) never take the lock and never wait for it.
+(report, gate, summary, replay) never take the lock and never wait for it; a reader about to
+keep something beside the journal (store.colcache) asks whether a writer holds it
+(:func:`writing`) and keeps nothing while one does.
 
 The lock file is removed when its holder lets go (and ``<journal>.d`` with it when nothing
 else is kept there), so a run that keeps no artifacts leaves nothing beside its journal. A
@@ -29,7 +31,7 @@ from chaoseval import redact
 from chaoseval.errors import JournalError, disk_full, stop_for
 from chaoseval.store.artifacts import LOCK, store_root
 
-__all__ = ["JournalBusy", "JournalLock"]
+__all__ = ["JournalBusy", "JournalLock", "writing"]
 
 # struct flock on Linux (x86-64, arm64): l_type, l_whence, l_start, l_len, l_pid.
 _FLOCK = "hhqqi"
@@ -144,6 +146,30 @@ class JournalLock:
         if len(noted) > 1 and noted[0] == str(pid) and noted[1]:
             return noted[1]
         return None
+
+
+def writing(journal: Path) -> bool:
+    """Whether a writer holds ``journal``'s lock now. Asked of the kernel (F_GETLK) without
+    taking the lock: a reader that asks neither waits nor keeps a writer out for a moment (a
+    reader holding it would refuse a ``run`` started meanwhile). False where it cannot tell
+    (not Linux, no lock file: no writer)."""
+    path = store_root(journal) / LOCK
+    if os.path.realpath(path) in _held:
+        return True  # this process writes it (its own lock does not conflict with itself)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if sys.platform != "linux":
+            return False
+        query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        kind = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, query))[0]
+        return bool(kind != fcntl.F_UNLCK)  # (its pid may be 0: in another pid namespace)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _same_file(fd: int, path: Path) -> bool:

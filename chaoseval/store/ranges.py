@@ -1,14 +1,21 @@
-"""A big journal's lines read by several processes at once, each a byte range of it.
+"""A journal's lines into the column builder: one range of bytes front to back, or, for a big
+journal, several ranges read by forked processes at once and joined.
 
-Reading a journal is decoding and summarising each line (store.lines, store.lite): ~20 us of
-CPU a trial, all of it in one process, while the machine has more cores. Here the lines after
-the manifest are cut into as many ranges as there are cores (at line starts); a forked copy
-of the reader reads each range but the first, the reader itself reads the first, and the
-ranges' columns are joined in file order (each forked reader writes its range's rows into an
-unnamed temporary file as it reads them, holding none of its columns, and exits before it is
-joined: its memory is gone by then; the parent takes them a block at a time): the same columns,
-codes, side tables and sums as one pass front to back gives (each coded column's vocabulary
-in first-seen order, the side tables in row order, the tallies in first-seen order).
+**A range** (:func:`read_range`): its lines numbered with their offsets, each decoded by
+msgspec into a :class:`chaoseval.store.lite.LiteRecord`, or, when msgspec refuses it, read as
+:func:`chaoseval.store.journal.read_journal` reads it (the same messages), a first manifest
+lean (store.manifest). ``b`` is the reader's builder (store.builder; store.columns makes it).
+
+**Ranges at once** (:func:`read_split`). Reading a journal is decoding and summarising each
+line (store.lite): ~20 us of CPU a trial, all of it in one process, while the machine has more
+cores. Here the lines after the manifest are cut into as many ranges as there are cores (at
+line starts); a forked copy of the reader reads each range but the first, the reader itself
+reads the first, and the ranges' columns are joined in file order (each forked reader writes
+its range's rows into an unnamed temporary file as it reads them, holding none of its columns,
+and exits before it is joined: its memory is gone by then; the parent takes them a block at a
+time): the same columns, codes, side tables and sums as one pass front to back gives (each
+coded column's vocabulary in first-seen order, the side tables in row order, the tallies in
+first-seen order).
 
 Line numbers: a range counts its own lines and the joined result numbers them on, so a cut-off
 last line is named as one pass names it. Anything a forked reader does not finish (an error
@@ -19,10 +26,17 @@ Only journals of at least :data:`MIN_BYTES` are split, only on a system that for
 from a process with no other thread (a fork copies no thread: a lock another thread held
 would stay held in the copy). ``CHAOSEVAL_READ_WORKERS`` sets how many processes read
 (1: one pass); by default, one per core this process may use, at most :data:`MAX_WORKERS`.
+
+Why not a columnar library's reader (issue 47, benchmarks/bench_readpaths.py): the columns
+are sums and codes of each line's trajectory (store.lite), which no JSON reader gives without
+this code; pyarrow's reader, asked for the trial lines' top-level scalars alone, held 320-345
+MB at 100k records where this whole read holds ~90 MB (store's package docstring, and
+docs/BENCHMARKS.md, give the figures).
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import pickle
@@ -34,13 +48,125 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
 import numpy as np
 
-from chaoseval.errors import ConfigError
-from chaoseval.store.lines import cut_off, read_range
+from chaoseval.errors import ConfigError, JournalError
+from chaoseval.model.records import SCHEMA_VERSION, RunManifest, TrialRecord
+from chaoseval.store.journal import bad_line, foreign_line, parse_line
+from chaoseval.store.lite import DECODER
+from chaoseval.store.manifest import lean_manifest
 from chaoseval.store.phases import phase
 
-__all__ = ["MAX_WORKERS", "MIN_BYTES", "read_split", "workers"]
+__all__ = [
+    "MAX_WORKERS",
+    "MIN_BYTES",
+    "bad_json",
+    "cut_off",
+    "decode_line",
+    "read_range",
+    "read_split",
+    "workers",
+]
+
+
+def bad_json(path: Path, number: int, line: bytes, first: bool) -> JournalError:
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        return bad_line(path, number, f"{exc.msg} at column {exc.colno}", first=first)
+    return bad_line(path, number, "msgspec refused it", first=first)
+
+
+def _slow(path: Path, number: int, line: bytes, b: Any) -> TrialRecord | None:
+    """A line the fast decoder refused: read as read_journal reads it (same messages); the
+    first manifest lean (store.manifest) when it reads so."""
+    lean = lean_manifest(line) if b.manifest is None else None
+    if lean is not None:
+        b.set_manifest(*lean)
+        b.t.lean_at = (number, b.offset)
+        return None
+    data = json.loads(line)
+    parsed = parse_line(path, number, data, manifest_wanted=b.manifest is None)
+    if isinstance(parsed, RunManifest):
+        b.set_manifest(parsed)
+        return None
+    if parsed is None and b.manifest is not None:  # a later manifest line
+        if data.get("run_id") != b.manifest.run_id:
+            raise foreign_line(path, number, data.get("run_id"), b.manifest)  # another run's
+        b.allowed.grow(data)  # its own: --resume -n with more trials (store.conform)
+    return parsed
+
+
+def decode_line(path: Path, number: int, line: bytes, b: Any) -> Any | None:
+    """The line's trial (a LiteRecord, or a TrialRecord when only pydantic reads it); its
+    newline may still be there (msgspec skips it: no copy of the line without it)."""
+    try:
+        r = DECODER.decode(line)
+    except msgspec.DecodeError:
+        return _slow(path, number, line.removesuffix(b"\n"), b)
+    if r.type != "trial" or r.schema_version > SCHEMA_VERSION or r.status not in _STATUS:
+        return _slow(path, number, line.removesuffix(b"\n"), b)
+    return r
+
+
+_STATUS = frozenset({"passed", "failed", "not_evaluable"})
+
+
+def cut_off(path: Path, number: int) -> str:
+    """The warning of a last line cut off mid-record."""
+    return (
+        f"{path}:{number}: last line is cut off mid-record (an interrupted write); it is "
+        "ignored. 'chaoseval run --resume' re-runs that trial."
+    )
+
+
+def read_range(
+    path: Path,
+    b: Any,
+    start: int = 0,
+    stop: int | None = None,
+    line_no: int = 1,
+    source: Path | None = None,
+) -> tuple[int, int]:
+    """The lines from byte ``start`` (line ``line_no``) up to ``stop`` (None: the end) into
+    the builder ``b``; the offset reached and the number of the next line. ``source``: the
+    file to read when not ``path`` itself (messages name ``path``)."""
+    # One pass front to back: a 1 MB buffer reads a line for a third of the CPU of the
+    # default 8 KB one (a read call every few 2.5 KB lines).
+    offset, following = start, line_no
+    with (source or path).open("rb", buffering=1 << 20) as fh:
+        fh.seek(start)
+        for number, line in enumerate(fh, line_no):
+            if stop is not None and offset >= stop:
+                break
+            at = offset
+            offset += len(line)
+            following = number + 1
+            if line.isspace():  # (strip() would copy every line)
+                continue
+            if not line.endswith(b"\n"):  # only the last line can lack its newline
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError:
+                    b.t.cut_off_line = number
+                    b.t.warnings.append(cut_off(path, number))
+                    continue
+            b.offset = at
+            try:
+                r = decode_line(path, number, line, b)
+            except json.JSONDecodeError:
+                first = b.manifest is None and not b.early
+                raise bad_json(path, number, line.removesuffix(b"\n"), first) from None
+            if r is None:
+                continue
+            if b.manifest is None:
+                b.early.append((at, number, r.run_id))
+            elif r.run_id != b.run_id:  # one string compare a line
+                raise foreign_line(path, number, r.run_id, b.manifest)
+            b.add(r, at)
+    return offset, following
+
 
 MIN_BYTES = 16 << 20  # ~6k trials: a fraction of a second in one pass
 MAX_WORKERS = 4

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoseval.engine.toolbox import Received
-from chaoseval.errors import HarnessError
+from chaoseval.errors import HarnessError, UserSimulatorError
 from chaoseval.model.clock import Clock
 from chaoseval.model.conversation import Fact, RenderedUser
 from chaoseval.model.trajectory import UserTurnData
 from chaoseval.redact import cap
 from chaoseval.seams.perturbation import Perturbation, PerturbationContext, build_chain
-from chaoseval.users.simulator import DeterministicUser, Reading, Style
+from chaoseval.users.simulator import DeterministicUser, Reading, Reply, Style
 
 TEXT_CAP = 4000  # characters of one message kept in the step (the whole text reaches the user)
 
@@ -49,8 +49,9 @@ class UserSession:
         plugins: list[Perturbation[Any]],
         make_ctx: Callable[[Perturbation[Any], Any], PerturbationContext],
         clock: Clock,
+        simulator: DeterministicUser | None = None,  # another user (users.llm.LLMUser)
     ):
-        self._sim = DeterministicUser(user)
+        self._sim = simulator if simulator is not None else DeterministicUser(user)
         self._state = state
         self._plugins = [p for p in plugins if p.channel == "user"]
         self._make_ctx = make_ctx
@@ -105,7 +106,13 @@ class UserSession:
 
         async def base(c: UserCall) -> str | None:
             nonlocal agreed
-            reply = self._sim.respond(c.text, c.style)
+            try:
+                reply = await _answer(self._sim, c.text, c.style)
+            except UserSimulatorError as exc:
+                # Kept where the judge looks first: the trial is the simulator's failure
+                # (not evaluable) even if the agent catches what it is raised.
+                state.harness_errors.append(exc)
+                raise
             c.reading, c.ended, agreed = reply.reading, reply.ended, reply.agreed
             return reply.text
 
@@ -117,7 +124,8 @@ class UserSession:
         except HarnessError as exc:
             # A plugin's own bug: recorded so the trial is not evaluable even when the agent
             # swallows the exception (as the tool box does); its faults never delivered.
-            state.harness_errors.append(exc)
+            if exc not in state.harness_errors:  # (the simulator's own are recorded in base)
+                state.harness_errors.append(exc)
             step.result_class = "harness_error"
             step.error = str(exc)
             raise
@@ -134,3 +142,20 @@ class UserSession:
         if reply is not None:  # ids it only echoes from the agent's message are not news
             state.received.append(Received(reply, text))
         return reply
+
+    async def close(self) -> None:
+        """Let go of what the user holds (an LLM user's client); the trial calls it once the
+        agent is done."""
+        close = getattr(self._sim, "close", None)
+        if close is not None:
+            await close()
+
+
+async def _answer(sim: DeterministicUser, text: str, style: Style) -> Reply:
+    """The user's reply: an LLM user's ``converse`` is awaited, the deterministic user's
+    ``respond`` called."""
+    converse = getattr(sim, "converse", None)
+    if converse is not None:
+        reply: Reply = await converse(text, style)
+        return reply
+    return sim.respond(text, style)

@@ -57,6 +57,9 @@ form.filters label{display:flex;flex-direction:column}
 span.passed{color:#1e8449;font-weight:600} span.failed{color:#c0392b;font-weight:600}
 span.not_evaluable{color:#b9770e;font-weight:600}
 div.pair{display:grid;grid-template-columns:1fr 1fr;gap:14px} div.pair>section{min-width:0}
+div.turn div.said{border-left:3px solid #aab7c4;padding:1px 6px;margin:3px 0}
+div.turn div.said.user{border-color:#1a5276;background:#f4f8fb}
+div.turn div.said pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0}
 div.step{border:1px solid #ddd;border-radius:4px;margin:6px 0;padding:4px 8px;font-size:13px}
 div.step.div{border:2px solid #e08a1e;background:#fff8ec} div.step h4{margin:2px 0;font-size:13px}
 div.step pre{max-height:260px;margin:4px 0} div.fault{background:#fdecea;border-left:4px solid

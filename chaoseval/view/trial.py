@@ -13,6 +13,7 @@ from chaoseval.analysis.twins import TwinPair, twin_pair
 from chaoseval.model.records import CLEAN, TrialRecord
 from chaoseval.model.trajectory import Fault, Step
 from chaoseval.store.columns import Trials
+from chaoseval.view.conversation import turn_html
 from chaoseval.view.files import served, tail
 from chaoseval.view.html import href, page, pretty, text
 from chaoseval.view.instruction import instruction_html
@@ -86,6 +87,11 @@ def _step(s: Step, faults: list[Fault], mark: bool, line: dict[str, Any] | None)
     if s.result_class:
         head += f" → {s.result_class}"
     head += f" (t {s.t:.2f} s, {s.latency:.3f} s)"
+    if s.kind == "user":  # a turn of a conversation: a transcript, not arguments and a result
+        hit = "".join(_fault(faults[i]) for i in s.faults if 0 <= i < len(faults))
+        return turn_html(
+            s, head, "<span class='mark'>first divergence</span> " if mark else "", hit
+        )
     body = ""
     if s.kind == "model":
         body = _model(s, line)

@@ -5,6 +5,8 @@ while it was read, or the cache damaged."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from chaoseval.store import colcache, columns
+from chaoseval.store import colcache, columns, lock
 from chaoseval.store.builder import Builder
 from chaoseval.store.columns import Trials, read_trials
 from tests.analysis.report_golden import unpack
@@ -189,6 +191,42 @@ def test_a_journal_appended_to_while_it_is_read_is_not_cached(
     assert not colcache.cache_file(path).exists()
     monkeypatch.setattr(Builder, "add", add)
     assert len(read_trials(path)) == len(lines) - 1
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from chaoseval.store.lock import JournalLock
+lock = JournalLock(Path(sys.argv[1]))
+lock.acquire()
+print("held", flush=True)
+sys.stdin.read()
+lock.release()
+"""
+
+
+def test_a_journal_a_run_holds_is_read_without_waiting_and_not_cached(
+    journals: dict[str, Path],
+) -> None:
+    """Everything kept beside a journal is kept only while no writer holds its lock (issue
+    47); a reader asks without taking the lock, so it neither waits nor keeps a run out."""
+    path = journals["naive"]
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "held"
+        assert lock.writing(path)
+        assert len(read_trials(path)) > 0
+        assert not colcache.cache_file(path).exists()
+    finally:
+        assert writer.stdin is not None
+        writer.stdin.close()
+        writer.wait()
+    assert not lock.writing(path)
+    read_trials(path)
+    assert colcache.cache_file(path).exists()
 
 
 def test_a_journal_written_just_now_is_not_cached(journals: dict[str, Path]) -> None:

@@ -14,6 +14,7 @@ from chaoseval.model.records import ModelSettings, TrialRecord
 from chaoseval.seams.agent import AgentAdapter
 from chaoseval.store.artifacts import ArtifactStore
 from chaoseval.store.journal import encode_record
+from chaoseval.users.llm import UserModel
 
 
 class AgentCrashed(ChaosevalError):
@@ -37,6 +38,7 @@ class TrialJob:
     store: ArtifactStore | None = None
     max_memory: int | None = None  # bytes of RSS per worker process (process executor)
     request_limit: int = DEFAULT_REQUEST_LIMIT  # bytes of one request body to a trial's server
+    user_model: UserModel | None = None  # --user-model-endpoint: an LLM plays the user
 
 
 @dataclass

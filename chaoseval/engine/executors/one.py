@@ -57,6 +57,7 @@ async def run_one(plan: TrialPlan, job: TrialJob) -> TrialRecord:
             wall_timeout=job.wall_timeout,
             trial_timeout=job.trial_timeout,
             request_limit=job.request_limit,
+            user_model=job.user_model,
         )
     if kept is not None and kept.refs:  # the field's default is already empty
         record.artifacts = list(kept.refs)
