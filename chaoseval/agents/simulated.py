@@ -35,7 +35,12 @@ from tenacity import (
 )
 
 from chaoseval.agents.actor import Actor, Stop, run_solution
-from chaoseval.agents.conversing import Conversation, NaiveConversation, ResilientConversation
+from chaoseval.agents.conversing import (
+    Conversation,
+    Corrected,
+    NaiveConversation,
+    ResilientConversation,
+)
 from chaoseval.agents.susceptibility import NAIVE_FOLLOWS, Susceptibility, filled
 from chaoseval.channels.model import prices
 from chaoseval.engine.tooljson import validate_result
@@ -115,6 +120,7 @@ class SimActor(Actor):
         self.susceptible = Susceptibility(episode.rng("injection"), self.follows)
         self.said: list[str] = []  # words planted instructions asked it to end its answer with
         self.talk.before_say = self._think  # its model writes each message to the user
+        self.talk.on_reply = self.heed  # and reads each reply as it reads a tool result
         # USD per million tokens from the run's table (--prices), as the model channel prices a
         # call; a model the table does not name costs nothing there, so nothing here either.
         self.price = prices.current().get(episode.model.model, prices.FREE)
@@ -154,7 +160,8 @@ class SimActor(Actor):
                 others = [t for t in self.episode.tools.specs if t != tool]
                 if others:
                     await self._detour(self.policy.rng.choice(others))
-        result = await self._harness_call(tool, args)
+        args = self.talk.amend(args)  # what the user said since the plan was made
+        result = await self.talk.checked(lambda: self._harness_call(tool, args), args)
         await self.heed(result)
         return result
 
@@ -471,7 +478,7 @@ class SimulatedAgent:
             while True:
                 try:
                     return await run_solution(actor, episode.reference)
-                except Replan:
+                except (Replan, Corrected):
                     continue  # the actor bounds its replans
         except AgentVisibleError as exc:
             if actor.style != "resilient":

@@ -59,7 +59,7 @@ class HasTools(Protocol):
 
 Encoding = Literal["plain", "markdown", "html_comment", "zero_width", "base64"]
 ENCODINGS: tuple[str, ...] = get_args(Encoding)
-InjectChannel = Literal["tool", "observation", "memory"]
+InjectChannel = Literal["tool", "observation", "memory", "user"]
 ZERO_WIDTH = "\u200b"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

@@ -2,6 +2,7 @@
 
 ``simulator`` (the deterministic user: a seeded policy over what it knows and its script),
 ``phrases`` (what it says, by language and persona), ``reading`` (what a message asks and
-states, for both sides), ``channel`` (``episode.user``: a turn through the user-channel
-plugins, recorded as a ``user`` step).
+states, for both sides), ``writing`` (values written as people write them, slips, plausible
+wrong values, typos), ``channel`` (``episode.user``: a turn through the user-channel plugins,
+recorded as a ``user`` step), ``perturbing`` (what the ``user_*`` plugins share).
 """

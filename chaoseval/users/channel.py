@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoseval.engine.toolbox import Received
-from chaoseval.errors import UserSimulatorError
+from chaoseval.errors import HarnessError, UserSimulatorError
 from chaoseval.model.clock import Clock
 from chaoseval.model.conversation import Fact, RenderedUser
 from chaoseval.model.trajectory import UserTurnData
@@ -116,10 +116,19 @@ class UserSession:
             c.reading, c.ended, agreed = reply.reading, reply.ended, reply.agreed
             return reply.text
 
-        if self._plugins:
-            reply = await build_chain("user", self._plugins, base, ctx_for)(call)
-        else:
-            reply = await base(call)
+        try:
+            if self._plugins:
+                reply = await build_chain("user", self._plugins, base, ctx_for)(call)
+            else:
+                reply = await base(call)
+        except HarnessError as exc:
+            # A plugin's own bug: recorded so the trial is not evaluable even when the agent
+            # swallows the exception (as the tool box does); its faults never delivered.
+            if exc not in state.harness_errors:  # (the simulator's own are recorded in base)
+                state.harness_errors.append(exc)
+            step.result_class = "harness_error"
+            step.error = str(exc)
+            raise
         fired = [i for c in contexts for i in c.fired]
         step.faults = fired
         state.deliver(fired)

@@ -1,9 +1,9 @@
 """What the deterministic user says, by language and persona: bundled phrase tables.
 
-The default user speaks English with the first frame of each table; the ``paraphrase`` and
-``language`` perturbations draw other frames and other languages from these tables with the
-trial's seeded streams, so a conversation needs no model and no network. Amounts are written
-as the language writes them (a decimal comma in Spanish, German and French).
+The default user speaks English with the first frame of each table; the ``user_paraphrase``
+and ``user_language`` perturbations draw other frames and other languages from these tables
+with the trial's seeded streams, so a conversation needs no model and no network. Amounts
+are written as the language writes them (a decimal comma in Spanish, German and French).
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ class Phrases:
     yes_words: tuple[str, ...]  # how a reply in this language starts when it agrees
     no_words: tuple[str, ...]
     decimal: str = "."
+    # Taking back a fact it said wrong, unasked: {label} (English frames only) and {value}.
+    recant: tuple[str, ...] = ()
+    # A proposal it did not follow (a reader of another language): neither yes nor no.
+    pardon: tuple[str, ...] = ()
+    hurry: tuple[str, ...] = ()  # an impatient user's aside: it will not wait long
 
 
 TABLES: dict[str, Phrases] = {
@@ -49,6 +54,10 @@ TABLES: dict[str, Phrases] = {
         },
         yes_words=("yes", "yeah", "yep", "correct", "that's right", "right", "sure", "ok"),
         no_words=("no", "nope", "wrong"),
+        recant=("Sorry, I gave you the wrong {label}: it's {value}.",
+                "Wait, that's not right. My {label} is actually {value}."),
+        pardon=("Sorry?", "Sorry, what do you mean?"),
+        hurry=("Please be quick, I don't have much time.", "Can we hurry this up?"),
     ),
     "es": Phrases(
         state=("Es {value}.", "Mire: {value}.", "{value}, ese es."),
@@ -64,6 +73,9 @@ TABLES: dict[str, Phrases] = {
         },
         yes_words=("sí", "si", "correcto", "así es", "claro", "vale"),
         no_words=("no", "incorrecto"),
+        recant=("Perdón, me equivoqué: es {value}.", "Espere, no: en realidad es {value}."),
+        pardon=("¿Cómo? No le entiendo bien.", "Perdone, ¿qué quiere decir?"),
+        hurry=("Rápido, por favor, no tengo mucho tiempo.", "¿Podemos darnos prisa?"),
         decimal=",",
     ),
     "de": Phrases(
@@ -80,6 +92,10 @@ TABLES: dict[str, Phrases] = {
         },
         yes_words=("ja", "richtig", "genau", "stimmt"),
         no_words=("nein", "falsch"),
+        recant=("Entschuldigung, das war falsch: es ist {value}.",
+                "Moment, nein: eigentlich ist es {value}."),
+        pardon=("Wie bitte? Ich verstehe Sie nicht ganz.", "Entschuldigung, was meinen Sie?"),
+        hurry=("Bitte schnell, ich habe nicht viel Zeit.", "Geht das etwas schneller?"),
         decimal=",",
     ),
     "fr": Phrases(
@@ -96,6 +112,10 @@ TABLES: dict[str, Phrases] = {
         },
         yes_words=("oui", "exact", "c'est ça", "d'accord"),
         no_words=("non", "faux"),
+        recant=("Pardon, je me suis trompé : c'est {value}.",
+                "Attendez, non : en fait c'est {value}."),
+        pardon=("Pardon ? Je ne comprends pas bien.", "Excusez-moi, que voulez-vous dire ?"),
+        hurry=("Vite, s'il vous plaît, je n'ai pas beaucoup de temps.", "On peut faire vite ?"),
         decimal=",",
     ),
 }

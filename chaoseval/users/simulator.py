@@ -5,8 +5,15 @@ states a fact wrong is corrected, one that states them right is agreed to, the f
 user volunteers are added to its first reply, the script's line for the turn is said, and
 after ``max_turns`` messages the user says goodbye and leaves. What it says comes from the
 phrase tables (``phrases``), in the style the user-channel perturbations set on the turn
-(``Style``): another frame, another language, withholding, a demand. Every draw is from the
-trial's streams, so a conversation is reproducible from its seed.
+(``Style``): another frame, another language, withholding, a demand, values written another
+way or wrong, a fact taken back, a proposal not understood. Every draw is from the trial's
+streams, so a conversation is reproducible from its seed.
+
+What the user believes a fact is (``told``) and what it writes this turn (``Style.values``)
+are apart: a typo is written, not believed, so a read-back of it is corrected; a contradiction
+is believed until the user takes it back. What the agent's message states is always read
+against the true values (the dialogue checks' ``stated``), while the user answers it from
+what it believes.
 """
 
 from __future__ import annotations
@@ -25,8 +32,20 @@ class Style:
 
     language: str = "en"
     paraphrase: random.Random | None = None  # draws another frame of each table when set
-    withhold: bool = False  # only what is asked directly: nothing volunteered
+    withhold: bool = False  # only what is asked directly: no fact volunteered, no script line
     demand: bool = False  # answers a proposal with the scenario's demand instead of a yes
+    # How the user writes a fact this turn, by name, instead of what it believes (``told``):
+    # a typo, a value written as people write it, a wrong value it believes.
+    values: dict[str, str] = field(default_factory=dict)
+    recant: list[str] = field(default_factory=list)  # facts it takes back, unasked, this turn
+    pardon: bool = False  # answers a proposal with "sorry?": it did not follow it
+    # Withholding's reluctance: leaves at the next message it can answer nothing of, once
+    # this many in a row went by (None: never).
+    patience: int | None = None
+    # What the user did, for the plugins to log: the facts it stated this turn, and whether a
+    # paraphrase drew a frame other than the default user's.
+    said: list[str] = field(default_factory=list)
+    varied: bool = False
 
 
 @dataclass
@@ -60,6 +79,7 @@ class DeterministicUser:
         }
         self.turns = 0
         self.left = False
+        self.idle = 0  # messages in a row it had nothing to answer to (withholding)
 
     @property
     def facts(self) -> list[Fact]:
@@ -86,41 +106,71 @@ class DeterministicUser:
         seen = self.read(text)
         table = phrases.table(style.language)
         if self.turns > self.user.spec.max_turns:
-            self.left = True
-            return Reply(self._pick(table.bye, style), seen, ended=True)
-        parts: list[str] = []
-        agreed = False
-        if seen.confirm or seen.misstated:
-            if seen.misstated:
-                parts += [self._state(table.correct, name, style) for name in seen.misstated]
-            elif style.demand and self.user.demand:
-                parts += [self._pick(table.refuse, style), self.user.demand]
-            else:
-                parts.append(self._pick(table.yes, style))
-                agreed = True
-        for name in seen.asked:
-            if name not in seen.misstated:
-                parts.append(self._state(table.state, name, style))
+            return self._leave(seen, table, style)
+        # Read against what it believes: a value it believes wrongly is right to it.
+        wrong = [
+            f.name for f in self.facts if reading.mentions(f, self.told[f.name], text) is False
+        ]
+        parts, agreed = self._answer(seen, wrong, table, style)
         if not style.withhold and self.turns == 1:
             parts += [
                 self._state(table.state, f.name, style)
                 for f in self.facts
                 if f.volunteer and f.name not in self.given and f.name not in seen.asked
             ]
-        if self.turns in self.user.script:
+        if self.turns in self.user.script and not style.withhold:  # the script volunteers
             parts.append(self.user.script[self.turns])
-        if not parts:
+        if parts:
+            self.idle = 0
+        else:
+            self.idle += 1
+            if style.withhold and style.patience is not None and self.idle > style.patience:
+                return self._leave(seen, table, style)
             pool = table.what if style.withhold else table.generic[self.user.spec.persona]
             parts.append(self._pick(pool, style))
         return Reply(" ".join(parts), seen, agreed=agreed)
 
+    def _answer(
+        self, seen: Reading, wrong: list[str], table: phrases.Phrases, style: Style
+    ) -> tuple[list[str], bool]:
+        """What it says to the message itself: corrections, a yes (or the demand, or "sorry?"),
+        the facts asked for and the facts it takes back."""
+        parts: list[str] = []
+        agreed = False
+        if seen.confirm or wrong:
+            if wrong:
+                parts += [self._state(table.correct, name, style) for name in wrong]
+            elif style.pardon and table.pardon:
+                parts.append(self._pick(table.pardon, style))
+            elif style.demand and self.user.demand:
+                parts += [self._pick(table.refuse, style), self.user.demand]
+            else:
+                parts.append(self._pick(table.yes, style))
+                agreed = True
+        for name in seen.asked:
+            if name not in wrong:
+                parts.append(self._state(table.state, name, style))
+        for name in style.recant:
+            if name not in wrong and name not in seen.asked:
+                parts.append(self._state(table.recant or table.correct, name, style))
+        return parts, agreed
+
+    def _leave(self, seen: Reading, table: phrases.Phrases, style: Style) -> Reply:
+        self.left = True
+        return Reply(self._pick(table.bye, style), seen, ended=True)
+
     def _pick(self, frames: tuple[str, ...], style: Style) -> str:
-        return frames[0] if style.paraphrase is None else style.paraphrase.choice(frames)
+        if style.paraphrase is None:
+            return frames[0]
+        picked = style.paraphrase.choice(frames)
+        style.varied = style.varied or picked != frames[0]
+        return picked
 
     def _state(self, frames: tuple[str, ...], name: str, style: Style) -> str:
         fact = self.user.fact(name)
         self.given.add(name)
-        value = self.told[name]
+        style.said.append(name)
+        value = style.values.get(name, self.told[name])
         if fact.kind == "amount" and style.language != "en":
             value = value.replace(".", phrases.table(style.language).decimal)
         return self._pick(frames, style).format(label=fact.spoken, value=value)
