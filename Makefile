@@ -39,6 +39,12 @@ CATALOGUE := -p latency -p timeout -p malformed -p layout_shift -p modal -p samp
 WIRE := -p "model_error:modes=[429,500,reset,stream_cut],retry_after=0.05" \
         -p "model_malformed" -p "model_latency:seconds=0.05"
 
+# The conversational tasks (a simulated customer on the other side, docs/CONVERSATIONS.md) under
+# each user perturbation: what the user says, not the tools, is the fault.
+CONVERSE := -s 'tag:conversation' -p user_typos -p user_paraphrase -p user_withholding \
+            -p user_contradiction -p user_impatience -p user_language -p user_pressure \
+            -p user_injection
+
 # The browser agents drive Debian's Chromium: installed through apt when missing (as root).
 chromium: $(STAMP)
 	$(BIN)/python -c "import sys; from chaoseval.channels.browser.chromium import ensure_chromium; sys.exit(ensure_chromium())"
@@ -68,6 +74,11 @@ demo: $(STAMP) chromium bubblewrap
 	$(BIN)/chaoseval report $(OUT)/resilient.jsonl --format html -o $(OUT)/report.html
 	$(BIN)/chaoseval report $(OUT)/naive.jsonl --format html -o $(OUT)/report-naive.html
 	$(BIN)/chaoseval compare $(OUT)/naive.jsonl $(OUT)/resilient.jsonl
+	$(BIN)/chaoseval run --agent naive --trials 3 --seed 7 $(CONVERSE) \
+	  --journal $(OUT)/conversations-naive.jsonl --overwrite --quiet
+	$(BIN)/chaoseval run --agent resilient --trials 3 --seed 7 $(CONVERSE) \
+	  --journal $(OUT)/conversations-resilient.jsonl --overwrite --quiet
+	$(BIN)/chaoseval compare $(OUT)/conversations-naive.jsonl $(OUT)/conversations-resilient.jsonl
 	$(BIN)/chaoseval run --agent openai-naive --trials 3 --seed 7 -s 'vending-*' $(WIRE) \
 	  --journal $(OUT)/openai-naive.jsonl --overwrite
 	$(BIN)/chaoseval run --agent openai-resilient --trials 3 --seed 7 -s 'vending-*' $(WIRE) \
