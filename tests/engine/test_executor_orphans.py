@@ -123,8 +123,10 @@ def _kill_its_worker(token: str, stop: threading.Event) -> None:
 
 
 def gone(pids: list[int]) -> list[int]:
-    """Those of ``pids`` still alive after 5 s (none, when they died with their trial)."""
-    deadline = time.monotonic() + 5
+    """Those of ``pids`` still alive after 60 s (none, when they died with their trial). The
+    60 s bound a failure, well short of the agents' 120 s sleep; a kill that works returns
+    as soon as the processes are gone, however loaded the machine (it was 5 s)."""
+    deadline = time.monotonic() + 60
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     return [p for p in pids if alive(p)]
