@@ -32,14 +32,15 @@ from tests.engine.test_executor_orphans import carrying, gone
 SCENARIO = "vending-refund-not-dispensed"
 NOT_ISOLATED = "trials were not isolated from each other"
 
-# Scans /proc for its siblings' environments and uses every credential it finds there: a sibling's tool URL (its secret path) with a tool call naming the intruder,
-# and a sibling's model key on that sibling's model channel. A sibling is a process running
-# this same script (its path is unique to the test): without that filter the unsandboxed
-# control would also act in every other chaoseval run on the machine (a concurrent `make
-# test` or demo), and what it found there would not be this run's isolation failure. It scans
-# for 3 s; with the argument "seek", also on until it found a credential (20 s at most), so
-# the control below does not rest on the trials' starts falling within 3 s of each other
-# (under load they spread out); in the sandbox it finds none, and 3 s is its whole look.
+# Scans /proc for its siblings' environments and uses every credential it finds there: a
+# sibling's tool URL (its secret path) with a tool call naming the intruder, and a sibling's
+# model key on that sibling's model channel. A sibling is a process running this same script
+# (its path is unique to the test): without that filter the unsandboxed control would also
+# act in every other chaoseval run on the machine (a concurrent `make test` or demo), and
+# what it found there would not be this run's isolation failure. It scans for 3 s; with the
+# argument "seek", also on until it found a credential (20 s at most), so the control below
+# does not rest on the trials' starts falling within 3 s of each other (a loaded machine may
+# spread them out); in the sandbox it finds none, and 3 s is its whole look.
 INTRUDER = r"""
 import json, os, sys, time, urllib.request
 
