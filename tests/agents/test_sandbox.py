@@ -94,12 +94,13 @@ def run_exec(tmp_path: Path, cmd: str, *, sandbox: str = "auto", **kw) -> list[T
     run(
         RunConfig(
             scenarios=select(installed(), [SCENARIO]),
-            agent=ProcessAgent(cmd, grace=0.5),
+            agent=ProcessAgent(cmd, grace=kw.pop("grace", 0.5)),
             agent_name="exec:" + cmd,
             trials=kw.pop("trials", 1),
             seed=1,
             journal=journal,
-            wall_timeout=kw.pop("timeout", 30.0),
+            # A bound on a hang: a trial ends when its agent exits (30 s before).
+            wall_timeout=kw.pop("timeout", 60.0),
             references=False,
             sandbox=sandbox,
             **kw,
@@ -282,7 +283,9 @@ def test_a_sandboxed_agent_gets_its_grace_at_the_timeout(tmp_path, outside, bwra
         # The budget must outlast the agent's start in bwrap up to its SIGTERM handler (a
         # SIGTERM before it kills the agent unheard): 10 s (3 s before), where a Python start
         # in the sandbox has taken over 1.5 s at load 11.
-        [record] = run_exec(tmp_path, cmd, timeout=10.0)
+        # Its grace is 30 s, not 0.5: it exits as soon as it told the test, and a loaded
+        # machine may take longer than 0.5 s over its 0.2 s of finishing up.
+        [record] = run_exec(tmp_path, cmd, timeout=10.0, grace=30.0)
         assert record.root_cause == "timeout"
         connection, _ = server.accept()
         with connection:
