@@ -216,8 +216,8 @@ def test_a_ray_worker_that_died_idle_is_not_blamed_on_the_next_trial(tmp_path, c
         executor=RayExecutor(),
         agent=DiesIdle(tmp_path),
         # die-idle and ok wait for block, and so for the other actor's start: seconds under
-        # load (at load 10 to 12 they ran out of 2 s, "failed"). The blocked trial waits it
-        # out, and the idle worker dies first: once die-idle and ok are recorded.
+        # load (at load 10 to 12 with 2 s, both were recorded failed). The blocked trial
+        # waits it out, and the idle worker dies first: once die-idle and ok are recorded.
         wall_timeout=20.0,
     )
     assert {trial: r.status for trial, r in got.items()} == {
