@@ -32,7 +32,7 @@ def probe(
 
     The SDK's first attempt has ``first_timeout`` seconds, its retries 60: a hang is cut
     short on the first attempt, while the retry that absorbs it gets the time a loaded
-    machine may take to answer (one timeout for all, 0.3 s, cut the retry too at load 10)."""
+    machine may take to answer (it was one timeout for all: the retry had 0.3 s too)."""
     seen: dict[str, Any] = {}
 
     async def per_attempt(request: httpx.Request) -> None:
