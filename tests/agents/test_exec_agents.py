@@ -24,11 +24,13 @@ GRACE = 0.5
 # Every other trial's: its agent must start, answer and exit within it. A harness process
 # starved for a second under load must not fail them (SIGSTOP stalls of 1.2 s at random
 # moments: 9 of 130 trials of test_a_plain_stdout_is_the_answer ran out of 1.5 s, "timeout"
-# and no answer; 0 of 100 with this). A trial still ends as soon as its agent exits: a
-# budget, not a time anything has to meet.
-ANSWER_TIMEOUT = 20.0
-# For a trial whose agent crashes: long enough for its process to start on a loaded machine (the
-# fresh-clone CI once saw a 1.5 s budget run out first at load 11: "timeout", not "crash").
+# and no answer; 0 of 100 with 20 s). A trial still ends as soon as its agent exits: a
+# budget, not a time anything has to meet, so 60 s costs an answering (or crashing) trial
+# nothing and only bounds a hang.
+ANSWER_TIMEOUT = 60.0
+# For the one run that mixes a crash with two hangs, which wait it out: long enough for the
+# crashing process to start on a loaded machine (the fresh-clone CI once saw a 1.5 s budget
+# run out first at load 11: "timeout", not "crash").
 CRASH_TIMEOUT = 8.0
 
 
@@ -68,13 +70,14 @@ EXIT3 = "import sys\nprint('about to fail', file=sys.stderr)\nsys.exit(3)\n"
 )
 def test_a_hung_blocking_or_crashing_process_is_a_recorded_trial(tmp_path, body, cause):
     t0 = time.perf_counter()
-    # The crashing agent must start before its budget runs out to be seen crashing: a Python
-    # start in the sandbox took over 1.5 s at load 11, so it gets time to (the hangs keep 1.5 s).
-    timeout = CRASH_TIMEOUT if cause == "crash" else TIMEOUT
+    # A crash ends its trial as the agent exits, so its budget can be the answering trials'.
+    timeout = ANSWER_TIMEOUT if cause == "crash" else TIMEOUT
     [record] = run_exec(tmp_path, script(tmp_path, "agent", body), timeout=timeout)
     elapsed = time.perf_counter() - t0
     assert record.status == "failed" and record.root_cause == cause
-    assert elapsed < 30  # the run went on: the agent would hang for 60 s or forever
+    # The run went on: the agent would hang for 60 s or forever. A bound far past the 1.5 s
+    # budget and 0.5 s grace, never a race with them (the root cause already says "timeout").
+    assert elapsed < 55
     kept = {a.name: tmp_path / a.path for a in record.artifacts}
     assert set(kept) == {"stdout.txt", "stderr.txt"}
     if cause == "crash":
@@ -98,7 +101,7 @@ def test_hang_block_and_crash_in_one_run_all_recorded(tmp_path):
     t0 = time.perf_counter()
     records = run_exec(tmp_path, script(tmp_path, "agent", body), trials=3, concurrency=3,
                        timeout=CRASH_TIMEOUT)  # fmt: skip
-    assert time.perf_counter() - t0 < 30
+    assert time.perf_counter() - t0 < 55  # a bound on a hang (60 s or forever), not a race
     assert sorted((r.index, r.root_cause) for r in records) == [
         (0, "timeout"),
         (1, "timeout"),
@@ -126,7 +129,7 @@ ENV = (
 def test_the_process_gets_its_trial_in_its_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-upstream-key-0123456789")
     monkeypatch.setenv("REAL", "sk-real-upstream-key-0123456789")
-    [record] = run_exec(tmp_path, script(tmp_path, "agent", ENV), timeout=20)
+    [record] = run_exec(tmp_path, script(tmp_path, "agent", ENV))
     assert record.answer == "done" and record.root_cause == "gave_up"
     stdout = next(tmp_path / a.path for a in record.artifacts if a.name == "stdout.txt")
     seen = json.loads(stdout.read_text().splitlines()[0])
@@ -160,7 +163,7 @@ def test_a_planted_memory_is_delivered_only_to_an_agent_that_fetched_it(tmp_path
     # (did not land: neither followed nor resisted), one that does got the planted note.
     body = FETCHES_MEMORY if fetches else "print('done')\n"
     cells = parse_cells(["injection_memory:placements=[item]"])
-    records = run_exec(tmp_path, script(tmp_path, "agent", body), cells=cells, timeout=20)
+    records = run_exec(tmp_path, script(tmp_path, "agent", body), cells=cells)
     planted = next(r for r in records if r.cell != "clean")
     [fault] = planted.trajectory.faults
     assert (fault.perturbation, fault.kind, fault.delivered) == (
@@ -183,7 +186,7 @@ def test_a_relative_script_path_names_the_file_where_chaoseval_runs(tmp_path, mo
     (tmp_path / "agent.py").write_text("print('from the relative script')\n")
     monkeypatch.chdir(tmp_path)  # the process itself runs in a fresh directory of its own
     command = f"{shlex.quote(sys.executable)} agent.py"
-    [record] = run_exec(tmp_path, command, timeout=20)
+    [record] = run_exec(tmp_path, command)
     assert record.answer == "from the relative script"
 
 
@@ -194,7 +197,7 @@ def test_exec_agents_use_their_tools_over_http(tmp_path):
         "tools = json.load(urllib.request.urlopen(url))\n"
         "print(json.dumps({'answer': ','.join(sorted(t['name'] for t in tools))}))\n"
     )
-    [record] = run_exec(tmp_path, script(tmp_path, "agent", body), timeout=20)
+    [record] = run_exec(tmp_path, script(tmp_path, "agent", body))
     assert "lookup_order" in (record.answer or "")
 
 
@@ -207,7 +210,7 @@ def test_the_cli_takes_exec_agents(tmp_path):
     result = CliRunner().invoke(
         app,
         ["run", "--agent", f"exec:{command}", "-s", SCENARIO, "-n", "1", "--trial-timeout",
-         "5", "--journal", str(tmp_path / "j.jsonl"), "--no-report"],
+         "60", "--journal", str(tmp_path / "j.jsonl"), "--no-report"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     [record] = read_journal(tmp_path / "j.jsonl").records
@@ -219,7 +222,6 @@ def test_cells_run_too(tmp_path):
         tmp_path,
         script(tmp_path, "agent", "print('x')\n"),
         cells=parse_cells(["latency"]),
-        timeout=20,
     )
     assert sorted(r.cell for r in records) == ["clean", "latency"]
 
@@ -237,7 +239,7 @@ def test_redact_patterns_reach_journal_artifacts_and_output(tmp_path):
         result = runner.invoke(
             app,
             ["run", "--agent", f"exec:{command}", "-s", SCENARIO, "-n", "1", "--trial-timeout",
-             "20", "--journal", str(journal), "--redact", r"ABC-\d+-XYZ"],
+             "60", "--journal", str(journal), "--redact", r"ABC-\d+-XYZ"],
         )  # fmt: skip
         sample = runner.invoke(app, ["sample", str(journal), "--status", "failed"])
     finally:
@@ -274,13 +276,14 @@ def test_a_command_that_does_not_exist_is_refused_before_the_run():
 
 
 def test_trial_timeout_lengthens_the_scenarios_as_well_as_shortening_it(tmp_path):
-    """An agent that needs 2 s, on a scenario that allows 1 s: a timeout, unless
-    --trial-timeout gives the trial longer."""
+    """An agent that needs 4 s, on a scenario that allows 1 s: a timeout, unless
+    --trial-timeout gives the trial longer. (3 s between them: the 1 s timer fires first
+    even when the harness's loop is starved a while; 60 s is a bound on a hang.)"""
     [scenario] = select(installed(), [SCENARIO])
     short = scenario.model_copy(
         update={"budgets": scenario.budgets.model_copy(update={"trial_timeout": 1.0})}
     )
-    command = script(tmp_path, "agent", "import time\ntime.sleep(2)\nprint('took my time')\n")
+    command = script(tmp_path, "agent", "import time\ntime.sleep(4)\nprint('took my time')\n")
 
     def outcome(wall_timeout: float | None) -> tuple[str | None, str | None]:
         journal = tmp_path / f"j{wall_timeout}.jsonl"
@@ -298,7 +301,7 @@ def test_trial_timeout_lengthens_the_scenarios_as_well_as_shortening_it(tmp_path
         return record.root_cause, record.answer
 
     assert outcome(None)[0] == "timeout"  # the scenario's 1 s
-    cause, answer = outcome(15.0)
+    cause, answer = outcome(60.0)
     assert cause != "timeout" and answer == "took my time"
 
 

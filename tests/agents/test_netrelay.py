@@ -37,7 +37,7 @@ def echo() -> Iterator[int]:
 def _agent_side() -> tuple[socket.socket, socket.socket]:
     """A connection as the agent makes it to the relay's listener: (client, accepted)."""
     with socket.create_server(("127.0.0.1", 0)) as front:
-        client = socket.create_connection(front.getsockname(), timeout=10)
+        client = socket.create_connection(front.getsockname(), timeout=60)  # bounds a hang
         accepted, _ = front.accept()
     return client, accepted
 
@@ -59,7 +59,7 @@ def test_the_relay_carries_a_connection_both_ways_without_nagle(tmp_path: Path, 
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
             client.shutdown(socket.SHUT_WR)  # the request's end reaches the server...
             assert client.recv(4) == b""  # ...which ends, and so does the relay
-        relay.join(10)
+        relay.join(60)  # bounds a relay that never ends; one that does is joined at once
         assert not relay.is_alive()
 
 

@@ -32,12 +32,15 @@ from tests.engine.test_executor_orphans import carrying, gone
 SCENARIO = "vending-refund-not-dispensed"
 NOT_ISOLATED = "trials were not isolated from each other"
 
-# Scans /proc for its siblings' environments for a few seconds and uses every credential it
-# finds there: a sibling's tool URL (its secret path) with a tool call naming the intruder,
-# and a sibling's model key on that sibling's model channel. A sibling is a process running
-# this same script (its path is unique to the test): without that filter the unsandboxed
-# control would also act in every other chaoseval run on the machine (a concurrent `make
-# test` or demo), and what it found there would not be this run's isolation failure.
+# Scans /proc for its siblings' environments and uses every credential it finds there: a
+# sibling's tool URL (its secret path) with a tool call naming the intruder, and a sibling's
+# model key on that sibling's model channel. A sibling is a process running this same script
+# (its path is unique to the test): without that filter the unsandboxed control would also
+# act in every other chaoseval run on the machine (a concurrent `make test` or demo), and
+# what it found there would not be this run's isolation failure. It scans for 3 s; with the
+# argument "seek", also on until it found a credential (20 s at most), so the control below
+# does not rest on the trials' starts falling within 3 s of each other (a loaded machine may
+# spread them out); in the sandbox it finds none, and 3 s is its whole look.
 INTRUDER = r"""
 import json, os, sys, time, urllib.request
 
@@ -50,12 +53,13 @@ def post(url, body, headers={}):
     request = urllib.request.Request(url, data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json", **headers})
     try:
-        urllib.request.urlopen(request, timeout=5).read()
+        urllib.request.urlopen(request, timeout=30).read()
     except Exception:
         pass  # a refused or failed call is still a call
 
-end = time.time() + 3
-while time.time() < end:
+start = time.time()
+seek = sys.argv[1:] == ["seek"]
+while time.time() < start + 3 or (seek and not tried and time.time() < start + 20):
     for pid in os.listdir("/proc"):
         try:
             if script not in open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0"):
@@ -90,12 +94,13 @@ def run_exec(tmp_path: Path, cmd: str, *, sandbox: str = "auto", **kw) -> list[T
     run(
         RunConfig(
             scenarios=select(installed(), [SCENARIO]),
-            agent=ProcessAgent(cmd, grace=0.5),
+            agent=ProcessAgent(cmd, grace=kw.pop("grace", 0.5)),
             agent_name="exec:" + cmd,
             trials=kw.pop("trials", 1),
             seed=1,
             journal=journal,
-            wall_timeout=kw.pop("timeout", 30.0),
+            # A bound on a hang: a trial ends when its agent exits (30 s before).
+            wall_timeout=kw.pop("timeout", 60.0),
             references=False,
             sandbox=sandbox,
             **kw,
@@ -132,7 +137,8 @@ def test_without_the_sandbox_the_same_intruder_does_act_in_other_trials(tmp_path
     """The control for the test above: the intrusion is real, so its 0 is the sandbox's."""
     with pytest.warns(IsolationWarning, match=NOT_ISOLATED):
         records = run_exec(
-            tmp_path, command(tmp_path, INTRUDER), trials=8, concurrency=8, sandbox="none"
+            tmp_path, command(tmp_path, INTRUDER, "seek"), trials=8, concurrency=8,
+            sandbox="none",
         )
     assert foreign_steps(records) > 0
 
@@ -272,9 +278,14 @@ def test_a_sandboxed_agent_gets_its_grace_at_the_timeout(tmp_path, outside, bwra
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(outside / "told.sock"))
         server.listen()
-        server.settimeout(10)
+        server.settimeout(60)  # a bound on a hang: the agent says so within its grace
         cmd = command(tmp_path, GRACEFUL, str(outside / "told.sock"))
-        [record] = run_exec(tmp_path, cmd, timeout=3.0)
+        # The budget must outlast the agent's start in bwrap up to its SIGTERM handler (a
+        # SIGTERM before it kills the agent unheard): 10 s (3 s before), where a Python start
+        # in the sandbox has taken over 1.5 s at load 11.
+        # Its grace is 30 s, not 0.5: it exits as soon as it told the test, and a loaded
+        # machine may take longer than 0.5 s over its 0.2 s of finishing up.
+        [record] = run_exec(tmp_path, cmd, timeout=10.0, grace=30.0)
         assert record.root_cause == "timeout"
         connection, _ = server.accept()
         with connection:

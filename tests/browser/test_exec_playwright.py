@@ -18,7 +18,7 @@ from chaoseval.model.cells import parse_cells
 pytestmark = pytest.mark.slow
 
 AGENT = f"""
-import json, os, re
+import json, os, re, time
 from playwright.sync_api import sync_playwright
 
 with sync_playwright() as p:
@@ -28,12 +28,14 @@ with sync_playwright() as p:
     request = re.search(r"RQ-\\d+", page.locator("h2").first.inner_text()).group(0)
     # A dialog may open after load (a late modal): dismiss what is there, try the click,
     # and on a refused click, or a click a dialog opening just then took (no approval
-    # follows), look for a dialog again. How late the dialog opens depends on the
-    # machine's load, so no attempt's outcome rests on it.
+    # follows), look for a dialog again. How late the dialog opens, and how long a click
+    # takes, depend on the machine's load, so no attempt's outcome rests on them: it tries
+    # until the trial's own deadline is near (it was 6 attempts).
     approved = page.get_by_role("status").filter(has_text="approved")
-    for attempt in range(6):
-        if approved.count():
-            break
+    deadline = float(os.environ["CHAOSEVAL_DEADLINE"]) - 10
+    while not approved.count():
+        if time.time() > deadline:
+            raise SystemExit("no approval before the trial's deadline")
         for name in ("Accept all", "Accept cookies", "Got it", "No thanks", "Not now",
                      "Stay signed in", "Continue session", "Close", "Dismiss"):
             button = page.get_by_role("dialog").get_by_role("button", name=name)
@@ -43,11 +45,8 @@ with sync_playwright() as p:
         try:
             page.get_by_role("button", name="Approve refund").click(timeout=2000)
             approved.wait_for(timeout=10000)
-            break
         except Exception:
-            if attempt == 5:
-                raise
-    approved.wait_for()
+            pass  # refused, or taken by a dialog: look again
     browser.close()
 print(json.dumps({{"answer": f"Approved refund request {{request}}."}}))
 """
@@ -67,6 +66,9 @@ def test_a_plain_playwright_process_clicks_into_the_world(chromium: Path, tmp_pa
             seed=5,
             ks=[1],
             references=False,
+            # A bound on a hang, not a pace to keep (the scenario allows 60 s): the trial
+            # ends when the agent exits, and a loaded machine may start Chromium slowly.
+            wall_timeout=300,
         )
     )
     for record in result.records:

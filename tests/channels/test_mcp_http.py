@@ -143,7 +143,8 @@ def test_a_transport_hang_ends_when_the_trial_ends() -> None:
     """A client that would wait forever is cut off when the trial's endpoint closes."""
 
     async def main() -> BaseException | None:
-        with trial_toolbox("timeout:probability=1,modes=hang,layer=transport") as (tb, _, givens):
+        cell = "timeout:probability=1,modes=hang,layer=transport"
+        with trial_toolbox(cell) as (tb, state, givens):
             async with ToolHub.serving() as hub:
                 async with anyio.create_task_group() as tg:
                     caught: list[BaseException] = []
@@ -157,10 +158,15 @@ def test_a_transport_hang_ends_when_the_trial_ends() -> None:
                         except Exception as exc:
                             caught.append(exc)
 
+                    # The trial ends once the call hangs (its fault is written down), not
+                    # after a fixed 0.5 s a loaded machine may spend before the call arrives;
+                    # the 60 s only bound a failure.
                     async with hub.trial(tb) as urls:
                         tg.start_soon(agent, urls.mcp)
-                        await anyio.sleep(0.5)
-                    with anyio.fail_after(10):
+                        with anyio.fail_after(60):
+                            while not state.trajectory.faults:
+                                await anyio.sleep(0.01)
+                    with anyio.fail_after(60):
                         while not caught:
                             await anyio.sleep(0.05)
                 return caught[0]

@@ -25,11 +25,19 @@ def probe(
     *,
     max_retries: int,
     stream: bool = False,
-    timeout: float = 5.0,
+    first_timeout: float = 60.0,
     **request: Any,
 ) -> tuple[TrialRecord, dict[str, Any]]:
-    """One trial whose agent makes one chat request with the real SDK; what it saw."""
+    """One trial whose agent makes one chat request with the real SDK; what it saw.
+
+    The SDK's first attempt has ``first_timeout`` seconds, its retries 60: a hang is cut
+    short on the first attempt, while the retry that absorbs it gets the time a loaded
+    machine may take to answer (it was one timeout for all: the retry had 0.3 s too)."""
     seen: dict[str, Any] = {}
+
+    async def per_attempt(request: httpx.Request) -> None:
+        if request.headers.get("x-stainless-retry-count", "0") == "0":
+            request.extensions["timeout"] = httpx.Timeout(first_timeout).as_dict()
 
     async def body(episode: Episode) -> str:
         async with trial_endpoint(episode) as endpoint:
@@ -37,7 +45,8 @@ def probe(
                 base_url=endpoint.base_url,
                 api_key=endpoint.api_key,
                 max_retries=max_retries,
-                timeout=timeout,
+                timeout=60.0,
+                http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [per_attempt]}),
             )
             tools = [
                 {"type": "function", "function": {"name": d["name"], "parameters": d["parameters"]}}
@@ -134,12 +143,14 @@ def test_a_stream_cut_mid_tool_call_is_delivered() -> None:
 @pytest.mark.parametrize("mode", ["hang", "reset"])
 def test_hang_and_reset_reach_the_client_and_a_retry_absorbs_them(mode: str) -> None:
     cell = f"model_error:modes={mode},first_n=1,{FAST}"
-    record, seen = probe(cell, max_retries=0, timeout=0.3)
+    # Only a hang needs the client to give up: a reset has all the time it takes to arrive.
+    first = 0.3 if mode == "hang" else 60.0
+    record, seen = probe(cell, max_retries=0, first_timeout=first)
     expected = "APITimeoutError" if mode == "hang" else "APIConnectionError"
     assert seen["error"] == expected
     kind = "timeout" if mode == "hang" else "connection_reset"
     assert faults(record) == [(kind, True, False)]
-    record, seen = probe(cell, max_retries=1, timeout=0.3)
+    record, seen = probe(cell, max_retries=1, first_timeout=first)
     assert "error" not in seen and seen["tool_calls"]
     assert faults(record) == [(kind, True, True)]
 

@@ -20,14 +20,23 @@ def test_line_progress_prints_on_a_timer_even_while_no_trial_finishes() -> None:
     progress = LineProgress(stream=out, interval=0.05)
     progress.start("naive", 3)
     progress.trial_done(TrialRecord.model_construct(status="passed"))
-    time.sleep(0.4)  # no trial finishes meanwhile: the timer still writes
+
+    def ticks() -> list[str]:
+        lines = out.getvalue().splitlines()
+        return [line for line in lines if "1/3 trials (pass 1 fail 0 n/e 0)" in line]
+
+    # No trial finishes meanwhile: the timer still writes, twice at least. Waited for, not a
+    # fixed 0.4 s (room for 8 ticks, fewer when a loaded machine runs the thread late); the
+    # 60 s only bound a timer that never writes.
+    deadline = time.monotonic() + 60
+    while len(ticks()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     progress.trial_done(TrialRecord.model_construct(status="failed"))
     progress.stop()
     lines = out.getvalue().splitlines()
     assert lines[0] == "chaoseval run naive: 3 trial(s) to run"
-    ticks = [line for line in lines if "1/3 trials (pass 1 fail 0 n/e 0)" in line]
-    assert len(ticks) >= 2, lines
-    assert "about" in ticks[0] and "left" in ticks[0]
+    assert len(ticks()) >= 2, lines
+    assert "about" in ticks()[0] and "left" in ticks()[0]
     assert lines[-1].startswith("chaoseval run naive: 2/3 trials (pass 1 fail 1 n/e 0)")
     assert lines[-1].endswith("(finished)")
     n = len(lines)

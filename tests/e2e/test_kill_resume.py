@@ -69,8 +69,9 @@ def _kill_at_random(args: list[str], journal: Path, rng: random.Random, cwd: Pat
     workers = _children(proc.pid) if proc.poll() is None else []
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    # Worker processes die with their runner: none is left running trials.
-    deadline = time.monotonic() + 5
+    # Worker processes die with their runner: none is left running trials. (60 s bound a
+    # worker that never dies; one that does is seen gone at once, however loaded the machine.)
+    deadline = time.monotonic() + 60
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "worker processes outlived their runner"

@@ -81,7 +81,10 @@ class Misbehaving:
         elif what == "hog":
             hoard = bytearray(400 * 2**20)  # RSS well past the limit the test sets
             hoard[::4096] = b"x" * len(hoard[::4096])
-            await anyio.sleep(5)
+            # Held until the memory watch kills the worker: no hold of a few seconds for the
+            # watch to see it in (under load it may take longer), and the test's long wall
+            # timeout only bounds a watch that never does (then a "timeout" fails the test).
+            await anyio.sleep_forever()
         await episode.tools.call("ping")
         return AgentOutput(answer="ok")
 
@@ -97,7 +100,9 @@ def _run(tmp_path: Path, behaviours: list[str], **kw: Any) -> dict[str, Any]:
         concurrency=kw.pop("concurrency", 4),
         journal=journal,
         references=False,
-        wall_timeout=kw.pop("wall_timeout", 1.0),
+        # The misbehaving trials wait it out; the good ones must finish within it, once sent
+        # to a worker, on a machine that may be loaded: 3 s (1 s before) for one ping.
+        wall_timeout=kw.pop("wall_timeout", 3.0),
         keep_records=False,
         **kw,
     )
@@ -150,7 +155,7 @@ def test_a_worker_past_max_memory_is_a_recorded_crash(tmp_path):
     # A forked worker's RSS starts with the pages it shares with this process: the limit
     # sits 200 MB above that, the hog allocates 400 MB.
     limit = (_rss(os.getpid()) or 0) + 200 * 2**20
-    got = _run(tmp_path, ["hog", "ok"], executor="process", max_memory=limit, wall_timeout=10.0)
+    got = _run(tmp_path, ["hog", "ok"], executor="process", max_memory=limit, wall_timeout=120.0)
     hog = got["do-hog/clean/0"]
     assert hog.root_cause == "crash" and "--max-memory" in (hog.error or "")
     assert got["do-ok/clean/0"].status == "passed"

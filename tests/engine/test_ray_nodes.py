@@ -108,11 +108,12 @@ def _lose_node_mid_run(cluster: Any, tmp_path: Path) -> tuple[dict[str, Any], li
             failed.append(exc)
 
     # In a thread, so that a run that never ends (trials queued again that no actor takes)
-    # fails this test instead of hanging it.
+    # fails this test instead of hanging it. 300 s bound that hang: the whole test took 56 s
+    # at load 10 to 12 with two CPU hogs, against the 60 s this bound was.
     runner = threading.Thread(target=run, daemon=True)
     runner.start()
-    runner.join(60)
-    assert not runner.is_alive(), "the run did not finish within 60 s after losing a node"
+    runner.join(300)
+    assert not runner.is_alive(), "the run did not finish within 300 s after losing a node"
     killer.join(5)
     if failed:
         raise failed[0]

@@ -42,6 +42,10 @@ def _config(journal: Path, **kw: Any) -> RunConfig:
         references=False,
         keep_records=False,
         sequential=design,
+        # The runs compared must not differ by the machine's load: a virtual-clock trial's
+        # wall guard is 30 s by default, and at load 19 a trial on Ray ran past it
+        # (tests/engine/test_ray.py). 600 s only bound a hang.
+        wall_timeout=kw.pop("wall_timeout", 600.0),
         **kw,
     )
 

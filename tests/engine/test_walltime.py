@@ -30,7 +30,9 @@ def test_only_the_blocks_past_their_limit_are_cancelled():
     started = time.monotonic()
     anyio.run(main)
     assert out == {"slow": True, "quick": False, "slower": True, "later": False}
-    assert time.monotonic() - started < 5  # the 10 s sleeps were cut short
+    # The 10 s sleeps were cut short: uncut, the run takes 10 s at least (a bound, not a race
+    # with the limits: a loaded machine's late wake-ups are far below the 9.5 s between).
+    assert time.monotonic() - started < 9.5
 
 
 def test_an_early_cancel_is_not_an_expiry():
