@@ -77,11 +77,10 @@ class Conversation:
         self.before_say: Callable[[], None] | None = None
         # Called with each reply: a simulated agent's model reads it (planted instructions).
         self.on_reply: Callable[[str], Awaitable[None]] | None = None
-
-    @property
-    def facts(self) -> dict[str, Fact]:
-        user: Any = self.episode.user
-        return dict(user.facts) if user is not None and hasattr(user, "facts") else {}
+        # The user's facts (names, kinds, labels; no values) do not change in a trial: read
+        # once, not on every value asked for (each read copied every fact).
+        facts: Any = getattr(user, "facts", None) if user is not None else None
+        self.facts: dict[str, Fact] = dict(facts) if facts is not None else {}
 
     async def say(self, text: str) -> str | None:
         user = self.episode.user

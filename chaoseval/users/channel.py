@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from chaoseval.engine.toolbox import Received
@@ -57,6 +58,9 @@ class UserSession:
         self._make_ctx = make_ctx
         self._clock = clock
         self._count = 0
+        self._facts = MappingProxyType(
+            {f.name: f.model_copy(update={"value": ""}) for f in self._sim.facts}
+        )  # asked for by every reading of a reply: made once, read-only
 
     @property
     def opening(self) -> str:
@@ -66,7 +70,7 @@ class UserSession:
     @property
     def facts(self) -> Mapping[str, Fact]:
         """The facts the user may be asked for: names, kinds and labels, never their values."""
-        return {f.name: f.model_copy(update={"value": ""}) for f in self._sim.facts}
+        return self._facts
 
     @property
     def ended(self) -> bool:
