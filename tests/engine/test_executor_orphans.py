@@ -122,14 +122,27 @@ def _kill_its_worker(token: str, stop: threading.Event) -> None:
         time.sleep(0.05)
 
 
-def gone(pids: list[int]) -> list[int]:
-    """Those of ``pids`` still alive after 60 s (none, when they died with their trial). The
-    60 s bound a failure, well short of the agents' 120 s sleep; a kill that works returns
-    as soon as the processes are gone, however loaded the machine (it was 5 s)."""
+def _describe(pid: int) -> str:
+    """What a survivor is, for the failure's message: its state, parent, group and command."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return f"{pid} (gone while described)"
+    state, ppid, pgid = stat[stat.rfind(")") + 2 :].split()[:3]
+    parent = " ".join(_argv(int(ppid)))[:80]
+    return f"{pid} state={state} ppid={ppid} ({parent}) pgid={pgid}: {' '.join(_argv(pid))[:120]}"
+
+
+def gone(token: str) -> list[str]:
+    """The processes still carrying ``token`` after 60 s, described (none, when they died with
+    their trial). Found by the token, not by pid: a pid freed by the kill and taken by another
+    process is not a survivor. The 60 s bound a failure, well short of the agents' 120 s
+    sleep; a kill that works returns as soon as the processes are gone, however loaded the
+    machine (it was 5 s)."""
     deadline = time.monotonic() + 60
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+    while carrying(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return [p for p in pids if alive(p)]
+    return [_describe(pid) for pid in carrying(token)]
 
 
 def run_stubborn(
@@ -189,7 +202,7 @@ def run_stubborn(
     assert len(records) == 1 and {r.root_cause for r in records} == {expected}
     watcher.join(timeout=60)  # it returns once it saw both, or gives up at its own 60 s
     assert len(seen) == 2  # the agent and its child
-    assert gone(seen) == []
+    assert gone(token) == []
     return elapsed
 
 
@@ -232,16 +245,18 @@ def test_a_stubborn_exec_agent_dies_with_a_killed_chaoseval_run(tmp_path, execut
     dies with its runner, or the runner) is gone, and its guard kills the agent's group."""
     token = f"stubborn-{uuid.uuid4().hex}"
     (tmp_path / "agent.py").write_text(STUBBORN)
+    errors = tmp_path / "stderr.txt"
     agent = f"exec:{shlex.quote(sys.executable)} agent.py {token}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaoseval", "run", "--agent", agent,
          "-s", "vending-refund-dispensed", "--trials", "1", "--executor", executor,
          "--journal", "j.jsonl", "--no-report", "--no-progress"],
-        cwd=tmp_path, env=user_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=tmp_path, env=user_env(), stdout=subprocess.DEVNULL, stderr=errors.open("wb"),
     )  # fmt: skip
     try:
-        pids = started(token, proc)
+        started(token, proc)
     finally:
         proc.kill()
         proc.wait()
-    assert gone(pids) == []
+    survivors = gone(token)
+    assert survivors == [], f"chaoseval's stderr: {errors.read_text(errors='replace')[-2000:]}"
