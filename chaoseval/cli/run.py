@@ -273,7 +273,7 @@ def _config(s: RunSettings, flags: dict[str, Any]) -> RunConfig:
         budget_cost=flags["budget_cost"],
         budget_tokens=flags["budget_tokens"],
         budget_trials=flags["budget_trials"],
-        sequential=_design(s, flags["budget_trials"]),
+        sequential=_design(s, flags),
         progress=_progress(flags["progress"]),
         executor=executor or default_executor(agent),
         max_memory=parse_size(flags["max_memory"], "--max-memory"),
@@ -309,10 +309,23 @@ def _run(config: RunConfig, unknown: UnknownTools) -> Any:
     return run(config, on_record=unknown)
 
 
-def _design(s: RunSettings, budget_trials: int | None) -> Any:
+# The options that shape a sequence: given on the command line to a fixed run, they would
+# change nothing, and a user who typed --alpha believes the run controls its error rate.
+_SEQUENTIAL_ONLY = ("round_size", "max_trials_per_task", "margin", "alpha")
+
+
+def _design(s: RunSettings, flags: dict[str, Any]) -> Any:
     """The sequential design (None: a fixed run), -n its first round."""
     if not s.sequential:
+        if given := [n for n in _SEQUENTIAL_ONLY if flags.get(n) is not None]:
+            named = ", ".join("--" + n.replace("_", "-") for n in given)
+            raise ConfigError(
+                f"{named}: only a sequential run uses {'it' if len(given) == 1 else 'them'}; "
+                "add --sequential (or sequential = true in the settings), or drop "
+                f"{'it' if len(given) == 1 else 'them'} for a fixed run of -n trials per task"
+            )
         return None
+    budget_trials = flags["budget_trials"]
     from chaoseval.model.records import SequentialDesign
 
     if not 0 < s.margin < 1:

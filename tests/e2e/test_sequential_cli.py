@@ -104,6 +104,23 @@ def test_a_bad_design_is_refused_before_any_trial(tmp_path: Path, bad: list[str]
     assert not journal.exists()
 
 
+@pytest.mark.parametrize("given", [["--alpha", "0.01"], ["--margin", "0.2", "--round-size", "3"]])
+def test_a_sequential_option_on_a_fixed_run_is_refused(tmp_path: Path, given: list[str]) -> None:
+    """--fixed with --alpha would run n trials and control nothing: said before any trial,
+    naming the options and the two ways out."""
+    (tmp_path / "chaoseval.toml").write_text(SETTINGS, encoding="utf-8")
+    journal = tmp_path / "fixed.jsonl"
+    res = runner.invoke(
+        app,
+        ["run", "--config", str(tmp_path / "chaoseval.toml"), "--journal", str(journal),
+         "--fixed", *given],
+        env=ENV,
+    )  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert all(g in res.output for g in given if g.startswith("--"))
+    assert "add --sequential" in res.output and not journal.exists()
+
+
 def test_compare_reads_first_rounds_and_lists_each_runs_decisions(tmp_path: Path) -> None:
     """compare pairs two sequential journals on each task's first-round trials (as many in
     every cell and both runs), says so, and lists each run's own decisions beside it."""
