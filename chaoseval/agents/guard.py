@@ -13,12 +13,19 @@ when it starts the agent, and the id negated once the group is stopped. However 
 dies, the kernel closes its end of the pipe: the guard reads end-of-file, SIGKILLs every
 group still written down, and exits. It is started once per process (a forked worker starts
 its own), in a session of its own so that a signal to its starter's group spares it.
+
+A group id is known only once the agent has started, and the starter may die between the two
+(SIGKILLed while its loop was busy elsewhere). So before it starts an agent the starter writes a
+mark (:func:`expect`) that it also puts in the agent's environment, and takes it back once the
+group is written down: at end-of-file the guard also kills every process whose environment
+carries a mark still pending (Linux's ``/proc``; elsewhere only the groups are killed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -26,17 +33,28 @@ from dataclasses import dataclass
 
 GUARD = """\
 import os, signal, sys
-groups = set()
+groups, marks = set(), set()
 for line in sys.stdin.buffer:
-    group = int(line)
-    if group > 0:
-        groups.add(group)
+    if line[:1] == b"T":
+        marks.add(b"CHAOSEVAL_GUARD=" + line[1:].strip())
+    elif line[:1] == b"t":
+        marks.discard(b"CHAOSEVAL_GUARD=" + line[1:].strip())
+    elif int(line) > 0:
+        groups.add(int(line))
     else:
-        groups.discard(-group)
+        groups.discard(-int(line))
 for group in groups:
     try:
         os.killpg(group, signal.SIGKILL)
     except OSError:
+        pass
+for entry in os.listdir("/proc") if marks and os.path.isdir("/proc") else ():
+    try:
+        with open("/proc/" + entry + "/environ", "rb") as f:
+            if not marks.intersection(f.read().split(b"\\0")):
+                continue
+        os.killpg(os.getpgid(int(entry)), signal.SIGKILL)
+    except (OSError, ValueError):
         pass
 """
 
@@ -52,24 +70,38 @@ _guard: _Guard | None = None
 _lock = threading.Lock()
 
 
-def watch(group: int) -> None:
-    """Kill process group ``group`` if this process dies before it calls :func:`forget`."""
-    _send(group)
+MARK = "CHAOSEVAL_GUARD"  # the environment variable an agent's mark is put in
+
+
+def expect() -> str:
+    """A mark to put in the environment (as :data:`MARK`) of an agent about to start: if this
+    process dies before :func:`watch` has its group, the guard kills what carries it."""
+    mark = secrets.token_hex(8)
+    _send(f"T{mark}")
+    return mark
+
+
+def watch(group: int, mark: str | None = None) -> None:
+    """Kill process group ``group`` if this process dies before it calls :func:`forget`;
+    ``mark`` (from :func:`expect`) is then no longer needed."""
+    _send(str(group))
+    if mark is not None:
+        _send(f"t{mark}")
 
 
 def forget(group: int) -> None:
     """``group`` is stopped: its id may be reused by another group."""
-    _send(-group)
+    _send(str(-group))
 
 
-def _send(number: int) -> None:
+def _send(line: str) -> None:
     with _lock:
         for _ in range(2):  # once more with a new guard if this one was killed
             guard = _current()
             if guard is None:
                 return
             try:
-                os.write(guard.fd, f"{number}\n".encode())
+                os.write(guard.fd, f"{line}\n".encode())
                 return
             except OSError:
                 _drop(guard)

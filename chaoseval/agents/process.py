@@ -277,9 +277,10 @@ class ProcessAgent:
     ) -> AgentOutput:
         stdout = Capture(STDOUT_LIMIT, TAIL_LIMIT, ANSWER_LIMIT)
         stderr = Capture(STDERR_LIMIT, TAIL_LIMIT)  # the tail: where a crash's error is
+        mark = guard.expect()  # covers the agent until its group is written down
         try:
             process = await anyio.open_process(
-                argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env,
+                argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env={**env, guard.MARK: mark},
                 start_new_session=True,  # its own process group: the whole tree is stopped
                 pass_fds=() if status is None else (status.writer,),
             )  # fmt: skip
@@ -287,7 +288,7 @@ class ProcessAgent:
             raise HarnessError(f"exec: cannot start {self.argv[0]!r}: {exc}") from exc
         if status is not None:
             status.started()
-        guard.watch(process.pid)  # killed with its group if this process dies first
+        guard.watch(process.pid, mark)  # killed with its group if this process dies first
         try:
             async with anyio.create_task_group() as tg:
                 if lines is None:

@@ -83,3 +83,42 @@ time.sleep(60)
 def test_a_forked_child_that_outlives_its_parent_does_not_hide_the_parents_death():
     with starter_killed(FORKER) as (watched, _child):
         assert not alive(watched)  # the child's copy of the pipe was closed when it forked
+
+
+# Starts a sleeper (with a child of its own) the way process.py starts an agent, but dies
+# before it could watch its group: only the mark in its environment points the guard to it.
+# Both sleep past starter_killed's 60 s bound, so a guard that missed them fails the test.
+UNWATCHED = """\
+import os, subprocess, sys, time
+from chaoseval.agents import guard
+mark = guard.expect()
+code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', " \\
+    "'import time; time.sleep(300)']); time.sleep(300)"
+agent = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+                         env={**os.environ, guard.MARK: mark})
+time.sleep(0.5)
+print(agent.pid, os.getpid(), guard._guard.proc.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_an_agent_whose_starter_died_before_watching_it_dies_by_its_mark():
+    with starter_killed(UNWATCHED) as (agent, _starter):
+        assert not alive(agent)
+
+
+def test_a_mark_taken_back_spares_what_carries_it():
+    """Once its group is written down the mark is taken back: a process still carrying it
+    (a forgotten group, here) is left alone."""
+    script = STARTER.replace(
+        "forgotten = subprocess.Popen(sleep, start_new_session=True)",
+        "mark = guard.expect()\n"
+        "import os\n"
+        "forgotten = subprocess.Popen(sleep, start_new_session=True,"
+        " env={**os.environ, guard.MARK: mark})",
+    ).replace("guard.watch(forgotten.pid)", "guard.watch(forgotten.pid, mark)")
+    assert script != STARTER
+    with starter_killed(script) as (watched, forgotten):
+        assert not alive(watched)
+        assert alive(forgotten)
