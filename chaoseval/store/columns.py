@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -139,10 +139,10 @@ class Trials:
         made into objects took 670 MB, issue 47). The same whether the columns hold the
         manifest whole or lean."""
         if self.lean_at is not None:
-            number, offset = self.lean_at
+            offset = self.lean_at[1]
             with self.path.open("rb") as fh:
                 fh.seek(offset)
-                line = fh.readline()
+                line = _long_line(fh)
             cut = manifest_of(line, ids)
             if cut is not None:
                 return cut
@@ -200,6 +200,20 @@ class Trials:
                     except msgspec.DecodeError:
                         record = TrialRecord.model_validate_json(line)
                     yield row, record
+
+
+def _long_line(fh: BinaryIO) -> bytes:
+    """The line at ``fh``'s position, its newline included, read as one piece: readline
+    gathers a long line's pieces and joins them, holding it twice (a 100k-task manifest is a
+    54 MB line). Its length is found first, a megabyte at a time."""
+    start, length = fh.tell(), 0
+    while chunk := fh.read(1 << 20):
+        end = chunk.find(b"\n")
+        length += len(chunk) if end < 0 else end + 1
+        if end >= 0:
+            break
+    fh.seek(start)
+    return fh.read(length)
 
 
 def _buffer(offsets: np.ndarray) -> int:
