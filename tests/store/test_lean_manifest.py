@@ -14,7 +14,7 @@ import pytest
 
 from chaoseval.errors import JournalError
 from chaoseval.model.records import RunManifest
-from chaoseval.store.columns import read_trials, trials_of
+from chaoseval.store.columns import Trials, read_trials, trials_of
 from chaoseval.store.journal import read_journal
 from chaoseval.store.manifest import index_references, manifest_of
 
@@ -121,3 +121,28 @@ def test_the_manifest_of_a_run_without_reference_runs(tmp_path: Path) -> None:
     got = read_trials(path).manifest_of(ids)
     assert got == _cut(whole, ids) and got.references is None
     assert "references" not in got.model_fields_set  # absent stays absent
+
+
+def test_a_manifest_line_of_megabytes_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest line longer than the megabyte the reader looks for its end in at a time (a
+    100k-task manifest is a 54 MB line) is read to its end, no further: cut from that line,
+    never from the whole manifest read again (a line read short or long would be)."""
+
+    def many(m: dict[str, Any]) -> None:
+        m["scenarios"] += [{**m["scenarios"][0], "id": f"extra-{i:05d}"} for i in range(12_000)]
+
+    path = _journal(tmp_path, many)
+    assert len(path.read_bytes().split(b"\n", 1)[0]) > 2 << 20
+    whole = read_journal(path).manifest
+    ids = {"extra-00000", "extra-11999", whole.scenarios[0].id}
+    t = read_trials(path)
+
+    def whole_again(self: Trials) -> RunManifest:
+        raise AssertionError("the manifest line was not read as it is")
+
+    monkeypatch.setattr(Trials, "full_manifest", whole_again)
+    got = t.manifest_of(ids)
+    assert [s.id for s in got.scenarios] == [whole.scenarios[0].id, "extra-00000", "extra-11999"]
+    assert got == _cut(whole, ids)
