@@ -18,9 +18,10 @@ others. A new figure of a report command (issue 46's time to first paint of a ru
 is one more row of ``_size``'s runs, or a part of ``_child`` measured the same way.
 
 ``--records`` and ``--tasks`` (or ``CHAOSEVAL_BENCH_RECORDS``, ``CHAOSEVAL_BENCH_TASKS``)
-change the sizes; ``CHAOSEVAL_BENCH_CAP`` the seconds a command may take (default 300);
-``CHAOSEVAL_BENCH_COLD=1`` first measures ``report`` and ``compare`` with the cache off as
-well; ``CHAOSEVAL_BENCH_CACHE`` the journals' cache (``~/.cache/chaoseval-bench``).
+change the sizes; ``--commands sample`` (or ``gate,sample``: sample then reads gate's cache)
+measures only the commands named; ``CHAOSEVAL_BENCH_CAP`` the seconds a command may take
+(default 300); ``CHAOSEVAL_BENCH_COLD=1`` first measures ``report`` and ``compare`` with the
+cache off as well; ``CHAOSEVAL_BENCH_CACHE`` the journals' cache (``~/.cache/chaoseval-bench``).
 """
 
 from __future__ import annotations
@@ -145,15 +146,18 @@ def _measure(args: tuple[str, ...], journals: list[str], no_cache: bool) -> tupl
         os.environ.pop("CHAOSEVAL_COLUMN_CACHE", None)
 
 
-def _size(tasks: int, records: int, out: str) -> tuple[int, int]:
-    a, b = _journal("resilient", tasks, records), _journal("naive", tasks, records)
-    if a is None or b is None:
+def _size(tasks: int, records: int, out: str, commands: list[str] | None) -> tuple[int, int]:
+    # Only the journals the chosen commands read (compare and summary read the naive one too).
+    naive = commands is None or bool({"compare", "summary"} & set(commands))
+    a = _journal("resilient", tasks, records)
+    b = _journal("naive", tasks, records) if naive else None
+    if a is None or (naive and b is None):
         print("    a journal could not be written within the cap: nothing measured")
         return 0, 7
-    ja, jb = str(a[0]), str(b[0])
+    ja, jb = str(a[0]), str(b[0]) if b is not None else ""
     from chaoseval.store.colcache import cache_file
 
-    for j in (ja, jb):  # the first read of each journal below reads its lines
+    for j in filter(None, (ja, jb)):  # the first read of each journal below reads its lines
         cache_file(Path(j)).unlink(missing_ok=True)
     report = ("report", ja, "-f", "json", "-o", out)
     compare = ("compare", jb, ja, "-f", "json", "-o", out)
@@ -174,6 +178,8 @@ def _size(tasks: int, records: int, out: str) -> tuple[int, int]:
         ("diverge --format json", ("diverge", ja, "-f", "json", "-o", out), ONE, False),
         ("sample -n 10", ("sample", ja, "-n", "10", "-o", out), ONE, False),
     ]
+    if commands is not None:  # --commands: those rows alone, in this order
+        runs = [run for run in runs if run[1][0] in commands]
     met = 0
     for what, args, target, no_cache in runs:
         r, read = _measure(args, [a for a in (ja, jb) if a in args], no_cache)
@@ -435,7 +441,7 @@ def bootstrap() -> None:
     print(_row("naive loop per resample, numpy inside", loop_full, vec_full))
 
 
-def main(records: int = RECORDS, tasks: str = TASKS) -> None:
+def main(records: int = RECORDS, tasks: str = TASKS, commands: list[str] | None = None) -> None:
     started = time.perf_counter()
     scale = f" (REDUCED SCALE: the targets are for {TARGET_RECORDS:,}; --records {TARGET_RECORDS})"
     scale = "" if records == TARGET_RECORDS else scale
@@ -446,7 +452,7 @@ def main(records: int = RECORDS, tasks: str = TASKS) -> None:
     try:
         for count in (int(t) for t in tasks.split(",")):
             print(f"  {count:,} tasks:")
-            m, n = _size(count, records, str(out_dir / "out"))
+            m, n = _size(count, records, str(out_dir / "out"), commands)
             met, total = met + m, total + n
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -466,5 +472,11 @@ if __name__ == "__main__":
                             help=f"records a journal (default {RECORDS:,}; the targets' scale: "
                                  f"{TARGET_RECORDS})")  # fmt: skip
         parser.add_argument("--tasks", default=TASKS, help=f"task counts (default {TASKS})")
+        parser.add_argument(
+            "--commands",
+            help="only these commands, comma-separated, e.g. "
+            "'sample' (read from the lines) or 'gate,sample' (sample then reads "
+            "the column cache gate kept, as in the whole bench); default all",
+        )
         given = parser.parse_args()
-        main(given.records, given.tasks)
+        main(given.records, given.tasks, given.commands and given.commands.split(","))

@@ -23,10 +23,10 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -37,7 +37,7 @@ from chaoseval.store.builder import CODED, NUMERIC, Builder, ToolTally, remeasur
 from chaoseval.store.conform import check_columns
 from chaoseval.store.journal import foreign_line, journal_file, parse_line
 from chaoseval.store.lite import RefCalls
-from chaoseval.store.manifest import ReferenceIndex
+from chaoseval.store.manifest import ReferenceIndex, manifest_of
 from chaoseval.store.phases import phase
 from chaoseval.store.ranges import read_range, read_split
 
@@ -133,6 +133,31 @@ class Trials:
         assert isinstance(parsed, RunManifest)  # the line read lean before
         return parsed
 
+    def manifest_of(self, ids: Collection[str]) -> RunManifest:
+        """The manifest with every field, its scenario list and reference runs only those of
+        the tasks ``ids`` (what a view of a few trials needs; at 100k tasks the whole line
+        made into objects took 670 MB, issue 47). The same whether the columns hold the
+        manifest whole or lean."""
+        if self.lean_at is not None:
+            offset = self.lean_at[1]
+            with self.path.open("rb") as fh:
+                fh.seek(offset)
+                line = _long_line(fh)
+            cut = manifest_of(line, ids)
+            if cut is not None:
+                return cut
+        m = self.full_manifest()  # held whole, or a line only the full reader reads
+        wanted = frozenset(ids)
+        refs = m.references
+        return m.model_copy(
+            update={
+                "scenarios": [s for s in m.scenarios if s.id in wanted],
+                "references": None
+                if refs is None
+                else {k: v for k, v in refs.items() if k in wanted},
+            }
+        )
+
     def record(self, row: int) -> TrialRecord:
         """The full record of one trial, read again from its line."""
         if self.records is not None:
@@ -175,6 +200,20 @@ class Trials:
                     except msgspec.DecodeError:
                         record = TrialRecord.model_validate_json(line)
                     yield row, record
+
+
+def _long_line(fh: BinaryIO) -> bytes:
+    """The line at ``fh``'s position, its newline included, read as one piece: readline
+    gathers a long line's pieces and joins them, holding it twice (a 100k-task manifest is a
+    54 MB line). Its length is found first, a megabyte at a time."""
+    start, length = fh.tell(), 0
+    while chunk := fh.read(1 << 20):
+        end = chunk.find(b"\n")
+        length += len(chunk) if end < 0 else end + 1
+        if end >= 0:
+            break
+    fh.seek(start)
+    return fh.read(length)
 
 
 def _buffer(offsets: np.ndarray) -> int:

@@ -7,14 +7,17 @@ fields are validated as the :class:`RunManifest` they are, and the scenarios and
 are validated one entry at a time (the same models, so a bad entry is refused) and kept only as
 :class:`ReferenceIndex`, the scenarios' ids and their veto rules (what ``vetoes(NAME)`` gate
 rules may name, fired or not); the manifest the columns hold has no scenario list then
-(``Trials.full_manifest()`` reads the whole line again, as ``run --resume`` needs it). A line
-this refuses is read by :func:`chaoseval.store.journal.parse_line` instead, which gives its
-error or its record as before.
+(``Trials.full_manifest()`` reads the whole line again, as ``run --resume`` needs it;
+``Trials.manifest_of(ids)`` reads it again keeping the scenarios and reference runs of a few
+tasks only, :func:`manifest_of`, which is all ``sample`` needs: issue 47 measured 670 MB for the
+whole line's objects at 100k tasks). A line this refuses is read by
+:func:`chaoseval.store.journal.parse_line` instead, which gives its error or its record as
+before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +27,7 @@ from pydantic import ValidationError
 from chaoseval.model.records import SCHEMA_VERSION, ReferenceRun, RunManifest, ScenarioInfo
 from chaoseval.store.lite import RefCalls, call_key
 
-__all__ = ["ReferenceIndex", "index_references", "lean_manifest"]
+__all__ = ["ReferenceIndex", "index_references", "lean_manifest", "manifest_of"]
 
 
 @dataclass
@@ -64,6 +67,33 @@ _LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _MAP = msgspec.json.Decoder(dict[str, msgspec.Raw] | None)
 
 
+class _Id(msgspec.Struct):
+    """A scenario entry's id alone (msgspec skips the entry's other fields)."""
+
+    id: str
+
+
+_ID = msgspec.json.Decoder(_Id)
+
+
+def _split(line: bytes) -> tuple[dict[str, Any], msgspec.Raw, msgspec.Raw | None] | None:
+    """A manifest line's fields decoded, but its scenario list and reference runs, which come
+    as raw JSON; None when the line is no manifest read this way (not JSON, another type, no
+    scenario list, a newer schema: the full reader names its fault or says to upgrade)."""
+    try:
+        parts = _PARTS.decode(line)
+        scenarios, references = parts.pop("scenarios", None), parts.pop("references", None)
+        if bytes(parts.get("type", b"")) != b'"manifest"' or scenarios is None:
+            return None
+        head: dict[str, Any] = {k: msgspec.json.decode(v) for k, v in parts.items()}
+    except msgspec.DecodeError:
+        return None
+    version = head.get("schema_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        return None
+    return head, scenarios, references
+
+
 def lean_manifest(
     line: bytes,
 ) -> tuple[RunManifest, ReferenceIndex | None, frozenset[str], dict[str, str]] | None:
@@ -71,18 +101,11 @@ def lean_manifest(
     ids (what a trial line's task must be: store.conform) and veto rules (name -> kind, what
     gate rules may name); None when the line is not a manifest read this way (the full reader
     then reads it or names its fault)."""
-    try:
-        parts = _PARTS.decode(line)
-    except msgspec.DecodeError:
+    split = _split(line)
+    if split is None:
         return None
-    scenarios, references = parts.pop("scenarios", None), parts.pop("references", None)
-    if bytes(parts.get("type", b"")) != b'"manifest"' or scenarios is None:
-        return None
+    head, scenarios, references = split
     try:
-        head: dict[str, Any] = {k: msgspec.json.decode(v) for k, v in parts.items()}
-        version = head.get("schema_version")
-        if isinstance(version, int) and version > SCHEMA_VERSION:
-            return None  # the full reader says to upgrade
         # Each checked, one at a time; only its id and veto rules kept.
         seen: set[str] = set()
         vetoes: dict[str, str] = {}
@@ -100,3 +123,31 @@ def lean_manifest(
     except (msgspec.DecodeError, ValidationError):
         return None
     return manifest, index, ids, vetoes
+
+
+def manifest_of(line: bytes, ids: Collection[str]) -> RunManifest | None:
+    """The manifest line as the :class:`RunManifest` it is, its scenario list and reference
+    runs cut to those of ``ids`` (manifest order kept): every other field whole, the other
+    tasks' entries never made into objects. None when the line is not a manifest read this
+    way (the full reader then reads it or names its fault)."""
+    split = _split(line)
+    if split is None:
+        return None
+    head, scenarios, references = split
+    wanted = frozenset(ids)
+    try:
+        kept = [
+            msgspec.json.decode(raw)
+            for raw in _LIST.decode(scenarios)
+            if _ID.decode(raw).id in wanted
+        ]
+        if references is not None:  # absent stays absent, as the full reader leaves it
+            given = _MAP.decode(references)
+            head["references"] = (
+                None
+                if given is None
+                else {sid: msgspec.json.decode(raw) for sid, raw in given.items() if sid in wanted}
+            )
+        return RunManifest.model_validate({**head, "scenarios": kept})
+    except (msgspec.DecodeError, ValidationError):
+        return None

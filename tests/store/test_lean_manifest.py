@@ -1,6 +1,7 @@
 """The column reader keeps the manifest lean (no scenario list, reference runs only as the
 reports use them: a 100k-task manifest was ~400 MB of objects), reads the whole one again on
-demand, and refuses a bad manifest with read_journal's message."""
+demand, or only a few tasks' entries of it, and refuses a bad manifest with read_journal's
+message."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 import pytest
 
 from chaoseval.errors import JournalError
-from chaoseval.store.columns import read_trials
+from chaoseval.model.records import RunManifest
+from chaoseval.store.columns import Trials, read_trials, trials_of
 from chaoseval.store.journal import read_journal
-from chaoseval.store.manifest import index_references
+from chaoseval.store.manifest import index_references, manifest_of
 
 GOLDEN = Path(__file__).parent.parent / "analysis" / "golden_report" / "naive.jsonl.gz"
 
@@ -76,3 +78,71 @@ def test_a_bad_manifest_gives_read_journals_message(tmp_path: Path, damage: Any)
     with pytest.raises(JournalError) as got:
         read_trials(path)
     assert str(got.value) == str(want.value) and ":1:" in str(got.value)
+
+
+def _cut(whole: RunManifest, ids: set[str]) -> RunManifest:
+    refs = whole.references
+    return whole.model_copy(
+        update={
+            "scenarios": [s for s in whole.scenarios if s.id in ids],
+            "references": None if refs is None else {k: v for k, v in refs.items() if k in ids},
+        }
+    )
+
+
+def test_the_manifest_of_a_few_tasks_is_the_whole_one_cut_to_them(tmp_path: Path) -> None:
+    """What sample reads (issue 47: the whole 100k-task manifest as objects was 670 MB of
+    sample's 733): every field but the scenario list and reference runs whole, those two
+    holding only the tasks asked for, in the manifest's order; the same from a lean read and
+    from a journal in memory."""
+    path = _journal(tmp_path)
+    whole = read_journal(path).manifest
+    ids = [s.id for s in whole.scenarios]
+    assert len(ids) > 3 and whole.references
+    wanted = {ids[2], ids[0], "no-such-task"}
+    t = read_trials(path)
+    assert t.lean_at is not None  # read lean: the line is read again, cut
+    got = t.manifest_of(wanted)
+    assert [s.id for s in got.scenarios] == [ids[0], ids[2]]
+    assert got.references is not None and set(got.references) <= {ids[0], ids[2]}
+    assert got == _cut(whole, wanted)
+    assert got.model_dump_json() == _cut(whole, wanted).model_dump_json()
+    in_memory = trials_of(whole, read_journal(path).records, path)
+    assert in_memory.lean_at is None and in_memory.manifest_of(wanted) == got
+    assert t.manifest_of(set()).scenarios == [] and t.manifest_of(set()).references == {}
+    assert manifest_of(b'{"type": "trial"}', wanted) is None  # the full reader names why
+
+
+def test_the_manifest_of_a_run_without_reference_runs(tmp_path: Path) -> None:
+    path = _journal(tmp_path, lambda m: m.pop("references"))
+    whole = read_journal(path).manifest
+    assert whole.references is None
+    ids = {whole.scenarios[1].id}
+    got = read_trials(path).manifest_of(ids)
+    assert got == _cut(whole, ids) and got.references is None
+    assert "references" not in got.model_fields_set  # absent stays absent
+
+
+def test_a_manifest_line_of_megabytes_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest line longer than the megabyte the reader looks for its end in at a time (a
+    100k-task manifest is a 54 MB line) is read to its end, no further: cut from that line,
+    never from the whole manifest read again (a line read short or long would be)."""
+
+    def many(m: dict[str, Any]) -> None:
+        m["scenarios"] += [{**m["scenarios"][0], "id": f"extra-{i:05d}"} for i in range(12_000)]
+
+    path = _journal(tmp_path, many)
+    assert len(path.read_bytes().split(b"\n", 1)[0]) > 2 << 20
+    whole = read_journal(path).manifest
+    ids = {"extra-00000", "extra-11999", whole.scenarios[0].id}
+    t = read_trials(path)
+
+    def whole_again(self: Trials) -> RunManifest:
+        raise AssertionError("the manifest line was not read as it is")
+
+    monkeypatch.setattr(Trials, "full_manifest", whole_again)
+    got = t.manifest_of(ids)
+    assert [s.id for s in got.scenarios] == [whole.scenarios[0].id, "extra-00000", "extra-11999"]
+    assert got == _cut(whole, ids)
