@@ -28,6 +28,7 @@ from chaoseval.model.records import (
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.seeding import derive_seed
 from chaoseval.model.trajectory import Trajectory, shallow_copy
+from chaoseval.redact import _may_hold_credential
 from chaoseval.seams.agent import TrialLink
 from chaoseval.seams.perturbation import FailureContext
 
@@ -197,3 +198,9 @@ def test_a_record_made_through_the_adapter_is_the_model_s() -> None:
     assert made.model_dump_json() == expected.model_dump_json()
     with pytest.raises(ValidationError):
         _new_record({**fields, "status": "fine"})
+
+
+@given(st.text(alphabet=st.sampled_from("apikey-_ bearthoizn"), max_size=30))
+def test_the_credential_prefilter_is_the_four_words(lowered: str) -> None:
+    words = ("authorization", "bearer", "api-key", "api_key")
+    assert _may_hold_credential(lowered) == any(w in lowered for w in words)
