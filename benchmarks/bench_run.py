@@ -424,8 +424,21 @@ def main() -> None:
     )
 
 
+REPORTS: dict[str, Callable[[], None]] = {
+    "overhead": report_overhead,
+    "latency": report_latency,
+    "hiding": report_hiding,
+    "memory": report_memory,
+}
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
+    if sys.argv[1:2] == ["--only"]:  # `--only overhead latency`: those figures alone
+        print(f"run cost, {os.cpu_count()} CPUs, load {Path('/proc/loadavg').read_text().strip()}")
+        for name in sys.argv[2:]:
+            REPORTS[name]()
+        print(f"  load after: {Path('/proc/loadavg').read_text().strip()}")
+    elif len(sys.argv) > 1:
         _child(sys.argv[1], sys.argv[2:])
     else:
         model_channel()

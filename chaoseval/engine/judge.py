@@ -206,7 +206,7 @@ def possible_root_causes(plugins: Sequence[type[Perturbation[Any]]]) -> list[Roo
     return possible(c for p in plugins for c in p.root_causes)
 
 
-@dataclass(frozen=True)
+@dataclass  # (not frozen: a frozen dataclass's __init__ costs ~1 us more, once a trial)
 class _Case:
     """The trial as the judge sees it once the agent is done."""
 
@@ -259,6 +259,8 @@ def judge(
         return Verdict("not_evaluable", cause, f"{type(err).__name__}: {err}")
     failure = FailureContext(state.trajectory, output, agent_error, world, scenario)
     case = _Case(scenario, world, state, failure, raw_output, plugins, initial)
+    if not plugins:  # the clean cell: no plugin to ask, none adversarial
+        return _outcome(case, None)
     asked = _plugin_vetoes(failure, plugins)
     verdict = _outcome(case, next((v for v in asked if not v.plugin.adversarial), None))
     adversarial = {p.label for p in plugins if p.adversarial}

@@ -83,7 +83,7 @@ class UserChannel(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TrialLink:
     """A running trial as its wire channels see it: the model channel, the MCP and HTTP tool
     servers and ``exec:`` agents record into its state and draw their faults from its plugins
@@ -98,6 +98,30 @@ class TrialLink:
     world: Any  # chaoseval.model.world.World: its clock times the steps
     plugins: list[Any]  # the cell's perturbations, one instance per trial
     usage: Usage  # the episode's usage: model calls over the wire add to it
+
+    def __init__(
+        self,
+        trial_id: str,
+        scenario: str,
+        trial: int,
+        run_seed: int,
+        state: Any,
+        world: Any,
+        plugins: list[Any],
+        usage: Usage,
+    ):
+        # The generated frozen __init__ sets each field through object.__setattr__ (~1 us a
+        # trial); its dict filled at once makes the same frozen instance (tests/seams).
+        self.__dict__.update(
+            trial_id=trial_id,
+            scenario=scenario,
+            trial=trial,
+            run_seed=run_seed,
+            state=state,
+            world=world,
+            plugins=plugins,
+            usage=usage,
+        )
 
 
 @dataclass

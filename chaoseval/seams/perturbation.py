@@ -126,7 +126,7 @@ class PerturbationContext:
         return fault
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class FailureContext:
     """What the judge shows a plugin when it asks whether the plugin's fault shaped a failure."""
 
@@ -135,6 +135,19 @@ class FailureContext:
     error: BaseException | None = None  # what the agent raised, if it did
     world: Any = None  # the final World (the judge's; None when none was built)
     scenario: Any = None  # the trial's Scenario
+
+    def __init__(
+        self,
+        trajectory: Trajectory,
+        output: AgentOutput | None = None,
+        error: BaseException | None = None,
+        world: Any = None,
+        scenario: Any = None,
+    ):
+        # As TrialLink's: the frozen instance's dict filled at once (every trial judges one).
+        self.__dict__.update(
+            trajectory=trajectory, output=output, error=error, world=world, scenario=scenario
+        )
 
     def tool_steps_after(self, fault: Fault) -> list[Step]:
         """The tool calls the agent made after the step the fault affected."""

@@ -5,21 +5,32 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from chaoseval.engine.toolbox import Received, _received
 from chaoseval.engine.tooljson import _dumps, _loads, utf8_json
-from chaoseval.engine.trial import TrialPlan, trial_seed
+from chaoseval.engine.trial import TrialPlan, _new_record, trial_seed
 from chaoseval.model.clock import round6
-from chaoseval.model.records import Cell, ModelSettings, make_trial_id
+from chaoseval.model.records import (
+    AgentOutput,
+    Cell,
+    ModelSettings,
+    TrialRecord,
+    Usage,
+    make_trial_id,
+)
 from chaoseval.model.scenario import Scenario
 from chaoseval.model.seeding import derive_seed
-from chaoseval.model.trajectory import shallow_copy
+from chaoseval.model.trajectory import Trajectory, shallow_copy
+from chaoseval.redact import _may_hold_credential
+from chaoseval.seams.agent import TrialLink
+from chaoseval.seams.perturbation import FailureContext
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -141,3 +152,55 @@ def test_a_trial_plan_is_the_frozen_dataclass_it_was() -> None:
 @given(st.floats(allow_nan=False) | st.just(0.0) | st.just(-0.0))
 def test_round6_is_round(seconds: float) -> None:
     assert repr(round6(seconds)) == repr(round(seconds, 6))
+
+
+def _generated(cls: type) -> type:
+    """``cls``'s fields in a dataclass of the same options with the generated __init__."""
+    fields = [(f.name, f.type, f) for f in dataclasses.fields(cls)]
+    return dataclasses.make_dataclass(f"Generated{cls.__name__}", fields, frozen=True)
+
+
+@pytest.mark.parametrize(
+    ("cls", "args"),
+    [
+        (TrialLink, ("s/clean/1", "s", 1, 7, object(), object(), [], Usage())),
+        (FailureContext, (Trajectory(),)),
+        (FailureContext, (Trajectory(), AgentOutput(answer="a"), ValueError("x"), 1, 2)),
+    ],
+)
+def test_a_frozen_seam_dataclass_is_what_its_generated_init_made(
+    cls: type, args: tuple[Any, ...]
+) -> None:
+    made, generated = cls(*args), _generated(cls)(*args)
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert list(vars(made)) == names and list(vars(generated)) == names
+    assert [getattr(made, n) for n in names] == [getattr(generated, n) for n in names]
+    assert made == cls(*args) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    assert repr(made).split("(", 1)[1] == repr(generated).split("(", 1)[1]
+    assert cls(**dict(zip(names, args, strict=False))) == made  # by keyword too
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.trajectory = None  # type: ignore[attr-defined]
+
+
+def test_a_record_made_through_the_adapter_is_the_model_s() -> None:
+    fields: dict[str, Any] = {
+        "run_id": "r", "trial_id": "s/clean/0", "scenario": "s", "scenario_tags": ["t"],
+        "cell": "clean", "perturbations": [], "index": 0, "seed": 1, "world_seed": 2,
+        "agent": "a", "model": ModelSettings(), "tool_versions": {"ping": "1"},
+        "status": "passed", "root_cause": None, "error": None, "checks": [], "vetoes": [],
+        "contracts": [], "answer": "ok", "trajectory": Trajectory(), "steps": 0,
+        "usage": Usage(), "clock": "virtual", "sim_seconds": 0.0, "wall_seconds": 0.1,
+        "started_at": datetime(2026, 1, 2, tzinfo=UTC), "channel_overhead": None,
+        "injection_followed": None, "utility": None,
+    }  # fmt: skip
+    made, expected = _new_record(fields), TrialRecord(**fields)
+    assert made == expected and made.model_fields_set == expected.model_fields_set
+    assert made.model_dump_json() == expected.model_dump_json()
+    with pytest.raises(ValidationError):
+        _new_record({**fields, "status": "fine"})
+
+
+@given(st.text(alphabet=st.sampled_from("apikey-_ bearthoizn"), max_size=30))
+def test_the_credential_prefilter_is_the_four_words(lowered: str) -> None:
+    words = ("authorization", "bearer", "api-key", "api_key")
+    assert _may_hold_credential(lowered) == any(w in lowered for w in words)
