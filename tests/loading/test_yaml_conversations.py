@@ -271,6 +271,14 @@ def test_a_number_in_a_template_path_picks_a_list_item() -> None:
     assert not dig(found, "items.2.id")  # past the end: missing, as a field no row has
 
 
+def test_a_field_of_a_scalar_is_none_not_the_missing_marker() -> None:
+    # A malformed response turns an object into a string: $refund.charge_id of it was the
+    # MISSING marker, passed into the next call's args, and the journal could not write the
+    # record (conv-duplicate-charge under -p malformed, naive agent, seed 7, trial 16).
+    assert dig({"refund": "<html>oops</html>"}, "refund.charge_id") is None
+    assert dig("text", "charge_id") is None
+
+
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "CONVERSATIONS.md"
 
 

@@ -169,7 +169,9 @@ def dig(value: Any, dotted: str) -> Any:
             i = int(part)
             value = value[i] if -len(value) <= i < len(value) else MISSING
         else:
-            return MISSING
+            # A field of a scalar (a malformed response's string) is absent as a missing key
+            # is: never MISSING, which a solution step would pass on into a record's args.
+            return None
     return None if value is MISSING else value
 
 
