@@ -192,7 +192,8 @@ def efficiency(seeds: list[int], cap: int, keep: Path | None, allocate: float | 
             fixed, seq = where / f"{agent}-{seed}-20.jsonl", where / f"{agent}-{seed}-seq.jsonl"
             _run(agent, fixed, seed, "-n", "20")
             more = [] if allocate is None else ["--allocate", str(allocate)]
-            _run(agent, seq, seed, "--sequential", "-n", "2", "--max-trials-per-task", str(cap), *more)
+            more += ["--max-trials-per-task", str(cap)]
+            _run(agent, seq, seed, "--sequential", "-n", "2", *more)
             want, n_fixed = _statuses(fixed)
             got, n_seq = _statuses(seq)
             fixed_words[seed, agent] = want

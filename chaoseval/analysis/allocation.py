@@ -28,9 +28,9 @@ draws) with means mu_i, so E[prod_i (1 + lambda (Y_ij - m))] = prod_i (1 + lambd
 <= (1 + lambda (D - m))^b <= 1 under D <= m (arithmetic and geometric means; every factor is
 nonnegative), the same supermartingale as without allocation and Ville's inequality as before.
 Unequal counts do not bias D: each task keeps weight 1 / b in every step, run or not. The
-price: Y may leave [0, 1] (to g (1 - 1 / pi) and g + (1 - g) / pi), so each step's stakes are
-fractions of a smaller largest stake, the one that keeps every possible factor of the step
-nonnegative (``anytime.Bounds``), known before the step.
+price: Y may leave [0, 1] (to g (1 - 1 / pi) and g + (1 - g) / pi), so each step's larger
+stakes are capped at the one that keeps every possible factor of the step at least 0.1
+(``anytime.Bounds``), known before the step: a mixture of predictable stakes, as before.
 """
 
 from __future__ import annotations

@@ -98,19 +98,22 @@ def _log_factors(
     "above": the bettor gains when values exceed m) or ``mean >= m`` ("below"). Shape
     (steps, len(m), stakes); m inside (0, 1). ``bounds``: each step's least and greatest
     possible value when they are not 0 and 1 (importance-weighted values, which may leave
-    [0, 1]); each stake is then a fraction of the largest that keeps the step's every possible
-    factor nonnegative, known before the step (chaoseval.analysis.allocation)."""
+    [0, 1]); each stake is then the one it is on [0, 1], capped at the largest fraction of
+    the grid of the largest stake that keeps the step's every possible factor nonnegative:
+    known before the step (chaoseval.analysis.allocation). Capped rather than scaled, the
+    small and middling stakes, which a close call grows on, stay as they are."""
     m = m[:, None]
     if side not in ("above", "below"):
         raise ValueError(f"side must be 'above' or 'below', got {side!r}")
     sign = 1.0 if side == "above" else -1.0
     # 1 + lam (x - m) >= 1 - stake at the least value; 1 + lam (m - x) at the greatest.
-    lam = STAKES[None, :] / m if side == "above" else STAKES[None, :] / (1 - m)
+    lam = base = STAKES[None, :] / m if side == "above" else STAKES[None, :] / (1 - m)
     out = np.zeros((x.shape[0], m.shape[0], STAKES.size))
     for i, row in enumerate(x):
         if bounds is not None:
             lo, hi = bounds.lower[i], bounds.upper[i]
-            lam = STAKES[None, :] / (m - lo) if side == "above" else STAKES[None, :] / (hi - m)
+            top = STAKES.max() / (m - lo) if side == "above" else STAKES.max() / (hi - m)
+            lam = np.minimum(base, top)
         # The row's distinct values with their counts: trial outcomes take three values.
         values, counts = np.unique(row, return_counts=True)
         step = np.zeros((m.shape[0], STAKES.size))

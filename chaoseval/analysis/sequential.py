@@ -328,9 +328,11 @@ def replay(o: Outcomes, design: SequentialDesign, cells: Sequence[str]) -> Progr
         live = [d for d in decisions.values() if d.status == "undecided"]
         if not live:
             break
-        if not all([_ready(o, d, design.first, n, alloc) for d in live]):  # noqa: C419 plan all
-            want = alloc and {c.cell: alloc.wanted(c.cell, _codes(o, c), n) for c in live}
-            return Progress(design, decisions, done, n, [d.cell for d in live], family, want, alloc)
+        ready = [_ready(o, d, design.first, n, alloc) for d in live]  # each cell planned
+        if not all(ready):
+            want = {c.cell: alloc.wanted(c.cell, _codes(o, c), n) for c in live} if alloc else None
+            cells_next = [d.cell for d in live]
+            return Progress(design, decisions, done, n, cells_next, family, want, alloc)
         for d in live:
             if not d.tasks:
                 d.status, d.round, d.rule = "did not land", rnd, "no fault reached the agent"
