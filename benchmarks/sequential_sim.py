@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import beta  # type: ignore[import-untyped]
 
-from chaoseval.analysis.sequential import METHOD_WORDS, Outcomes, replay
+from chaoseval.analysis.sequential import METHOD_WORDS, Outcomes, Progress, replay
 from chaoseval.analysis.stats import holm
 from chaoseval.analysis.strata import stratified_exact
 from chaoseval.model.records import CLEAN, SequentialDesign
@@ -85,20 +85,34 @@ def _peeked_fixed_claim(o: Outcomes, cells: list[str]) -> bool:
     return False
 
 
-def calibration(runs: int, seed: int = 44) -> None:
+def _trials_run(p: Progress) -> float:
+    """Trials per task the run's cells ran, summed over the cells: every index below each
+    cell's count, or with allocation the ones its plan ran."""
+    if p.allocation is None:
+        return sum(d.trials for d in p.decisions.values())
+    plans = p.allocation
+    return sum(
+        float(plans.of(c).include[:, : d.trials].sum()) / TASKS for c, d in p.decisions.items()
+    )
+
+
+def calibration(runs: int, allocate: float | None, seed: int = 44) -> None:
     rng = np.random.default_rng(seed)
     sequential = fixed = 0
-    trials = 0
+    trials = 0.0
     start = time.monotonic()
-    for _ in range(runs):
+    for r in range(runs):
         o, cells = _null_run(rng)
-        p = replay(o, DESIGN, cells)
+        design = DESIGN.model_copy(update={"settled_rate": allocate, "allocation_seed": r})
+        p = replay(o, design, cells)
         sequential += any(d.status in ("broken", "improved") for d in p.decisions.values())
         fixed += _peeked_fixed_claim(o, cells)
-        trials += sum(d.trials for d in p.decisions.values())
+        trials += _trials_run(p)
+    how = "every task every round" if allocate is None else f"allocation {allocate:g}"
     print(
         f"calibration under the null: {runs} runs, {TASKS} tasks, {CELLS} cells, rounds "
-        f"{DESIGN.rounds()} (decided after every round; {time.monotonic() - start:.0f} s)"
+        f"{DESIGN.rounds()} ({how}; decided after every round; "
+        f"{time.monotonic() - start:.0f} s)"
     )
     label = f"sequential ({METHOD_WORDS[DESIGN.method]})"
     for name, k in ((label, sequential), ("fixed-n peeked", fixed)):
@@ -167,7 +181,7 @@ def _fixed_agreement(fixed: dict[tuple[int, str], dict[str, str]], seeds: list[i
         print(f"  fixed n=20 seed {s1} against fixed n=20 seed {s2}: {same} of {len(pairs)} agree")
 
 
-def efficiency(seeds: list[int], cap: int, keep: Path | None) -> None:
+def efficiency(seeds: list[int], cap: int, keep: Path | None, allocate: float | None) -> None:
     agree = cells = seq_trials = fixed_trials = 0
     kinds: Counter[str] = Counter()
     fixed_words: dict[tuple[int, str], dict[str, str]] = {}
@@ -177,7 +191,9 @@ def efficiency(seeds: list[int], cap: int, keep: Path | None) -> None:
         for seed, agent in ((s, a) for s in seeds for a in AGENTS):
             fixed, seq = where / f"{agent}-{seed}-20.jsonl", where / f"{agent}-{seed}-seq.jsonl"
             _run(agent, fixed, seed, "-n", "20")
-            _run(agent, seq, seed, "--sequential", "-n", "2", "--max-trials-per-task", str(cap))
+            more = [] if allocate is None else ["--allocate", str(allocate)]
+            more += ["--max-trials-per-task", str(cap)]
+            _run(agent, seq, seed, "--sequential", "-n", "2", *more)
             want, n_fixed = _statuses(fixed)
             got, n_seq = _statuses(seq)
             fixed_words[seed, agent] = want
@@ -212,11 +228,15 @@ def main() -> None:
     ap.add_argument("--cap", type=int, default=20, help="the sequential runs' cap per task")
     ap.add_argument("--keep", type=Path, help="write the efficiency runs' journals here")
     ap.add_argument("--no-calibration", action="store_true", help="the efficiency runs only")
+    ap.add_argument(
+        "--allocate", type=float, help="within-cell allocation: a settled task's trial share"
+    )
     args = ap.parse_args()
     if not args.no_calibration:
-        calibration(args.runs)
+        calibration(args.runs, args.allocate)
     if args.efficiency:
-        efficiency([int(x) for x in args.seeds.split(",")], args.cap, args.keep)
+        seeds = [int(x) for x in args.seeds.split(",")]
+        efficiency(seeds, args.cap, args.keep, args.allocate)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ class ProjectConfig(BaseModel):
     alpha: float | None = Field(default=None, gt=0, lt=1)
     round_size: int | None = Field(default=None, ge=1)
     max_trials_per_task: int | None = Field(default=None, ge=1)
+    allocate: float | None = Field(default=None, gt=0, le=1)  # a settled task's trial share
     # Where the settings came from, for messages ("" when there is no file), and the file's
     # directory; not user keys.
     source: str = Field(default="", exclude=True)
@@ -263,6 +264,7 @@ class RunSettings:
     alpha: float = 0.05
     round_size: int = 2
     max_trials_per_task: int = 20
+    allocate: float | None = None  # --sequential: a settled task's share of later trials
 
     @property
     def request_limit(self) -> int:

@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "STAKES",
+    "Bounds",
     "ConfidenceSequence",
     "as_steps",
     "confidence_sequence",
@@ -42,6 +43,31 @@ __all__ = [
 # no single value can take the wealth to zero.
 STAKES = np.array([0.02, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.75, 0.9])
 GRID = 801  # candidate means a confidence sequence is computed on (spacing 1/800)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Each step's least and greatest possible value (``lower`` <= 0 < 1 <= ``upper``), fixed
+    before the step: the range importance-weighted values can take."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+def _checked(x: np.ndarray | Sequence[float], bounds: Bounds | None) -> np.ndarray:
+    if bounds is None:
+        return as_steps(x)
+    a = np.asarray(x, dtype=float)
+    a = a[:, None] if a.ndim == 1 else a
+    lo, hi = np.asarray(bounds.lower, float), np.asarray(bounds.upper, float)
+    if a.ndim != 2 or lo.shape != (len(a),) or hi.shape != (len(a),):
+        raise ValueError(f"bounds need one (lower, upper) per step: {len(a)} step(s)")
+    if a.size and (
+        np.isnan(a).any() or (lo > 0).any() or (hi < 1).any()
+        or (a < lo[:, None] - 1e-12).any() or (a > hi[:, None] + 1e-12).any()
+    ):  # fmt: skip
+        raise ValueError("each step's values must lie within its bounds, which hold [0, 1]")
+    return a
 
 
 def as_steps(x: np.ndarray | Sequence[float]) -> np.ndarray:
@@ -65,21 +91,29 @@ def paired_steps(diff: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
     return as_steps((d + 1.0) / 2.0)
 
 
-def _log_factors(x: np.ndarray, m: np.ndarray, side: str) -> np.ndarray:
+def _log_factors(
+    x: np.ndarray, m: np.ndarray, side: str, bounds: Bounds | None = None
+) -> np.ndarray:
     """Log of each stake's wealth after each step, for the null ``mean <= m`` (``side``
     "above": the bettor gains when values exceed m) or ``mean >= m`` ("below"). Shape
-    (steps, len(m), stakes); m inside (0, 1)."""
+    (steps, len(m), stakes); m inside (0, 1). ``bounds``: each step's least and greatest
+    possible value when they are not 0 and 1 (importance-weighted values, which may leave
+    [0, 1]); each stake is then the one it is on [0, 1], capped at the largest fraction of
+    the grid of the largest stake that keeps the step's every possible factor nonnegative:
+    known before the step (chaoseval.analysis.allocation). Capped rather than scaled, the
+    small and middling stakes, which a close call grows on, stay as they are."""
     m = m[:, None]
-    if side == "above":
-        lam = STAKES[None, :] / m  # 1 + lam (x - m) >= 1 - stake at x = 0
-        sign = 1.0
-    elif side == "below":
-        lam = STAKES[None, :] / (1 - m)  # 1 + lam (m - x) >= 1 - stake at x = 1
-        sign = -1.0
-    else:
+    if side not in ("above", "below"):
         raise ValueError(f"side must be 'above' or 'below', got {side!r}")
+    sign = 1.0 if side == "above" else -1.0
+    # 1 + lam (x - m) >= 1 - stake at the least value; 1 + lam (m - x) at the greatest.
+    lam = base = STAKES[None, :] / m if side == "above" else STAKES[None, :] / (1 - m)
     out = np.zeros((x.shape[0], m.shape[0], STAKES.size))
     for i, row in enumerate(x):
+        if bounds is not None:
+            lo, hi = bounds.lower[i], bounds.upper[i]
+            top = STAKES.max() / (m - lo) if side == "above" else STAKES.max() / (hi - m)
+            lam = np.minimum(base, top)
         # The row's distinct values with their counts: trial outcomes take three values.
         values, counts = np.unique(row, return_counts=True)
         step = np.zeros((m.shape[0], STAKES.size))
@@ -96,26 +130,30 @@ def _mix(log_wealth: np.ndarray) -> np.ndarray:
     return out
 
 
-def log_eprocess(x: np.ndarray | Sequence[float], m: float, side: str) -> np.ndarray:
+def log_eprocess(
+    x: np.ndarray | Sequence[float], m: float, side: str, bounds: Bounds | None = None
+) -> np.ndarray:
     """The log e-process after each step against the null ``mean <= m`` (``side`` "above":
     evidence the mean is above m) or ``mean >= m`` ("below"). Reject once it reaches
     log(1/alpha): at most alpha of the time under the null, at any stopping time."""
     if not 0 < m < 1:
         raise ValueError(f"the null's mean must lie strictly inside (0, 1), got {m}")
-    steps = as_steps(x)
+    steps = _checked(x, bounds)
     if not len(steps):
         return np.zeros(0)
-    return _mix(_log_factors(steps, np.array([m]), side))[:, 0]
+    return _mix(_log_factors(steps, np.array([m]), side, bounds))[:, 0]
 
 
-def growth_rate(x: np.ndarray | Sequence[float], m: float, side: str) -> float:
+def growth_rate(
+    x: np.ndarray | Sequence[float], m: float, side: str, bounds: Bounds | None = None
+) -> float:
     """The best stake's mean log growth per value on ``x`` against ``m``: what each further
     value would add to the log e-process were the data to go on as they went (0 or below: the
     evidence is not growing)."""
-    steps = as_steps(x)
+    steps = _checked(x, bounds)
     if not steps.size:
         return 0.0
-    final = _log_factors(steps, np.array([m]), side)[-1, 0]
+    final = _log_factors(steps, np.array([m]), side, bounds)[-1, 0]
     return float(final.max() / steps.size)
 
 
@@ -128,17 +166,19 @@ class ConfidenceSequence:
     upper: np.ndarray
 
 
-def confidence_sequence(x: np.ndarray | Sequence[float], alpha: float = 0.05) -> ConfidenceSequence:
+def confidence_sequence(
+    x: np.ndarray | Sequence[float], alpha: float = 0.05, bounds: Bounds | None = None
+) -> ConfidenceSequence:
     """The mean's confidence sequence on [0, 1]: the candidate means m at which the hedged
     e-process (half the stake on "above m", half on "below m") is still under 1/alpha."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie strictly inside (0, 1), got {alpha}")
-    steps = as_steps(x)
+    steps = _checked(x, bounds)
     if not len(steps):
         return ConfidenceSequence(np.zeros(0), np.zeros(0))
     grid = np.linspace(0, 1, GRID)[1:-1]  # the ends: a mean of 0 or 1 is never excluded by one
-    above = _mix(_log_factors(steps, grid, "above"))
-    below = _mix(_log_factors(steps, grid, "below"))
+    above = _mix(_log_factors(steps, grid, "above", bounds))
+    below = _mix(_log_factors(steps, grid, "below", bounds))
     hedged = np.logaddexp(above, below) - np.log(2)
     inside = hedged < np.log(1 / alpha)  # (steps, grid)
     inside = _running_and(inside)

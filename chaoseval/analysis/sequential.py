@@ -34,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from chaoseval.analysis.allocation import Allocation
 from chaoseval.analysis.anytime import (
+    Bounds,
     confidence_sequence,
     e_holm,
     growth_rate,
@@ -155,6 +157,9 @@ class Progress:
     next_trials: int | None
     next_cells: list[str]
     family: int  # claims tested together
+    # With allocation (design.settled_rate): per next cell, each task's trial indices to run.
+    allocated: dict[str, dict[str, set[int]]] | None = None
+    allocation: Allocation | None = field(default=None, repr=False)
 
     def undecided(self) -> list[str]:
         return [c for c, d in self.decisions.items() if d.status == "undecided"]
@@ -182,37 +187,57 @@ def _differences(o: Outcomes, cell: str, tasks: Sequence[int], n: int) -> np.nda
     return out
 
 
-def _evidence(d: CellDecision, diffs: np.ndarray, margin: float) -> None:
-    d.steps = len(diffs)
-    if not len(diffs):
+@dataclass
+class _Steps:
+    """A cell's evidence: rescaled values (steps x tasks), their bounds when importance
+    weights may take them out of [0, 1] (allocation), and the estimate of D."""
+
+    x: np.ndarray
+    bounds: Bounds | None
+    estimate: float
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+
+def _steps(o: Outcomes, d: CellDecision, n: int, alloc: Allocation | None) -> _Steps:
+    rows = _codes(o, d)
+    if alloc is not None:
+        return _Steps(*alloc.steps(d.cell, rows, n))
+    diffs = _differences(o, d.cell, rows, n)
+    return _Steps(paired_steps(diffs), None, float(diffs.mean()) if len(diffs) else 0.0)
+
+
+def _evidence(d: CellDecision, s: _Steps, margin: float) -> None:
+    d.steps = len(s)
+    if not len(s):
         d.log_e = dict.fromkeys(TESTS, 0.0)
         return
-    x = paired_steps(diffs)
+    x, b = s.x, s.bounds
     d.log_e = {
-        "drop": float(log_eprocess(x, 0.5, "below")[-1]),
-        "gain": float(log_eprocess(x, 0.5, "above")[-1]),
-        "held": float(log_eprocess(x, (1 - margin) / 2, "above")[-1]),
+        "drop": float(log_eprocess(x, 0.5, "below", b)[-1]),
+        "gain": float(log_eprocess(x, 0.5, "above", b)[-1]),
+        "held": float(log_eprocess(x, (1 - margin) / 2, "above", b)[-1]),
     }
-    d.estimate = float(diffs.mean())
+    d.estimate = s.estimate
 
 
-def _interval(d: CellDecision, diffs: np.ndarray, alpha: float) -> None:
-    if len(diffs):
-        cs = confidence_sequence(paired_steps(diffs), alpha)
+def _interval(d: CellDecision, s: _Steps, alpha: float) -> None:
+    if len(s):
+        cs = confidence_sequence(s.x, alpha, s.bounds)
         d.lower, d.upper = float(2 * cs.lower[-1] - 1), float(2 * cs.upper[-1] - 1)
 
 
-def _need(d: CellDecision, diffs: np.ndarray, design: SequentialDesign, family: int) -> None:
+def _need(d: CellDecision, s: _Steps, design: SequentialDesign, family: int) -> None:
     """Trials per task the likelier claim would still need at its present growth rate."""
     # A lone claim's bar in the closed test, at worst: a term per claim (e-Holm) or per cell.
     terms = family if design.method == "e-holm" else max(1, family // 3)
     bar = math.log(terms / design.alpha)
-    x = paired_steps(diffs) if len(diffs) else None
     best: int | None = None
-    if x is not None:
+    if len(s):
         held_m = (1 - design.margin) / 2
         for test, m, side in (("drop", 0.5, "below"), ("held", held_m, "above")):
-            rate = growth_rate(x, m, side)
+            rate = growth_rate(s.x, m, side, s.bounds)
             if rate <= 0:
                 continue
             steps = math.ceil(max(0.0, bar - d.log_e[test]) / (rate * len(d.tasks)))
@@ -297,18 +322,22 @@ def replay(o: Outcomes, design: SequentialDesign, cells: Sequence[str]) -> Progr
     rounds = design.rounds()
     family = 3 * len(decisions)
     done = 0
+    rate, seed = design.settled_rate, design.allocation_seed or 0
+    alloc = None if rate is None else Allocation(o, rate, seed, design.first)
     for rnd, n in enumerate(rounds, start=1):
         live = [d for d in decisions.values() if d.status == "undecided"]
         if not live:
             break
-        if not all(_ready(o, d, design.first, n) for d in live):
-            return Progress(design, decisions, done, n, [d.cell for d in live], family)
+        ready = [_ready(o, d, design.first, n, alloc) for d in live]  # each cell planned
+        if not all(ready):
+            want = {c.cell: alloc.wanted(c.cell, _codes(o, c), n) for c in live} if alloc else None
+            cells_next = [d.cell for d in live]
+            return Progress(design, decisions, done, n, cells_next, family, want, alloc)
         for d in live:
             if not d.tasks:
                 d.status, d.round, d.rule = "did not land", rnd, "no fault reached the agent"
                 continue
-            diffs = _differences(o, d.cell, _codes(o, d), n)
-            _evidence(d, diffs, design.margin)
+            _evidence(d, _steps(o, d, n, alloc), design.margin)
             d.trials = n
         family = 3 * sum(d.status != "did not land" for d in decisions.values())
         rejected = _claims(decisions, design.alpha, design.method)
@@ -318,22 +347,28 @@ def replay(o: Outcomes, design: SequentialDesign, cells: Sequence[str]) -> Progr
         done = rnd
     for d in decisions.values():
         if d.tasks and d.status != "did not land":
-            diffs = _differences(o, d.cell, _codes(o, d), d.trials)
-            _interval(d, diffs, design.alpha / max(1, family // 3))
+            ev = _steps(o, d, d.trials, alloc)
+            _interval(d, ev, design.alpha / max(1, family // 3))
             if d.status == "undecided" and done == len(rounds):
                 d.status, d.round = "inconclusive", done
                 d.rule = f"the cap of {design.max_trials} trials per task came first"
-                _need(d, diffs, design, family)
-    return Progress(design, decisions, done, None, [], family)
+                _need(d, ev, design, family)
+    return Progress(design, decisions, done, None, [], family, None, alloc)
 
 
-def _ready(o: Outcomes, d: CellDecision, first: int, n: int) -> bool:
-    """The round's trials are all in; the cell's tasks are fixed by its first round."""
+def _ready(
+    o: Outcomes, d: CellDecision, first: int, n: int, alloc: Allocation | None = None
+) -> bool:
+    """The round's trials are all in; the cell's tasks are fixed by its first round. With
+    allocation, the round's trials are planned here, from the trials before it."""
     if not _complete(o, d.cell, range(len(o.tasks)), min(first, n)):
         return False
     if not d.tasks:
         d.tasks = [o.tasks[i] for i in _tasks_reached(o, d.cell, first)]
-    return _complete(o, d.cell, _codes(o, d), n)
+    if alloc is None:
+        return _complete(o, d.cell, _codes(o, d), n)
+    alloc.plan(d.cell, _codes(o, d), n)
+    return alloc.complete(d.cell, _codes(o, d), n)
 
 
 def _codes(o: Outcomes, d: CellDecision) -> list[int]:
@@ -349,13 +384,13 @@ def hindsight_log_wealth(p: Progress, o: Outcomes, cell: str) -> dict[str, float
     d = p.decisions[cell]
     if not d.tasks or not d.trials:
         return dict.fromkeys(("drop", "held"), 0.0)
-    x = paired_steps(_differences(o, cell, _codes(o, d), d.trials))
-    if not x.size:
+    ev = _steps(o, d, d.trials, p.allocation)
+    if not ev.x.size:
         return dict.fromkeys(("drop", "held"), 0.0)
     held = (1 - p.design.margin) / 2
     return {
-        "drop": growth_rate(x, 0.5, "below") * x.size,
-        "held": growth_rate(x, held, "above") * x.size,
+        "drop": growth_rate(ev.x, 0.5, "below", ev.bounds) * ev.x.size,
+        "held": growth_rate(ev.x, held, "above", ev.bounds) * ev.x.size,
     }
 
 
@@ -367,9 +402,9 @@ def stop_early(p: Progress, o: Outcomes, why: str) -> None:
             continue
         d.status, d.round, d.rule = "inconclusive", p.rounds_done or None, why
         if d.tasks and d.trials:
-            diffs = _differences(o, d.cell, _codes(o, d), d.trials)
-            _interval(d, diffs, p.design.alpha / max(1, p.family // 3))
-            _need(d, diffs, p.design, p.family)
+            ev = _steps(o, d, d.trials, p.allocation)
+            _interval(d, ev, p.design.alpha / max(1, p.family // 3))
+            _need(d, ev, p.design, p.family)
         else:
             d.why = "no round of it finished: run it again with --resume and a larger budget"
 
@@ -392,9 +427,11 @@ def journal_progress(t: Any) -> tuple[Progress, Outcomes]:
     return p, o
 
 
-def _counts(o: Outcomes, d: CellDecision) -> CellStatus:
+def _counts(o: Outcomes, d: CellDecision, alloc: Allocation | None) -> CellStatus:
     rows = _codes(o, d)
     a, b = o.status[d.cell][rows, : d.trials], o.status[CLEAN][rows, : d.trials]
+    if alloc is not None:  # clean's trials paired with the cell's, not those run for others
+        b = np.where(alloc.of(d.cell).include[rows, : d.trials], b, MISSING)
     scored_a, scored_b = (a == PASSED) | (a == FAILED), (b == PASSED) | (b == FAILED)
     na, ca = scored_a.sum(axis=1), (a == PASSED).sum(axis=1)
     nb, cb = scored_b.sum(axis=1), (b == PASSED).sum(axis=1)
@@ -413,7 +450,7 @@ def statuses(t: Any) -> dict[str, CellStatus]:
         if d.status == "did not land":
             out[cell] = CellStatus(cell, "did not land", "", 0, 0, 0, 0, 0, 0, 0)
             continue
-        s = _counts(o, d)
+        s = _counts(o, d, p.allocation)
         s.status = d.status  # type: ignore[assignment]  # replay's words are Status's
         s.why = f"sequential, round {d.round}: {d.rule}" + (f"; {d.why}" if d.why else "")
         if d.status == "held":

@@ -242,6 +242,16 @@ MaxTrialsPerTask = Annotated[
         min=1, help="--sequential: the most trials a task gets in a cell", show_default="20"
     ),
 ]
+Allocate = Annotated[
+    float | None,
+    typer.Option(
+        "--allocate",
+        help="--sequential: after the first round, run each later trial of a task whose "
+        "paired differences were all the same with this probability, importance-weighted so "
+        "the guarantee holds (docs/SEQUENTIAL.md); off: every task runs every round",
+        show_default="off",
+    ),
+]
 RunMargin = Annotated[
     float | None,
     typer.Option(

@@ -24,6 +24,7 @@ from chaoseval.cli._common import (
 )
 from chaoseval.cli._run_options import (
     Agent,
+    Allocate,
     BudgetCost,
     BudgetTokens,
     BudgetTrials,
@@ -122,6 +123,7 @@ def run_cmd(
     sequential: Sequential = None,
     round_size: RoundSize = None,
     max_trials_per_task: MaxTrialsPerTask = None,
+    allocate: Allocate = None,
     margin: RunMargin = None,
     alpha: RunAlpha = None,
     budget_trials: BudgetTrials = None,
@@ -339,6 +341,11 @@ def _design(s: RunSettings, flags: dict[str, Any]) -> Any:
             f"-n {s.trials} (the first round) is above --max-trials-per-task "
             f"{s.max_trials_per_task}: lower -n or raise the cap"
         )
+    if s.allocate is not None and not 0 < s.allocate <= 1:
+        raise ConfigError(
+            f"--allocate must lie in (0, 1] (got {s.allocate}): a settled task's share of its "
+            "later trials; 0.25 runs a quarter of them"
+        )
     return SequentialDesign(
         alpha=s.alpha,
         margin=s.margin,
@@ -346,6 +353,10 @@ def _design(s: RunSettings, flags: dict[str, Any]) -> Any:
         round_size=s.round_size,
         max_trials=s.max_trials_per_task,
         budget_trials=budget_trials,
+        # The draws of which settled trials run hang on the run seed: the same seed, the
+        # same journal, and a resumed run draws the same.
+        settled_rate=s.allocate,
+        allocation_seed=None if s.allocate is None else s.seed,
     )
 
 

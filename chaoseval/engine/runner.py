@@ -211,7 +211,7 @@ _CONFIG_FLAGS = {
     "request_limit": "--max-request-size",
     "user_model": "the LLM user (--user-model-endpoint, --user-model)",
     "sequential": "the sequential design (--alpha, --margin, -n, --round-size, "
-    "--max-trials-per-task)",
+    "--max-trials-per-task, --allocate)",
 }
 
 

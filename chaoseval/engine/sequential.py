@@ -79,6 +79,8 @@ def _wanted(progress: Progress, first: int) -> Callable[[str, str, int], bool]:
     cells = {c: set(progress.decisions[c].tasks) for c in progress.next_cells}
     fixed = n > first and all(cells.values())
     clean_tasks = set().union(*cells.values()) if fixed else None
+    if fixed and progress.allocated is not None:
+        return _allocated(progress.allocated, n)
 
     def wanted(cell: str, task: str, index: int) -> bool:
         if index >= n:
@@ -88,6 +90,23 @@ def _wanted(progress: Progress, first: int) -> Callable[[str, str, int], bool]:
         if cell not in cells:
             return False
         return not fixed or task in cells[cell]
+
+    return wanted
+
+
+def _allocated(plan: dict[str, dict[str, set[int]]], n: int) -> Callable[[str, str, int], bool]:
+    """With allocation: the trials each cell's plan runs, and clean's of the same tasks and
+    indices (the union over the cells: a trial clean ran for one cell pairs another's too)."""
+    clean: dict[str, set[int]] = {}
+    for tasks in plan.values():
+        for task, indices in tasks.items():
+            clean.setdefault(task, set()).update(indices)
+
+    def wanted(cell: str, task: str, index: int) -> bool:
+        if index >= n:
+            return False
+        runs = clean if cell == CLEAN else plan.get(cell, {})
+        return index in runs.get(task, ())
 
     return wanted
 

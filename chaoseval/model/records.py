@@ -374,6 +374,14 @@ class SequentialDesign(BaseModel):
     # closed testing over the cells' claims that can be true together, mean-merged by cell;
     # "e-holm" (journals written before it), mean-merged by claim.
     method: Literal["cells", "e-holm"] = "cells"
+    # Within-cell allocation (chaoseval.analysis.allocation, ``--allocate``): after the first
+    # round a task whose paired differences were all the same runs each later trial with this
+    # probability (importance-weighted, drawn from streams under ``allocation_seed``, the run
+    # seed); None: every task of an undecided cell runs every round.
+    settled_rate: float | None = Field(
+        default=None, gt=0, le=1, exclude_if=lambda v: v is None
+    )
+    allocation_seed: int | None = Field(default=None, exclude_if=lambda v: v is None)
     # Each cell's decision as the run left it (a later manifest line of the run writes it
     # after every round): status, the rule that stopped it, its round and trials per task.
     decided: dict[str, dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)

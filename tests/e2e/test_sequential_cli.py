@@ -152,3 +152,28 @@ def test_compare_reads_first_rounds_and_lists_each_runs_decisions(tmp_path: Path
     assert table.exit_code == 0, table.output
     assert "sequential decisions, each run against its own clean" in table.output
     assert "timeout" in table.output.split("sequential decisions")[1]
+
+
+def test_allocate_is_recorded_and_report_and_gate_replay_it(tmp_path: Path) -> None:
+    """--allocate: the design records the rate and the run seed, and report and gate decide
+    from the journal as the run did; a rate outside (0, 1] is a usage error."""
+    journal, _ = _run(tmp_path, "--allocate", "0.25")
+    design = json.loads(journal.read_text().splitlines()[0])["sequential"]
+    assert design["settled_rate"] == 0.25 and design["allocation_seed"] == 7
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    decided = [x for x in lines if x.get("type") == "manifest"][-1]["sequential"]["decided"]
+    from chaoseval.analysis.sequential import statuses
+    from chaoseval.store.columns import read_trials
+
+    again = {c: s.status for c, s in statuses(read_trials(journal)).items()}
+    assert again == {c: d["status"] for c, d in decided.items()}  # as the run decided
+    gate = runner.invoke(app, ["gate", str(journal)], env=ENV)
+    assert gate.exit_code == (1 if "broken" in again.values() else 0), gate.output
+    (tmp_path / "plain").mkdir()
+    plain, _ = _run(tmp_path / "plain")
+    assert "settled_rate" not in plain.read_text().splitlines()[0]  # off: not recorded
+    bad = runner.invoke(
+        app, ["run", "--config", str(tmp_path / "chaoseval.toml"), "--journal",
+              str(tmp_path / "bad.jsonl"), "--allocate", "0", "-q"], env=ENV,
+    )  # fmt: skip
+    assert bad.exit_code == 2 and "--allocate must lie in (0, 1]" in bad.output

@@ -11,7 +11,7 @@ import pytest
 from chaoseval.engine.runner import RunConfig, run
 from chaoseval.errors import ScenarioError
 from chaoseval.loading.files import load_paths
-from chaoseval.loading.yamlform.templates import dig
+from chaoseval.loading.yamlform.templates import dig, interpolate
 from chaoseval.model.records import TrialRecord
 from chaoseval.seams.agent import AgentOutput, Episode, load_agent
 
@@ -269,6 +269,15 @@ def test_a_number_in_a_template_path_picks_a_list_item() -> None:
     assert dig(found, "items.1.id") == "B"
     assert dig(found, "items.-1.id") == "B"
     assert not dig(found, "items.2.id")  # past the end: missing, as a field no row has
+
+
+def test_a_field_of_a_scalar_as_a_value_is_none_not_the_missing_marker() -> None:
+    # A malformed response turns an object into a string: $refund.charge_id of it was the
+    # MISSING marker, passed into the next call's args, and the journal could not write the
+    # record (conv-duplicate-charge under -p malformed, naive agent, seed 7, trial 16).
+    steps = {"refund": "<html>oops</html>"}
+    assert interpolate("$refund.charge_id", lambda name: None, steps) is None
+    assert interpolate("id $refund.charge_id", lambda name: None, steps) == "id <missing>"
 
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "CONVERSATIONS.md"

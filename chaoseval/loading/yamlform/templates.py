@@ -57,7 +57,11 @@ def interpolate(
     if steps is not None:
         s = STEP.fullmatch(text)
         if s:
-            return dig(steps.get(s.group(1), MISSING), s.group(2))
+            # A field of a scalar (a malformed response's string) is MISSING to dig; as a
+            # value (a tool call's argument) it is None: the marker cannot be written to a
+            # record. In text it stays "<missing>", as the golden journals have it.
+            value = dig(steps.get(s.group(1), MISSING), s.group(2))
+            return None if value is MISSING else value
 
     def brace(match: re.Match[str]) -> str:
         return to_text(_shift(lookup(match.group(1)), match.group(2)), match.group(3))
