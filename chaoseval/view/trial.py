@@ -203,7 +203,7 @@ def trial_page(library: Library, key: str, trial_id: str) -> str:
     else:
         none = "a clean trial" if record.cell == CLEAN else "no clean twin in this journal"
         body = f"<p class='meta'>{text(none)}</p>{mine}"
-    instruction = instruction_html(library.root, t.full_manifest(), record)
+    instruction = instruction_html(library.root, t.manifest_of({record.scenario}), record)
     crumbs = [(key, href("/run", {"j": key})),
               (record.cell, href("/run", {"j": key, "cell": record.cell}))]  # fmt: skip
     return page(f"Trial {record.trial_id}", instruction + body, crumbs=crumbs)
