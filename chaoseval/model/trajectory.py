@@ -139,14 +139,14 @@ def assign(model: BaseModel, **values: Any) -> None:
             setattr(model, name, value)
         return
     model.__dict__.update(values)
-    model.__pydantic_fields_set__.update(values)
+    model.model_fields_set.update(values)  # the model's own set (pydantic's property)
 
 
 def shallow_copy(model: M) -> M:
     """``model.model_copy()``: the same copy, without pydantic's generic steps (half the time)."""
-    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
+    if model.model_extra is not None or type(model).__private_attributes__:
         return model.model_copy()
-    return built(type(model), model.__dict__.copy(), model.__pydantic_fields_set__.copy())
+    return built(type(model), model.__dict__.copy(), model.model_fields_set.copy())
 
 
 def answer_data(gave_up: bool) -> AnswerData:
