@@ -60,6 +60,31 @@ def test_strata_combine_by_the_exact_conditional_law() -> None:
     assert stratified_exact([(3, 3, 3, 3)], "less") == 1.0
 
 
+@pytest.mark.parametrize("alternative", ["less", "greater"])
+def test_the_three_paths_agree(monkeypatch: pytest.MonkeyPatch, alternative: str) -> None:
+    """Exact fractions, the float convolution and the CMH normal tail give the same p on the
+    same tables (each path forced by its threshold): a path chosen by the support's width
+    changes the arithmetic, never the answer (the normal tail within its approximation)."""
+    import chaoseval.analysis.strata as strata
+
+    tables = [(12, 4, 15, 9), (20, 11, 18, 12), (9, 2, 30, 14), (25, 20, 25, 19)]
+    got = []
+    for exact, floats in [(10**9, 10**9), (0, 10**9), (0, 0)]:
+        monkeypatch.setattr(strata, "EXACT_MAX_SUPPORT", exact)
+        monkeypatch.setattr(strata, "FLOAT_MAX_SUPPORT", floats)
+        got.append(stratified_exact(tables, alternative))
+    assert got[1] == pytest.approx(got[0], rel=1e-9)
+    assert got[2] == pytest.approx(got[0], abs=0.01)
+
+
+def test_ten_thousand_trials_a_task_take_the_normal_path() -> None:
+    """1M records over 100 tasks: decided from the margins, with no weight computed (those
+    were integers of thousands of digits, minutes a report)."""
+    tables = [(10_000, 3_000, 10_000, 3_100)] * 100
+    assert stratified_exact(tables, "less") < 1e-40
+    assert stratified_exact(tables, "greater") == pytest.approx(1.0)
+
+
 def test_clean_three_of_three_against_none_is_exactly_alpha() -> None:
     """1/20 read as a float must still reject at p <= 0.05."""
     assert stratified_exact([(3, 0, 3, 3)]) == 0.05
