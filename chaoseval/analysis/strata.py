@@ -13,8 +13,8 @@ scipy has Fisher's and Boschloo's tests of one table, not a stratified exact tes
 an unconditional test, has no exact combination across strata (each task brings its own
 nuisance rate). The conditional test has one, is exact at any number of tasks, and answers on
 one task: clean 3/3 against 0/3 gives p = 1/20. Its p-values are computed from integer counts:
-exactly (as fractions) while the support is small, in floating point (scipy's hypergeometric
-law) up to :data:`FLOAT_MAX_SUPPORT`, and above that by the continuity-corrected CMH normal
+exactly (as fractions) while the support is small, in floating point (from log-gamma) up
+to :data:`FLOAT_MAX_SUPPORT`, and above that by the continuity-corrected CMH normal
 approximation (where the supports are thousands wide and it is accurate). The path is chosen from
 the margins alone: the exact weights are integers of thousands of digits at 10k trials a task
 (1M records over 100 tasks spent minutes on them before any path used them).
@@ -27,8 +27,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import ndtr, ndtri  # type: ignore[import-untyped]  # scipy ships no stubs
-from scipy.stats import hypergeom  # type: ignore[import-untyped]
+from scipy.special import gammaln, ndtr, ndtri  # type: ignore[import-untyped]  # no stubs
 
 __all__ = ["Table", "stratified_exact", "trials_needed"]
 
@@ -55,11 +54,19 @@ def _weights(t: Table) -> list[int]:
     return [math.comb(n1, x) * math.comb(n0, c1 + c0 - x) for x in range(lo, hi + 1)]
 
 
+def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
+    return np.asarray(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1), dtype=float)
+
+
 def _probabilities(t: Table) -> np.ndarray:
-    """The same law in floating point (normalised), lowest value first."""
+    """The same law in floating point (normalised), lowest value first: from log-gamma, as
+    scipy.stats.hypergeom does (scipy.stats itself stays unimported: ~0.7 s a command)."""
     n1, c1, n0, c0 = t
     lo, hi = _bounds(t)
-    return np.asarray(hypergeom.pmf(np.arange(lo, hi + 1), n1 + n0, c1 + c0, n1), dtype=float)
+    x = np.arange(lo, hi + 1)
+    logs = _log_comb(n1, x) + _log_comb(n0, c1 + c0 - x)
+    w = np.exp(logs - logs.max())
+    return np.asarray(w / w.sum(), dtype=float)
 
 
 def _check(t: Table) -> None:
