@@ -82,13 +82,16 @@ def stratified_exact(tables: Sequence[Table], alternative: str = "less") -> floa
         raise ValueError(f"alternative must be 'less' or 'greater', got {alternative!r}")
     for t in tables:
         _check(t)
-    informative = [t for t in tables if _bounds(t)[1] > _bounds(t)[0]]
-    if not informative:
+    spans = [(t, lo, hi) for t in tables for lo, hi in [_bounds(t)] if hi > lo]
+    if not spans:
         return 1.0
-    lows = sum(_bounds(t)[0] for t in informative)
-    observed = sum(t[1] for t in informative) - lows  # offset by each table's lowest value
-    width = sum(_bounds(t)[1] - _bounds(t)[0] for t in informative)
+    informative = [t for t, _, _ in spans]
     flip = alternative == "greater"
+    width = sum(hi - lo for _, lo, hi in spans)
+    if width > FLOAT_MAX_SUPPORT:
+        return _cmh_normal(informative, flip)
+    # The total offset by each table's lowest value; "greater" reads the supports reversed.
+    observed = sum(t[1] - lo for t, lo, _ in spans)
     if flip:
         observed = width - observed
     if width <= EXACT_MAX_SUPPORT:
@@ -100,25 +103,22 @@ def stratified_exact(tables: Sequence[Table], alternative: str = "less") -> floa
                 for i in range(len(dist) + len(w) - 1)
             ]
         return float(Fraction(sum(dist[: observed + 1]), sum(dist)))
-    if width <= FLOAT_MAX_SUPPORT:
-        acc = np.ones(1)
-        for t in informative:
-            acc = np.convolve(acc, _probabilities(t)[::-1] if flip else _probabilities(t))
-        return float(min(1.0, acc[: observed + 1].sum()))
-    return _cmh_normal(informative, observed, flip)
+    acc = np.ones(1)
+    for t in informative:
+        acc = np.convolve(acc, _probabilities(t)[::-1] if flip else _probabilities(t))
+    return float(min(1.0, acc[: observed + 1].sum()))
 
 
-def _cmh_normal(informative: Sequence[Table], observed: int, flip: bool) -> float:
-    """Continuity-corrected normal tail of the total (the CMH statistic, one-sided)."""
+def _cmh_normal(informative: Sequence[Table], greater: bool) -> float:
+    """Continuity-corrected normal tail of the perturbed total (the CMH statistic, one-sided):
+    at most the observed one, or at least it when ``greater``."""
     mean = var = 0.0
     for n1, c1, n0, c0 in informative:
         n, m = n1 + n0, c1 + c0
         mean += n1 * m / n
         var += n1 * n0 * m * (n - m) / (n * n * (n - 1))
-    lows = sum(_bounds(t)[0] for t in informative)
-    if flip:  # the reflected total: its mean mirrored within the summed supports
-        mean = 2 * lows + sum(_bounds(t)[1] - _bounds(t)[0] for t in informative) - mean
-    z = (observed + lows + 0.5 - mean) / math.sqrt(var)
+    gap = sum(t[1] for t in informative) - mean
+    z = ((-gap if greater else gap) + 0.5) / math.sqrt(var)
     return float(ndtr(z))
 
 
